@@ -1,0 +1,46 @@
+# Two commands matter: `make run` (the whole system) and `make test`. Both create the venv.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help venv run test test-llm lint format system-deps clean
+
+help:
+	@echo "make run        start everything on http://127.0.0.1:$${PORT:-8000} (Ctrl-C stops it)"
+	@echo "make test       run the test suite (SQLite + an embedded Redis unless DATABASE_URL/REDIS_URL)"
+	@echo "make lint       ruff + mypy"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+run: venv
+	$(PY) -m inbox.stack
+
+# Debian packages some tests need (speech synthesis, audio conversion, a browser). Installed
+# when this machine allows it; otherwise the tests that need them say so and skip.
+system-deps:
+	@bash scripts/system-deps.sh
+
+test: venv system-deps
+	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	TESTING=1 $(VENV)/bin/mypy inbox assistant integrations
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

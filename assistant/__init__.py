@@ -1,0 +1,1 @@
+"""The assistant: price-list knowledge, prompt, LLM client, decision, guardrails, speech, turn."""

@@ -1,0 +1,52 @@
+"""Who may see what: the one place tenant isolation is decided.
+
+Every view, consumer, API endpoint and media download asks these functions; menus hiding a
+link is never the protection.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+
+from inbox.models import Business, Channel, Chat, Membership
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def memberships(user: User) -> QuerySet[Membership]:
+    if not user.is_authenticated:
+        return Membership.objects.none()
+    return Membership.objects.filter(user_id=int(user.pk))
+
+
+def visible_businesses(user: User) -> QuerySet[Business]:
+    if not user.is_authenticated:
+        return Business.objects.none()
+    return Business.objects.filter(memberships__user_id=int(user.pk)).distinct()
+
+
+def visible_channels(user: User) -> QuerySet[Channel]:
+    """Channels of the user's businesses; a membership with assigned channels narrows to them."""
+    if not user.is_authenticated:
+        return Channel.objects.none()
+    rules = Q(pk__in=[])
+    for membership in memberships(user).prefetch_related("channels"):
+        assigned = [channel.pk for channel in membership.channels.all()]
+        if assigned and membership.role == Membership.Role.MANAGER:
+            rules |= Q(pk__in=assigned)
+        else:
+            rules |= Q(business_id=membership.business_id)
+    return Channel.objects.filter(rules)
+
+
+def visible_chats(user: User) -> QuerySet[Chat]:
+    return Chat.objects.filter(channel__in=visible_channels(user))
+
+
+def can_see_chat(user: User, chat_id: int) -> bool:
+    return visible_chats(user).filter(pk=chat_id).exists()
+
+
+def is_business_admin(user: User, business_id: int) -> bool:
+    return memberships(user).filter(business_id=business_id, role=Membership.Role.ADMIN).exists()

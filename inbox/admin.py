@@ -1,0 +1,201 @@
+"""Django admin for the conversation core, for managers who are not developers.
+
+Owner changes are read-only here: they go through `inbox/ownership.py` (the dashboard's
+Take over / Release buttons), never through a form field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from inbox.fields import mask_secret
+from inbox.models import (
+    Business,
+    Channel,
+    Chat,
+    Handoff,
+    Membership,
+    Message,
+    OwnershipTransition,
+)
+
+SECRET_FIELDS = ("access_token", "bridge_token")
+
+
+class ChannelAdminForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Secrets are write-only: the form shows whether one is set, never its value, and an empty
+    input keeps the stored secret."""
+
+    access_token = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    bridge_token = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    bridge_url = forms.URLField(required=False, assume_scheme="https")
+
+    class Meta:
+        model = Channel
+        fields = [
+            "business",
+            "name",
+            "kind",
+            "is_active",
+            "language",
+            "phone_number_id",
+            "display_phone_number",
+            "access_token",
+            "bridge_url",
+            "bridge_token",
+            "debounce_seconds",
+            "idle_release_hours",
+            "late_answer_cutoff_minutes",
+            "voice_confidence_threshold",
+            "working_hours",
+            "silent_alert_minutes",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:
+            stored = getattr(self.instance, name, "") if self.instance.pk else ""
+            self.fields[name].help_text = (
+                f"Set ({mask_secret(stored)}). Leave empty to keep it." if stored else "Not set."
+            )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        for name in SECRET_FIELDS:
+            if not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
+
+
+class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = Membership
+    extra = 0
+    filter_horizontal = ("channels",)
+
+
+@admin.register(Business)
+class BusinessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("name", "timezone", "created_at")
+    search_fields = ("name",)
+    inlines = [MembershipInline]
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = ChannelAdminForm
+    list_display = ("name", "business", "kind", "phone_number_id", "is_active", "last_event_at")
+    list_filter = ("kind", "is_active", "business")
+    search_fields = ("name", "phone_number_id", "display_phone_number")
+    readonly_fields = ("last_event_at", "created_at")
+    fieldsets = (
+        (None, {"fields": ("business", "name", "kind", "is_active", "language")}),
+        ("Cloud API", {"fields": ("phone_number_id", "display_phone_number", "access_token")}),
+        ("Linked-device bridge", {"fields": ("bridge_url", "bridge_token")}),
+        (
+            "Timing",
+            {
+                "fields": (
+                    "debounce_seconds",
+                    "idle_release_hours",
+                    "late_answer_cutoff_minutes",
+                    "voice_confidence_threshold",
+                    "working_hours",
+                    "silent_alert_minutes",
+                )
+            },
+        ),
+        ("Health", {"fields": ("last_event_at", "created_at")}),
+    )
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("user", "business", "role")
+    list_filter = ("role", "business")
+    filter_horizontal = ("channels",)
+
+
+class MessageInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = Message
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "author", "kind", "text", "transcript", "status")
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = OwnershipTransition
+    extra = 0
+    can_delete = False
+    fields = ("at", "from_owner", "to_owner", "cause", "reason", "actor_label", "version")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Chat)
+class ChatAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "__str__",
+        "channel",
+        "owner",
+        "assigned_to",
+        "last_customer_at",
+        "last_manager_at",
+    )
+    list_filter = ("owner", "channel__business", "channel")
+    search_fields = ("customer_name", "customer_phone", "customer_key")
+    readonly_fields = (
+        "owner",
+        "version",
+        "answered_up_to",
+        "last_customer_at",
+        "last_manager_at",
+        "last_message_at",
+        "owner_changed_at",
+        "created_at",
+    )
+    inlines = [TransitionInline, MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("id", "chat", "direction", "author", "kind", "status", "created_at")
+    list_filter = ("direction", "author", "kind", "status", "channel")
+    search_fields = ("text", "transcript", "provider_message_id")
+    readonly_fields = ("created_at",)
+    raw_id_fields = ("chat", "sent_by")
+
+
+@admin.register(OwnershipTransition)
+class OwnershipTransitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("at", "chat", "from_owner", "to_owner", "cause", "reason", "actor_label")
+    list_filter = ("cause", "to_owner")
+    raw_id_fields = ("chat", "actor")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Handoff)
+class HandoffAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("created_at", "chat", "reason")
+    list_filter = ("reason",)
+    search_fields = ("summary",)
+    raw_id_fields = ("chat",)

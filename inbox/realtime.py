@@ -1,0 +1,77 @@
+"""The one place that pushes to open dashboards (Channels groups over Redis pub/sub).
+
+Groups: one per business (chat list, notifications) and one per open chat view. Every event
+carries a per-business sequence number from Redis, so a page that sees a gap (or reconnects)
+knows to re-fetch instead of silently missing something.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from inbox.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+
+def business_group(business_id: int) -> str:
+    return f"business.{business_id}"
+
+
+def chat_group(chat_id: int) -> str:
+    return f"chat.{chat_id}"
+
+
+def next_sequence(business_id: int) -> int:
+    return int(get_redis().incr(f"rt:seq:{business_id}"))
+
+
+def current_sequence(business_id: int) -> int:
+    value = get_redis().get(f"rt:seq:{business_id}")
+    return int(value) if value else 0
+
+
+def publish(business_id: int, event: str, data: dict[str, Any], chat_id: int | None = None) -> None:
+    """Send one event to the business group (and the chat group when given). Never raises:
+    a dashboard that misses an event finds the gap by its sequence number and re-fetches."""
+    try:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        message = {
+            "type": "inbox.event",
+            "event": event,
+            "seq": next_sequence(business_id),
+            "business_id": business_id,
+            "chat_id": chat_id,
+            "data": data,
+        }
+        async_to_sync(layer.group_send)(business_group(business_id), message)
+        if chat_id is not None:
+            async_to_sync(layer.group_send)(chat_group(chat_id), message)
+    except Exception:
+        log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
+
+
+def chat_changed(chat_id: int) -> None:
+    """A chat's owner, version or messages changed: refresh its row and open views."""
+    from inbox.models import Chat
+
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None:
+        return
+    publish(
+        chat.channel.business_id,
+        "chat.changed",
+        {"owner": chat.owner, "version": chat.version},
+        chat_id=chat.pk,
+    )
+
+
+def chat_changed_on_commit(chat_id: int) -> None:
+    transaction.on_commit(lambda: chat_changed(chat_id), robust=True)

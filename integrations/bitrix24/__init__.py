@@ -1,0 +1,1 @@
+"""Bitrix24 CRM sync: the only package that talks to Bitrix24."""

@@ -1,0 +1,54 @@
+"""Shared fixtures: the real database, the real Redis, real worker processes.
+
+Nothing of ours is mocked. Outside systems are emulated over real HTTP in tests/emulators/.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TESTING", "1")
+
+from collections.abc import Iterator
+
+import pytest
+
+from inbox.redis import get_redis
+from tests.processes import ProcessGroup, database_url_for_subprocesses
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis() -> Iterator[None]:
+    """Each test starts with an empty Redis database (dedup keys, debounce, breaker state)."""
+    get_redis().flushdb()
+    return
+
+
+@pytest.fixture
+def redis_client():  # type: ignore[no-untyped-def]
+    return get_redis()
+
+
+@pytest.fixture(scope="session")
+def subprocess_env(django_db_setup: None, django_db_blocker) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Environment for processes that must use the test database and the test Redis."""
+    with django_db_blocker.unblock():
+        url = database_url_for_subprocesses()
+    return {**os.environ, "DATABASE_URL": url, "TESTING": "1", "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(scope="session")
+def celery_worker(subprocess_env: dict[str, str]) -> Iterator[ProcessGroup]:
+    """A real Celery worker process on every queue (not eager mode)."""
+    group = ProcessGroup(subprocess_env)
+    group.start_celery_worker("worker-1")
+    yield group
+    group.stop_all()
+
+
+@pytest.fixture
+def processes(subprocess_env: dict[str, str]) -> Iterator[ProcessGroup]:
+    """Processes a single test starts (and may kill); all are stopped at the end of the test."""
+    group = ProcessGroup(subprocess_env)
+    yield group
+    group.stop_all()

@@ -1,0 +1,146 @@
+"""Starting and stopping real processes of ours (Celery workers, daphne, the ingest consumer)
+for tests, and polling for the effects of asynchronous work without sleeping blindly."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import quote
+
+from django.db import connection
+
+from inbox.embedded_redis import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG_DIR = ROOT / "var" / "test-logs"
+T = TypeVar("T")
+
+
+def wait_for(
+    predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05, message: str = ""
+) -> T:
+    """Poll until `predicate()` returns something truthy; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}")
+        time.sleep(interval)
+
+
+def database_url_for_subprocesses() -> str:
+    """A DATABASE_URL naming the test database pytest-django created."""
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    auth = quote(s["USER"] or "")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(s["PASSWORD"])
+    host = s["HOST"] or "127.0.0.1"
+    port = s["PORT"] or "5432"
+    return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
+
+
+class ProcessGroup:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+
+    def start(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        log = open(LOG_DIR / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        self.procs[name] = proc
+        return proc
+
+    def start_celery_worker(
+        self, name: str, env: dict[str, str] | None = None, concurrency: int = 2
+    ) -> subprocess.Popen[bytes]:
+        proc = self.start(
+            name,
+            [sys.executable, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO",
+             "-Q", "default,assistant,speech,integrations", "--concurrency", str(concurrency),
+             "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle"],
+            env,
+        )  # fmt: skip
+        self.wait_celery_ready(name)
+        return proc
+
+    def wait_celery_ready(self, name: str, timeout: float = 60) -> None:
+        log = LOG_DIR / f"{name}.log"
+        start = log.stat().st_size if log.exists() else 0
+
+        def ready() -> bool:
+            proc = self.procs[name]
+            if proc.poll() is not None:
+                raise AssertionError(f"{name} exited: see {log}")
+            with open(log, "rb") as f:
+                f.seek(start)
+                return b"ready." in f.read()
+
+        wait_for(ready, timeout, 0.1, f"celery worker {name} to be ready")
+
+    def start_daphne(self, name: str = "web", port: int | None = None) -> str:
+        port = port or free_port()
+        self.start(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "inbox.asgi:application",
+            ],
+        )
+        import socket
+
+        def listening() -> bool:
+            if self.procs[name].poll() is not None:
+                raise AssertionError(f"{name} exited: see {LOG_DIR / (name + '.log')}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return True
+            except OSError:
+                return False
+
+        wait_for(listening, 30, 0.1, f"daphne on port {port}")
+        return f"http://127.0.0.1:{port}"
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs[name]
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout=30)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
