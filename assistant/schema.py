@@ -1,0 +1,78 @@
+"""What goes into a turn and what comes out of it.
+
+`TurnInput` is built by the turn from the database; `Decision` is what every assistant backend
+(the offline catalogue assistant, or a model behind the OpenAI-compatible API) returns, validated
+by pydantic whatever produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Action(StrEnum):
+    ANSWER = "answer"
+    HANDOFF = "handoff"
+    CLARIFY = "clarify"
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(max_length=200)
+    qty: float | None = None
+
+
+class Facts(BaseModel):
+    """What the customer told us so far, for the manager and the CRM."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = Field(default=None, max_length=200)
+    city: str | None = Field(default=None, max_length=200)
+    items: list[Item] = Field(default_factory=list)
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    action: Action
+    reason: str = Field(default="", max_length=64)
+    summary: str = Field(default="", max_length=2000)
+    reply_to_customer: str = Field(max_length=4096)
+    facts: Facts = Field(default_factory=Facts)
+
+
+Speaker = Literal["customer", "bot", "manager", "system"]
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One earlier message of the chat as the assistant sees it (voice as its transcript)."""
+
+    speaker: Speaker
+    text: str
+    at: datetime
+    voice_confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """Everything a backend may use to decide one turn. Built once per turn by the turn."""
+
+    business_id: int
+    channel_id: int
+    chat_id: int
+    language: str
+    history: list[HistoryEntry]
+    # This turn's customer messages, oldest first (voice notes as transcripts).
+    pending: list[HistoryEntry]
+    # Lowest transcript confidence among this turn's voice notes (None: no voice in the turn).
+    lowest_voice_confidence: float | None = None
+    voice_confidence_threshold: float = 0.6
+    extra: dict[str, str] = field(default_factory=dict)
