@@ -27,6 +27,7 @@ class HandoffOutcome:
     reason: str  # "handed_off", "stale", "not_bot_owner", "already_answered"
     handoff_id: int | None = None
     notice_sent: bool = False
+    notice_message_id: int | None = None
 
 
 def hand_off(
@@ -75,4 +76,6 @@ def hand_off(
         realtime.handoff_created_on_commit(handoff.pk)
     log.info("handoff.created", extra={"chat_id": chat_id, "reason": reason})
     notice_sent = deliver(notice.pk).sent if notice is not None else False
-    return HandoffOutcome(True, "handed_off", handoff.pk, notice_sent)
+    return HandoffOutcome(
+        True, "handed_off", handoff.pk, notice_sent, notice.pk if notice is not None else None
+    )

@@ -8,13 +8,16 @@ knows to re-fetch instead of silently missing something.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
 from inbox.redis import get_redis
+
+if TYPE_CHECKING:
+    from inbox.models import Chat
 
 log = logging.getLogger(__name__)
 
@@ -117,3 +120,10 @@ def handoff_created(handoff_id: int) -> None:
 
 def handoff_created_on_commit(handoff_id: int) -> None:
     transaction.on_commit(lambda: handoff_created(handoff_id), robust=True)
+
+
+def publish_turn(chat: Chat, *, running: bool) -> None:
+    """Show or hide "the assistant is preparing a reply" on the chat."""
+    publish(
+        chat.channel.business_id, "turn.running" if running else "turn.done", {}, chat_id=chat.pk
+    )

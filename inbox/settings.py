@@ -177,6 +177,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300),
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
+}
 CELERY_TIMEZONE = "UTC"
 
 # --- Auth, sessions, security ---------------------------------------------------------------
