@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from django.db.models import Q
 from django.http import HttpRequest
 from ninja import Field, NinjaAPI, Path, Query, Router, Schema
+from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
@@ -242,7 +243,8 @@ def _result(result: actions.ActionResult) -> ActionOut:
     )
 
 
-NOT_FOUND = (404, ErrorOut(detail="No such chat."))
+def _not_found() -> Status[ErrorOut]:
+    return Status(404, ErrorOut(detail="No such chat."))
 
 
 @router.get("/chats", response=list[ChatOut], summary="List chats", tags=["chats"])
@@ -270,7 +272,7 @@ def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOu
 def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
     chat = access.visible_chat(request.user, chat_id)
     if chat is None:
-        return NOT_FOUND
+        return _not_found()
     messages, _ = dashboard.recent_messages(chat)
     handoff = chat.handoffs.order_by("-pk").first()
     return ChatDetailOut(
@@ -284,7 +286,7 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
     try:
         return _result(action(request.user, chat_id, *args, **kwargs))
     except actions.ChatNotFound:
-        return NOT_FOUND
+        return _not_found()
 
 
 @router.post(
