@@ -112,10 +112,13 @@ def test_actions_follow_the_ownership_rules(a: Tenant, b: Tenant) -> None:
     retried = api.post(f"/chats/{a.chat.pk}/reply", {"text": "On my way", "idempotency_key": "r1"})
     released = api.post(f"/chats/{a.chat.pk}/release").json()
 
-    assert taken["changed"] is True and taken["chat"]["owner"] == "human"
-    assert again["changed"] is False and "Already handled" in again["notice"]
+    assert taken["changed"] is True
+    assert taken["chat"]["owner"] == "human"
+    assert again["changed"] is False
+    assert "Already handled" in again["notice"]
     assert assigned["chat"]["assigned_to"] == colleague.pk
-    assert replied.status_code == 200 and replied.json()["message_id"]
+    assert replied.status_code == 200
+    assert replied.json()["message_id"]
     assert retried.json()["changed"] is False
     assert Message.objects.filter(chat=a.chat, text="On my way").count() == 1
     assert released["chat"]["owner"] == "bot"
@@ -131,7 +134,8 @@ def test_reply_validation(a: Tenant) -> None:
     assert api.post(f"/chats/{a.chat.pk}/reply", {"text": ""}).status_code == 422
     assert api.post(f"/chats/{a.chat.pk}/reply", {"text": "x" * 5000}).status_code == 422
     nul = api.post(f"/chats/{a.chat.pk}/reply", {"text": "a\x00b"}).json()
-    assert nul["error"] and nul["changed"] is False
+    assert nul["error"]
+    assert nul["changed"] is False
 
 
 def test_handoffs_by_reason(a: Tenant, b: Tenant) -> None:
