@@ -258,3 +258,10 @@ LOGGING = {
 
 # WhiteNoise serves static files straight from the apps in development (no collectstatic).
 WHITENOISE_USE_FINDERS = DEBUG
+
+# --- Login rate limit (inbox/login_limit.py) -------------------------------------------------
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
+# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
+LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
