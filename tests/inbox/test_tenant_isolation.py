@@ -116,8 +116,8 @@ def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: 
             assert response.status_code < 500, f"GET {url + query}: {response.status_code}"
             assert not any(m in body for m in B_MARKERS), f"GET {url + query} shows B's data"
 
-    assert "/inbox/chat/%d/take-over/" % b.chat.pk in walked
-    assert "/api/v1/chats/%d/reply" % b.chat.pk in walked
+    assert f"/inbox/chat/{b.chat.pk}/take-over/" in walked
+    assert f"/api/v1/chats/{b.chat.pk}/reply" in walked
     chat = Chat.objects.get(pk=b.chat.pk)
     assert chat.owner == Owner.PENDING_HUMAN
     assert chat.assigned_to_id is None
