@@ -78,7 +78,7 @@ def take_over(user: User, chat_id: int) -> ActionResult:
     except ownership.InvalidTransition:
         return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
     claimed = Chat.objects.filter(pk=chat.pk, assigned_to__isnull=True).update(assigned_to=user)
-    if claimed and not result.changed:
+    if claimed:
         realtime.chat_updated(chat.pk)
     chat = _reload(chat.pk)
     if result.changed:

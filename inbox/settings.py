@@ -257,7 +257,7 @@ LOGGING = {
 }
 
 # WhiteNoise serves static files straight from the apps in development (no collectstatic).
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
 # --- Login rate limit (inbox/login_limit.py) -------------------------------------------------
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
