@@ -67,11 +67,12 @@ class IngestWorker:
             except (redis.ConnectionError, redis.TimeoutError):
                 log.warning("ingest.redis_unavailable", exc_info=True)
                 self.stop_event.wait(1.0)
-            except redis.ResponseError as exc:
-                if "NOGROUP" in str(exc):  # Redis lost its data (restart without AOF)
-                    self._group_ready = False
-                else:
-                    raise
+            except redis.ResponseError:
+                # NOGROUP / UNBLOCKED: the stream or its group vanished (Redis restarted without
+                # its append-only file, or someone deleted the key). Recreate and carry on.
+                log.warning("ingest.stream_reset", exc_info=True)
+                self._group_ready = False
+                self.stop_event.wait(0.2)
 
     def step(self) -> int:
         """Process what is waiting (reclaimed entries first). Returns how many were handled."""
