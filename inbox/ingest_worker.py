@@ -18,7 +18,7 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from inbox import ingest
+from inbox import ingest, logs
 from inbox.events import event_from_json
 from inbox.redis import get_redis
 
@@ -125,7 +125,8 @@ class IngestWorker:
             self._dead_letter(entry_id, raw, "unreadable")
             return
         try:
-            ingest.accept(event)
+            with logs.bound(event.correlation_id):
+                ingest.accept(event)
         except Exception:
             attempts = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
             log.exception(

@@ -177,6 +177,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300),
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
 }
@@ -238,21 +239,37 @@ LLM_API_KEY = env_str("LLM_API_KEY", "not-needed")
 LLM_STRUCTURED_OUTPUT = env_str("LLM_STRUCTURED_OUTPUT", "json_schema")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 30.0)
 
+# --- Metrics --------------------------------------------------------------------------------
+# /metrics needs this bearer token; without one, only requests from these addresses.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", "127.0.0.1,::1")
+
 # --- Logging --------------------------------------------------------------------------------
+# JSON lines with a correlation id; phone numbers and message text masked (inbox/logs.py).
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"privacy": {"()": "inbox.logs.PrivacyFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "inbox.logs.JsonLines"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(correlation_id)s] %(message)s"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["privacy"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # httpx logs every request URL at INFO; CRM webhook URLs carry a secret.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }
 

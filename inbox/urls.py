@@ -3,10 +3,12 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox import health, views
+from inbox import health, metrics, views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
