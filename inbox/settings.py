@@ -275,3 +275,26 @@ LOGGING = {
 
 # WhiteNoise serves static files straight from the apps in development (no collectstatic).
 WHITENOISE_USE_FINDERS = DEBUG
+
+# --- Assistant: LLM client resilience, prompt budget (assistant/llm.py, assistant/prompt.py) --
+# LLM_BASE_URL may list several replicas of one model, comma-separated: requests go to the one
+# with the fewest requests in flight, each replica with its own circuit breaker.
+LLM_FALLBACK_BASE_URL = env_str("LLM_FALLBACK_BASE_URL")
+LLM_FALLBACK_MODEL = env_str("LLM_FALLBACK_MODEL") or LLM_MODEL
+LLM_FALLBACK_API_KEY = env_str("LLM_FALLBACK_API_KEY") or LLM_API_KEY
+LLM_FALLBACK_STRUCTURED_OUTPUT = env_str("LLM_FALLBACK_STRUCTURED_OUTPUT") or LLM_STRUCTURED_OUTPUT
+LLM_CONNECT_TIMEOUT_SECONDS = env_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 0.5)
+LLM_BREAKER_FAILURES = env_int("LLM_BREAKER_FAILURES", 5)
+LLM_BREAKER_COOLDOWN_SECONDS = env_float("LLM_BREAKER_COOLDOWN_SECONDS", 30.0)
+LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 32)
+LLM_ADMISSION_WAIT_SECONDS = env_float("LLM_ADMISSION_WAIT_SECONDS", 5.0)
+LLM_STREAM = env_bool("LLM_STREAM", True)
+LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 512)
+LLM_TEMPERATURE = env_float("LLM_TEMPERATURE", 0.2)
+LLM_SEND_CACHE_SALT = env_bool("LLM_SEND_CACHE_SALT", True)
+LLM_FALLBACK_SEND_CACHE_SALT = env_bool("LLM_FALLBACK_SEND_CACHE_SALT", LLM_SEND_CACHE_SALT)
+LLM_CONTEXT_BUDGET_TOKENS = env_int("LLM_CONTEXT_BUDGET_TOKENS", 4000)
+LLM_RETRIEVAL_ITEMS = env_int("LLM_RETRIEVAL_ITEMS", 40)
+LLM_HISTORY_MESSAGES = env_int("LLM_HISTORY_MESSAGES", 30)
