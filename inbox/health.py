@@ -42,10 +42,17 @@ def _celery() -> str:
     return f"{len(alive)} worker(s)"
 
 
+def _llm() -> str:
+    from assistant.health import llm_status
+
+    return llm_status()
+
+
 CHECKS: dict[str, Callable[[], str]] = {
     "database": _database,
     "redis": _redis,
     "celery": _celery,
+    "llm": _llm,
 }
 
 

@@ -16,10 +16,11 @@ from tests.emulators.bridge import BridgeEmulator
 from tests.emulators.graph_api import (
     GraphApiEmulator,
     contact,
+    echo_message,
     envelope,
     text_message,
 )
-from tests.emulators.openai_server import OpenAIEmulator
+from tests.emulators.openai_server import OpenAIEmulator, Step
 from tests.processes import ProcessGroup, ingest_drained, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -119,6 +120,64 @@ def test_replayed_delivery_five_times_is_one_message_and_one_reply(
     assert Message.objects.filter(chat=chat, direction="in").count() == 1
     assert len(graph.sent_to(CUSTOMER)) == 1
     assert len(_finished_turns(chat.pk)) == 1
+
+
+def test_burst_of_three_messages_inside_the_window_is_one_turn(
+    stack: str, pnid: str, graph: GraphApiEmulator, llm: OpenAIEmulator
+) -> None:
+    _cloud_channel(graph, pnid, debounce=2.0)
+
+    for text in ("hi", "how much is the oak table", "and delivery to Almaty?"):
+        _customer_says(graph, pnid, text)
+
+    chat = _chat()
+    wait_for(lambda: graph.sent_to(CUSTOMER), message="the reply")
+    wait_for(lambda: _finished_turns(chat.pk))
+    assert len(_finished_turns(chat.pk)) == 1
+    (request,) = llm.chat_requests
+    prompt = "\n".join(str(m.get("content")) for m in request.messages)
+    assert "hi" in prompt
+    assert "oak table" in prompt
+    assert "delivery to Almaty" in prompt
+    assert len(graph.sent_to(CUSTOMER)) == 1
+
+
+def test_manager_writing_from_the_phone_while_the_model_thinks_stops_the_reply(
+    stack: str, pnid: str, graph: GraphApiEmulator, llm: OpenAIEmulator
+) -> None:
+    _cloud_channel(graph, pnid)
+    llm.script(Step.slow(4.0))
+
+    _customer_says(graph, pnid, "Can I pay by card?")
+    wait_for(lambda: llm.chat_requests, message="the model to be asked")
+    echo = echo_message("15550783881", CUSTOMER, "Yes, card is fine. I'll send the invoice.")
+    assert graph.deliver(envelope(pnid, echoes=[echo], contacts=[contact(CUSTOMER)])) == 200
+
+    chat = _chat()
+    (turn,) = wait_for(lambda: _finished_turns(chat.pk), timeout=30)
+    assert turn.outcome == Turn.Outcome.DROPPED_OWNER
+    chat.refresh_from_db()
+    assert chat.owner == Owner.HUMAN
+    assert graph.sent_to(CUSTOMER) == []
+    assert Message.objects.get(chat=chat, author="phone").text.startswith("Yes, card is fine")
+
+
+def test_new_customer_message_mid_generation_drops_the_stale_reply_and_answers_once(
+    stack: str, pnid: str, graph: GraphApiEmulator, llm: OpenAIEmulator
+) -> None:
+    _cloud_channel(graph, pnid)
+    llm.script(Step.slow(3.0))
+
+    _customer_says(graph, pnid, "How much is a chair?")
+    wait_for(lambda: llm.chat_requests, message="the first generation to start")
+    _customer_says(graph, pnid, "Actually, two chairs")
+
+    chat = _chat()
+    wait_for(lambda: len(_finished_turns(chat.pk)) == 2, timeout=30, message="both turns")
+    outcomes = [t.outcome for t in _finished_turns(chat.pk)]
+    assert sorted(outcomes) == sorted([Turn.Outcome.DROPPED_STALE, Turn.Outcome.ANSWERED])
+    (reply,) = graph.sent_to(CUSTOMER)
+    assert "two chairs" in reply.text  # the fresh turn saw the newest message
 
 
 def test_late_message_after_an_outage_goes_to_a_human(

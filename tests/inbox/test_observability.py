@@ -159,3 +159,25 @@ class TestReadiness:
 
     def test_liveness_does_not_depend_on_anything(self, client: Any) -> None:
         assert client.get("/healthz").status_code == 200
+
+    def test_llm_breaker_open_on_every_replica_is_reported(
+        self, client: Any, settings: Any
+    ) -> None:
+        from assistant.llm import LLMClient
+        from assistant.resilience import replica_id
+
+        settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+        settings.LLM_BREAKER_FAILURES = 2
+        get_redis().zadd(HEARTBEAT_KEY, {"worker-1@host": time.time()})
+        guard = LLMClient.from_settings().guard
+        assert client.get("/readyz").status_code == 200
+        for _ in range(2):
+            permit = guard.allow(replica_id("http://127.0.0.1:9/v1"))
+            assert permit is not None
+            guard.failed(permit)
+
+        answer = client.get("/readyz")
+
+        assert answer.status_code == 503
+        assert answer.json()["failing"] == ["llm"]
+        assert "breaker open" in answer.json()["checks"]["llm"]
