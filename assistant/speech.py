@@ -62,6 +62,9 @@ AudioInput = AudioSource | Pcm
 # Whisper's decoder takes at most 223 prompt tokens; this many characters stays below that for
 # Latin and Cyrillic catalogue words alike.
 PROMPT_MAX_CHARS = 400
+# Whisper's own test for a failed decode: text that gzip-compresses this well is a loop
+# ("very, very, very, …"), whatever probability the decoder gave it.
+REPETITION_COMPRESSION_RATIO = 2.4
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Segment:
     no_speech_prob: float | None
     confidence: float
     words: tuple[Word, ...] = ()
+    compression_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,8 @@ class Transcript:
 
     def segments_json(self, low_word_probability: float | None = None) -> list[dict[str, Any]]:
         """The segments as stored on `Message.transcript_segments`; each word carries
-        ``low: true`` when the model gave it less than `low_word_probability`."""
+        ``low: true`` when the model gave it less than `low_word_probability`, or when its
+        segment is a loop (all of it is suspect, however sure the model was of each word)."""
         threshold = (
             settings.SPEECH_LOW_WORD_PROBABILITY
             if low_word_probability is None
@@ -106,6 +111,7 @@ class Transcript:
                 "text": s.text,
                 "avg_logprob": _round(s.avg_logprob),
                 "no_speech_prob": _round(s.no_speech_prob),
+                "compression_ratio": _round(s.compression_ratio),
                 "confidence": round(s.confidence, 3),
                 "words": [
                     {
@@ -113,7 +119,8 @@ class Transcript:
                         "end": round(w.end, 2),
                         "word": w.word,
                         "probability": _round(w.probability),
-                        "low": w.probability is not None and w.probability < threshold,
+                        "low": _looping(s.compression_ratio)
+                        or (w.probability is not None and w.probability < threshold),
                     }
                     for w in s.words
                 ],
@@ -212,9 +219,15 @@ def normalise_language(language: str | None) -> str | None:
 
 
 def segment_confidence(
-    avg_logprob: float | None, no_speech_prob: float | None, word_probabilities: Sequence[float]
+    avg_logprob: float | None,
+    no_speech_prob: float | None,
+    word_probabilities: Sequence[float],
+    compression_ratio: float | None = None,
 ) -> float:
-    """√(S·W) of the module docstring, from whichever signals the backend returned."""
+    """√(S·W) of the module docstring, from whichever signals the backend returned; 0 for a
+    decode Whisper itself counts as failed (text repeating itself)."""
+    if _looping(compression_ratio):
+        return 0.0
     sequence = None
     if avg_logprob is not None:
         sequence = math.exp(min(avg_logprob, 0.0)) * (1.0 - _clamp(no_speech_prob or 0.0))
@@ -247,6 +260,7 @@ def make_segment(
     avg_logprob: float | None,
     no_speech_prob: float | None,
     words: Sequence[Word],
+    compression_ratio: float | None = None,
 ) -> Segment:
     probabilities = [w.probability for w in words if w.probability is not None]
     return Segment(
@@ -255,8 +269,11 @@ def make_segment(
         text=text.strip(),
         avg_logprob=avg_logprob,
         no_speech_prob=no_speech_prob,
-        confidence=segment_confidence(avg_logprob, no_speech_prob, probabilities),
+        confidence=segment_confidence(
+            avg_logprob, no_speech_prob, probabilities, compression_ratio
+        ),
         words=tuple(words),
+        compression_ratio=compression_ratio,
     )
 
 
@@ -271,6 +288,10 @@ def make_transcript(
         duration_s=duration_s,
         segments=tuple(segments),
     )
+
+
+def _looping(compression_ratio: float | None) -> bool:
+    return compression_ratio is not None and compression_ratio > REPETITION_COMPRESSION_RATIO
 
 
 def _clamp(value: float) -> float:

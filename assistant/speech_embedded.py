@@ -330,4 +330,5 @@ def _segment(raw: Any) -> Segment:
         avg_logprob=float(raw.avg_logprob),
         no_speech_prob=float(raw.no_speech_prob),
         words=words,
+        compression_ratio=float(raw.compression_ratio),
     )

@@ -57,6 +57,7 @@ class _Segment(BaseModel):
     text: str = ""
     avg_logprob: float | None = None
     no_speech_prob: float | None = None
+    compression_ratio: float | None = None
     words: list[_Word] | None = None
 
 
@@ -94,23 +95,22 @@ class OpenAICompatibleSpeech:
         )
 
     def transcribe(self, pcm: Pcm, *, language: str | None, prompt: str) -> Transcript:
-        form: list[tuple[str, str]] = [
-            ("model", self.model),
-            ("response_format", "verbose_json"),
-            ("timestamp_granularities[]", "word"),
-            ("timestamp_granularities[]", "segment"),
-            ("temperature", "0"),
-        ]
+        form: dict[str, str | list[str]] = {
+            "model": self.model,
+            "response_format": "verbose_json",
+            "timestamp_granularities[]": ["word", "segment"],
+            "temperature": "0",
+        }
         if language:
-            form.append(("language", language))
+            form["language"] = language
         if prompt:
-            form.append(("prompt", prompt))
+            form["prompt"] = prompt
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             with httpx.Client(timeout=self.timeout) as client:
                 response = client.post(
                     self.url,
-                    data=form,  # type: ignore[arg-type]  # httpx takes repeated keys as pairs
+                    data=form,
                     files={"file": ("voice.wav", pcm.to_wav(), "audio/wav")},
                     headers=headers,
                 )
@@ -149,6 +149,7 @@ def to_transcript(body: _Verbose, *, language: str | None, duration_s: float) ->
                 make_segment(
                     start=raw.start, end=raw.end, text=raw.text, avg_logprob=raw.avg_logprob,
                     no_speech_prob=raw.no_speech_prob, words=words,
+                    compression_ratio=raw.compression_ratio,
                 )
             )  # fmt: skip
     elif body.text.strip() and loose_words:
