@@ -1,8 +1,10 @@
-"""ASGI entry point: HTTP (Django) and websockets (Channels) in one process."""
+"""ASGI entry point: HTTP (Django, with the webhook endpoints in front of it) and websockets."""
 
 from __future__ import annotations
 
 import os
+import re
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -11,4 +13,23 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from integrations.whatsapp import webhooks  # noqa: E402
+
+BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
+
+
+async def http(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The webhook routes skip Django's middleware stack (see integrations/whatsapp/webhooks.py);
+    everything else is a normal Django request."""
+    path = scope["path"]
+    if path in ("/webhooks/whatsapp/", "/webhooks/whatsapp"):
+        await webhooks.cloud_api(scope, receive, send)
+        return
+    bridge = BRIDGE_PATH.match(path)
+    if bridge:
+        await webhooks.bridge_events(scope, receive, send, int(bridge.group(1)))
+        return
+    await django_asgi_app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http})

@@ -17,5 +17,4 @@ app.conf.task_queues = [
     Queue("speech"),
     Queue("integrations"),
 ]
-app.conf.beat_schedule = {}
 app.autodiscover_tasks()

@@ -331,3 +331,43 @@ class Handoff(models.Model):
     def facts_items(self) -> list[dict[str, Any]]:
         items = self.facts.get("items") if isinstance(self.facts, dict) else None
         return list(items) if isinstance(items, list) else []
+
+
+class Turn(models.Model):
+    """One run of the assistant over a chat's pending customer messages: what it saw, what it
+    decided and what became of the reply. The record behind the sandbox review and metrics."""
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running", "Preparing a reply"
+        ANSWERED = "answered", "Answered"
+        CLARIFIED = "clarified", "Asked to clarify"
+        HANDED_OFF = "handed_off", "Handed to a human"
+        DROPPED_STALE = "dropped_stale", "Dropped: newer customer message"
+        DROPPED_OWNER = "dropped_owner", "Dropped: a human owns the chat"
+        ALREADY_ANSWERED = "already_answered", "Already answered"
+        SEND_FAILED = "send_failed", "Reply could not be sent"
+        FAILED = "failed", "Failed"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    first_message_id = models.PositiveBigIntegerField()
+    last_message_id = models.PositiveBigIntegerField()
+    generated_at_version = models.PositiveBigIntegerField()
+    outcome = models.CharField(max_length=24, choices=Outcome.choices, default=Outcome.RUNNING)
+    backend = models.CharField(max_length=64, blank=True)
+    action = models.CharField(max_length=16, blank=True)
+    reason = models.CharField(max_length=64, blank=True)
+    decision = models.JSONField(default=dict, blank=True)
+    guardrail_findings = models.JSONField(default=list, blank=True)
+    model_error = models.CharField(max_length=500, blank=True)
+    reply_message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"

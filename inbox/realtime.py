@@ -8,13 +8,16 @@ knows to re-fetch instead of silently missing something.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
 from inbox.redis import get_redis
+
+if TYPE_CHECKING:
+    from inbox.models import Chat
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +78,52 @@ def chat_changed(chat_id: int) -> None:
 
 def chat_changed_on_commit(chat_id: int) -> None:
     transaction.on_commit(lambda: chat_changed(chat_id), robust=True)
+
+
+def message_changed(message_id: int) -> None:
+    """A message was added or changed (status, transcript, edit): refresh it where shown."""
+    from inbox.models import Message
+
+    message = Message.objects.select_related("channel").filter(pk=message_id).first()
+    if message is None:
+        return
+    publish(
+        message.channel.business_id,
+        "message.changed",
+        {"message_id": message.pk, "status": message.status, "kind": message.kind},
+        chat_id=message.chat_id,
+    )
+
+
+def message_created_on_commit(message_id: int) -> None:
+    transaction.on_commit(lambda: message_changed(message_id), robust=True)
+
+
+def message_changed_on_commit(message_id: int) -> None:
+    transaction.on_commit(lambda: message_changed(message_id), robust=True)
+
+
+def handoff_created(handoff_id: int) -> None:
+    """A chat now waits for a human: every open dashboard of the business is notified."""
+    from inbox.models import Handoff
+
+    handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
+    if handoff is None:
+        return
+    publish(
+        handoff.chat.channel.business_id,
+        "handoff.created",
+        {"handoff_id": handoff.pk, "reason": handoff.reason},
+        chat_id=handoff.chat_id,
+    )
+
+
+def handoff_created_on_commit(handoff_id: int) -> None:
+    transaction.on_commit(lambda: handoff_created(handoff_id), robust=True)
+
+
+def publish_turn(chat: Chat, *, running: bool) -> None:
+    """Show or hide "the assistant is preparing a reply" on the chat."""
+    publish(
+        chat.channel.business_id, "turn.running" if running else "turn.done", {}, chat_id=chat.pk
+    )

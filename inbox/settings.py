@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -42,13 +44,13 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def _dev_secret(filename: str) -> str:
+def _dev_secret(filename: str, make: Callable[[], str] = lambda: secrets.token_urlsafe(50)) -> str:
     """A random secret kept under var/ so development restarts keep sessions valid."""
     path = VAR_DIR / filename
     if path.exists():
         return path.read_text().strip()
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    value = secrets.token_urlsafe(50)
+    value = make()
     path.write_text(value)
     path.chmod(0o600)
     return value
@@ -73,7 +75,9 @@ if not FIELD_ENCRYPTION_KEYS:
             "(generate one with: python -c 'from cryptography.fernet import Fernet; "
             "print(Fernet.generate_key().decode())')."
         )
-    FIELD_ENCRYPTION_KEYS = [_dev_secret("field_encryption_key_fernet")]
+    FIELD_ENCRYPTION_KEYS = [
+        _dev_secret("field_encryption_key", lambda: Fernet.generate_key().decode())
+    ]
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -173,6 +177,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300),
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
+}
 CELERY_TIMEZONE = "UTC"
 
 # --- Auth, sessions, security ---------------------------------------------------------------
@@ -219,6 +226,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 WHATSAPP_GRAPH_URL = env_str("WHATSAPP_GRAPH_URL", "https://graph.facebook.com/v24.0").rstrip("/")
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
+# Largest attachment downloaded from a provider (the platform's own cap is 100 MB).
+MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 3 * 1024 * 1024)
 

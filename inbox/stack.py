@@ -1,7 +1,7 @@
 """`make run`: the whole system on one machine, stopped together by Ctrl-C.
 
 Starts (in this order) an embedded Redis when REDIS_URL is unset, migrations, the demo data,
-then daphne (HTTP + websockets), one Celery worker and Celery beat. Each
+then daphne (HTTP + websockets), the ingest consumer, one Celery worker and Celery beat. Each
 child gets SIGTERM when this process stops, and dies with it if this process is killed.
 """
 
@@ -28,9 +28,11 @@ class Service:
 
 
 def services(python: str, port: int) -> list[Service]:
+    manage = [python, str(BASE_DIR / "manage.py")]
     return [
         Service("web", [python, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                         "inbox.asgi:application"]),
+        Service("ingest", [*manage, "ingest_worker"]),
         Service("worker", [python, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO",
                            "-Q", "default,assistant,speech,integrations", "--concurrency", "2"]),
         Service("beat", [python, "-m", "celery", "-A", "inbox", "beat", "--loglevel", "INFO",

@@ -10,5 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
+    path("inbox/sandbox/", include("integrations.sandbox.urls")),
     path("", views.home, name="home"),
 ]

@@ -37,9 +37,10 @@ def subprocess_env(django_db_setup: None, django_db_blocker) -> dict[str, str]: 
     return {**os.environ, "DATABASE_URL": url, "TESTING": "1", "PYTHONUNBUFFERED": "1"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def celery_worker(subprocess_env: dict[str, str]) -> Iterator[ProcessGroup]:
-    """A real Celery worker process on every queue (not eager mode)."""
+    """A real Celery worker process on every queue (not eager mode), for one test module: each
+    module's worker runs with that module's settings."""
     group = ProcessGroup(subprocess_env)
     group.start_celery_worker("worker-1")
     yield group

@@ -144,3 +144,17 @@ class ProcessGroup:
     def stop_all(self) -> None:
         for name in list(self.procs):
             self.stop(name)
+
+
+def ingest_drained() -> bool:
+    """Everything the webhooks queued has been accepted by the ingest consumer."""
+    from inbox import ingest
+    from inbox.redis import get_redis
+
+    client = get_redis()
+    if client.xlen(ingest.STREAM):
+        return False
+    try:
+        return int(client.xpending(ingest.STREAM, ingest.GROUP)["pending"]) == 0
+    except Exception:
+        return True

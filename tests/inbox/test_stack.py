@@ -50,6 +50,7 @@ def test_run_serves_health_and_admin_login_then_ctrl_c_stops_every_process(tmp_p
         assert " worker" in names
         assert " beat" in names
         assert "redis-server" in names
+        assert "ingest_worker" in names
 
         with httpx.Client(base_url=base, follow_redirects=True) as client:
             page = client.get("/admin/login/")

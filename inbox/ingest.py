@@ -1,0 +1,268 @@
+"""From a normalised event to a stored message: dedup, the durable queue, and `accept`.
+
+Two halves, split by the one hot path of the product:
+
+* `enqueue` / `aenqueue` run inside the webhook request. Per event, one Lua script in Redis drops
+  a duplicate (key per channel + provider message id, kept a day) or appends the event to a Redis
+  stream. The 200 goes back only after that, so an acknowledged event is in the queue (Redis runs
+  with an append-only file; see docs/ingest.md for the durability trade-off).
+* `accept` runs in the ingest consumer (`manage.py ingest_worker`), one event at a time, inside a
+  transaction. It is idempotent (the message table's unique constraint is the durable second
+  line of dedup), so an event delivered twice after a crash is stored once. The consumer
+  acknowledges a stream entry only after `accept` committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from inbox import debounce, outbound, ownership, realtime
+from inbox.events import Event, InboundEvent, StatusEvent
+from inbox.models import Channel, Chat, Message, Owner
+from inbox.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+STREAM = "ingest:events"
+DEAD_LETTER_STREAM = "ingest:dead"
+GROUP = "ingest"
+DEDUP_SECONDS = 86400
+
+# Kinds a customer sends that the assistant should answer. Reactions, stickers, revokes and
+# unsupported types are shown to managers but never start a turn.
+TURN_KINDS = frozenset(
+    {"text", "voice", "audio", "image", "document", "video", "location", "contacts", "interactive"}
+)
+VOICE_KINDS = frozenset({"voice", "audio"})
+
+# XADD before SET: if appending fails nothing is marked seen, so the provider's retry gets in.
+_ENQUEUE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    accepted: int
+    duplicates: int
+
+
+def dedup_key(event: Event) -> str:
+    if isinstance(event, StatusEvent):
+        # Statuses are at-least-once too; the same status for the same message is one event.
+        return f"seen:{event.channel_id}:{event.provider_message_id}:{event.status}"
+    return f"seen:{event.channel_id}:{event.provider_message_id}"
+
+
+def enqueue(events: Sequence[Event], client: redis.Redis | None = None) -> EnqueueResult:
+    """Dedup and queue events (synchronous callers: the sandbox page, management commands)."""
+    if not events:
+        return EnqueueResult(0, 0)
+    client = client or get_redis()
+    script = client.register_script(_ENQUEUE_SCRIPT)
+    pipe = client.pipeline(transaction=False)
+    for event in events:
+        script(keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe)
+    results = pipe.execute()
+    accepted = sum(1 for r in results if r == 1)
+    return EnqueueResult(accepted, len(results) - accepted)
+
+
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, aioredis.Redis]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _async_client() -> aioredis.Redis:
+    """One async client per event loop (a connection pool cannot cross loops)."""
+    clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
+    url = settings.REDIS_URL
+    if url not in clients:
+        clients[url] = aioredis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return clients[url]
+
+
+async def aenqueue(events: Sequence[Event]) -> EnqueueResult:
+    """`enqueue` for the webhook endpoints: no thread hop, one round trip for the whole body."""
+    if not events:
+        return EnqueueResult(0, 0)
+    client = _async_client()
+    script = client.register_script(_ENQUEUE_SCRIPT)
+    pipe = client.pipeline(transaction=False)
+    for event in events:
+        await script(
+            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe
+        )
+    results = await pipe.execute()
+    accepted = sum(1 for r in results if r == 1)
+    return EnqueueResult(accepted, len(results) - accepted)
+
+
+# --- accept: the consumer side ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accepted:
+    message_id: int | None
+    chat_id: int | None
+    outcome: str  # stored | duplicate | status | status_early | edit | revoke | ignored
+
+
+def accept(event: Event) -> Accepted:
+    """Store one event. Safe to call twice with the same event (the second is a no-op)."""
+    if isinstance(event, StatusEvent):
+        message = outbound.apply_status(event)
+        if message is None:
+            return Accepted(None, None, "status_early")
+        return Accepted(message.pk, message.chat_id, "status")
+    return _accept_message(event)
+
+
+def _provider_time(event: InboundEvent) -> datetime:
+    if event.provider_ts > 0:
+        return datetime.fromtimestamp(event.provider_ts, tz=UTC)
+    return timezone.now()
+
+
+def _chat_for(event: InboundEvent) -> tuple[Chat, bool]:
+    defaults = {"customer_name": event.customer_name, "customer_phone": event.customer_phone}
+    try:
+        with transaction.atomic():
+            return Chat.objects.get_or_create(
+                channel_id=event.channel_id, customer_key=event.chat_key, defaults=defaults
+            )
+    except IntegrityError:
+        # Another consumer created it between our read and insert.
+        return Chat.objects.get(channel_id=event.channel_id, customer_key=event.chat_key), False
+
+
+def _accept_message(event: InboundEvent) -> Accepted:
+    if not Channel.objects.filter(pk=event.channel_id, is_active=True).exists():
+        log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
+        return Accepted(None, None, "ignored")
+    chat, _created = _chat_for(event)
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().get(pk=chat.pk)
+        if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
+            # Our own reply coming back from the phone: the owner stays as it is.
+            return Accepted(None, chat.pk, "duplicate")
+        if "revoke_of" in event.extra or "edit_of" in event.extra:
+            applied = _apply_edit_or_revoke(chat, event)
+            if applied is not None:
+                return applied
+        message = _store(chat, event)
+        if message is None:
+            return Accepted(None, chat.pk, "duplicate")
+        if event.from_me:
+            # A manager wrote from the phone (or the Business App): they own the chat now.
+            ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
+        else:
+            _customer_wrote(chat, message)
+        realtime.message_created_on_commit(message.pk)
+    _touch_channel(event.channel_id)
+    return Accepted(message.pk, chat.pk, "stored")
+
+
+def _store(chat: Chat, event: InboundEvent) -> Message | None:
+    at = _provider_time(event)
+    media = event.media
+    fields: dict[str, Any] = {
+        "chat": chat,
+        "channel_id": event.channel_id,
+        "direction": Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND,
+        "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
+        "from_me": event.from_me,
+        "kind": event.kind,
+        "text": event.text,
+        "provider_message_id": event.provider_message_id,
+        "provider_timestamp": at,
+        "status": Message.Status.SENT if event.from_me else Message.Status.RECEIVED,
+        "payload": event.extra,
+    }
+    if media is not None:
+        fields.update(
+            media_ref=media.ref[:1024],
+            media_mime=media.mime_type[:128],
+            media_sha256=media.sha256[:128],
+            media_filename=media.filename[:255],
+        )
+    if event.kind in VOICE_KINDS and not event.from_me:
+        fields["transcript_status"] = Message.TranscriptStatus.PENDING
+    try:
+        with transaction.atomic():
+            return Message.objects.create(**fields)
+    except IntegrityError:
+        return None  # the durable dedup: this provider id is already stored
+
+
+def _customer_wrote(chat: Chat, message: Message) -> None:
+    """A customer message makes any reply being prepared stale and (if the bot owns the
+    chat) starts or restarts the chat's debounce timer."""
+    at = message.provider_timestamp or timezone.now()
+    Chat.objects.filter(pk=chat.pk).update(
+        version=F("version") + 1,
+        unread_count=F("unread_count") + 1,
+        last_customer_at=at,
+        last_message_at=at,
+    )
+    if message.kind in VOICE_KINDS and message.media_ref:
+        # The timer starts when the transcript is ready, not when the audio arrived.
+        from inbox import voice
+
+        voice.transcribe_on_commit(message.pk)
+        return
+    if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
+        debounce.schedule_on_commit(chat.pk)
+
+
+def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:
+    """Edits and deletions change the original message; None when we never saw the original
+    (then the event is stored as a message of its own)."""
+    target_id = event.extra.get("revoke_of") or event.extra.get("edit_of") or ""
+    original = Message.objects.filter(channel_id=event.channel_id, provider_message_id=target_id)
+    message = original.select_for_update().first()
+    if message is None or message.chat_id != chat.pk:
+        return None
+    payload = dict(message.payload)
+    if "revoke_of" in event.extra:
+        # Deleted for everyone: keep the row (the conversation's shape), drop the content.
+        payload["revoked"] = True
+        message.text = ""
+        message.transcript = ""
+        message.payload = payload
+        message.save(update_fields=["text", "transcript", "payload"])
+        outcome = "revoke"
+    else:
+        payload.setdefault("edits", []).append({"previous_text": message.text[:4096]})
+        payload["edited"] = True
+        message.text = event.text
+        message.payload = payload
+        message.save(update_fields=["text", "payload"])
+        outcome = "edit"
+    realtime.message_changed_on_commit(message.pk)
+    return Accepted(message.pk, chat.pk, outcome)
+
+
+def _touch_channel(channel_id: int) -> None:
+    """Last-event time per channel feeds the silent-number alert; written at most every 30 s."""
+    now = timezone.now()
+    Channel.objects.filter(pk=channel_id, last_event_at__isnull=True).update(last_event_at=now)
+    Channel.objects.filter(pk=channel_id, last_event_at__lt=now - timedelta(seconds=30)).update(
+        last_event_at=now
+    )

@@ -1,0 +1,81 @@
+"""How a chat's messages leave the inbox, whichever way the business is connected.
+
+A transport sends text to the customer and fetches attachments. Nothing outside `integrations/`
+knows which transport a chat uses: callers ask `transport_for(channel)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from inbox.models import Channel, Chat, Message
+
+
+class SendError(Exception):
+    """Sending failed. `permanent` errors will fail the same way again; transient ones may not."""
+
+    permanent = False
+
+    def __init__(self, title: str, *, code: str = "", retry_after: float | None = None) -> None:
+        super().__init__(f"{code}: {title}" if code else title)
+        self.code = code
+        self.title = title
+        self.retry_after = retry_after
+
+
+class TransientSendError(SendError):
+    permanent = False
+
+
+class PermanentSendError(SendError):
+    permanent = True
+
+
+class MediaError(Exception):
+    """An attachment could not be fetched; `permanent` as for SendError."""
+
+    def __init__(self, title: str, *, permanent: bool) -> None:
+        super().__init__(title)
+        self.title = title
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class MediaBlob:
+    content: bytes
+    mime_type: str
+    filename: str = ""
+
+
+class Transport(Protocol):
+    # True when this transport lets us choose the message id before sending (bridge, sandbox):
+    # the id is recorded before the send, so the echo of our own message can never arrive first.
+    assigns_message_ids: bool
+
+    def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
+        """Send `text` to the chat's customer; returns the provider's message id."""
+        ...
+
+    def fetch_media(self, message: Message) -> MediaBlob:
+        """Download the attachment of an inbound message."""
+        ...
+
+
+def transport_for(channel: Channel) -> Transport:
+    from inbox.models import Channel
+
+    if channel.kind == Channel.Kind.CLOUD_API:
+        from integrations.whatsapp.cloud_api import CloudApiTransport
+
+        return CloudApiTransport(channel)
+    if channel.kind == Channel.Kind.BRIDGE:
+        from integrations.whatsapp.bridge import BridgeTransport
+
+        return BridgeTransport(channel)
+    if channel.kind == Channel.Kind.SANDBOX:
+        from integrations.sandbox import SandboxTransport
+
+        return SandboxTransport(channel)
+    raise ValueError(f"channel #{channel.pk} has unknown kind {channel.kind!r}")

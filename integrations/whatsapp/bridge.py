@@ -1,0 +1,170 @@
+"""Linked-device bridge: a session linked to an existing WhatsApp number (whatsmeow, Baileys…)
+run as a small HTTP service next to the inbox. The wire format is ours; docs/bridge.md documents
+it for whoever writes the bridge.
+
+Events (bridge → inbox): `POST /webhooks/bridge/<channel id>/` with `Authorization: Bearer <token>`
+and a JSON body `{"events": [event, …]}` (or one event object). An event:
+
+    {"id": "3EB0C767D26A1D3F1C2B", "chat_id": "77011234567@s.whatsapp.net", "from_me": false,
+     "kind": "text", "text": "How much is the oak table?", "timestamp": 1749416383,
+     "sender_name": "Aigerim", "phone": "77011234567",
+     "media_url": null, "media_mime": null, "media_sha256": null, "filename": null,
+     "reply_to": null, "reacted_to": null, "edit_of": null, "revoke_of": null}
+
+`from_me: true` events are messages sent from the business number (the phone or another linked
+device): how the inbox learns that a manager replied from the phone. Group chats are ignored.
+
+Sending (inbox → bridge): `POST {bridge_url}/send` with the same bearer token and
+`{"chat_id": …, "text": …, "id": "<message id chosen by the inbox>"}` → `200 {"id": "<id>"}`.
+The bridge must use the given id for the message (whatsmeow: SendRequestExtra.ID; Baileys:
+the messageId option), so the inbox knows its own messages before their echo arrives.
+Media: `GET <media_url>` with the bearer token.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from inbox.events import MESSAGE_KINDS, InboundEvent, MediaRef
+from integrations.transports import (
+    MediaBlob,
+    MediaError,
+    PermanentSendError,
+    TransientSendError,
+)
+from integrations.whatsapp.cloud_events import MalformedWebhook
+
+if TYPE_CHECKING:
+    from inbox.models import Channel, Chat, Message
+
+MAX_EVENTS_PER_BODY = 1000
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else str(value) if isinstance(value, int) else ""
+
+
+def normalise(body: Any, channel_id: int) -> tuple[list[InboundEvent], list[str]]:
+    """Bridge events → InboundEvents. Returns (events, skipped reasons); raises
+    MalformedWebhook when the body is not an event or a list of events."""
+    if isinstance(body, dict) and "events" in body:
+        raw_events = body["events"]
+    elif isinstance(body, dict):
+        raw_events = [body]
+    else:
+        raise MalformedWebhook("body must be an object")
+    if not isinstance(raw_events, list):
+        raise MalformedWebhook("events must be a list")
+    if len(raw_events) > MAX_EVENTS_PER_BODY:
+        raise MalformedWebhook(f"more than {MAX_EVENTS_PER_BODY} events in one body")
+    events: list[InboundEvent] = []
+    skipped: list[str] = []
+    for raw in raw_events:
+        if not isinstance(raw, dict):
+            skipped.append("event that is not an object")
+            continue
+        message_id, chat_id = _str(raw.get("id")), _str(raw.get("chat_id"))
+        if not message_id or not chat_id:
+            skipped.append("event without id or chat_id")
+            continue
+        if chat_id.endswith("@g.us") or chat_id.endswith("@broadcast"):
+            skipped.append("group or broadcast chat")
+            continue
+        kind = _str(raw.get("kind")) or "text"
+        extra: dict[str, Any] = {
+            key: _str(raw.get(key))
+            for key in ("reply_to", "reacted_to", "edit_of", "revoke_of")
+            if _str(raw.get(key))
+        }
+        if kind not in MESSAGE_KINDS:
+            extra["type"] = kind[:40]
+            kind = "unsupported"
+        media = None
+        if _str(raw.get("media_url")):
+            media = MediaRef(
+                ref=_str(raw.get("media_url")),
+                mime_type=_str(raw.get("media_mime")),
+                sha256=_str(raw.get("media_sha256")),
+                filename=_str(raw.get("filename")),
+                voice=kind == "voice",
+            )
+        timestamp = raw.get("timestamp")
+        phone = _str(raw.get("phone")) or chat_id.split("@")[0]
+        events.append(
+            InboundEvent(
+                channel_id=channel_id,
+                provider_message_id=message_id[:255],
+                chat_key=chat_id[:128],
+                from_me=raw.get("from_me") is True,
+                kind=kind,  # type: ignore[arg-type]
+                text=_str(raw.get("text")),
+                media=media,
+                provider_ts=int(timestamp) if isinstance(timestamp, int | float) else 0,
+                customer_name=_str(raw.get("sender_name"))[:200]
+                if raw.get("from_me") is not True
+                else "",
+                customer_phone=phone if phone.isdigit() else "",
+                extra=extra,
+            )
+        )
+    return events, skipped
+
+
+class BridgeTransport:
+    assigns_message_ids = True
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.channel.bridge_token}"}
+
+    def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
+        url = self.channel.bridge_url.rstrip("/") + "/send"
+        body = {"chat_id": chat.customer_key, "text": text, "id": client_message_id}
+        try:
+            response = httpx.post(
+                url, json=body, headers=self._headers(), timeout=httpx.Timeout(15.0, connect=5.0)
+            )
+        except httpx.TimeoutException as exc:
+            raise TransientSendError("the bridge did not answer in time", code="timeout") from exc
+        except httpx.TransportError as exc:
+            raise TransientSendError(
+                "the bridge is unreachable (is the phone linked?)", code="network"
+            ) from exc
+        if response.status_code == 429 or response.status_code >= 500:
+            retry = response.headers.get("retry-after", "")
+            raise TransientSendError(
+                f"the bridge answered HTTP {response.status_code}",
+                code=str(response.status_code),
+                retry_after=min(float(retry), 30.0) if retry.isdigit() else None,
+            )
+        if response.status_code != 200:
+            status = response.status_code
+            raise PermanentSendError(
+                f"the bridge refused the message (HTTP {status}): {response.text[:200]}",
+                code=str(status),
+            )
+        try:
+            return _str(response.json().get("id")) or client_message_id
+        except (ValueError, AttributeError):
+            return client_message_id
+
+    def fetch_media(self, message: Message) -> MediaBlob:
+        if not message.media_ref:
+            raise MediaError("the message has no media URL", permanent=True)
+        try:
+            response = httpx.get(
+                message.media_ref, headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)
+            )
+        except httpx.TransportError as exc:
+            raise MediaError("the bridge is unreachable", permanent=False) from exc
+        if response.status_code != 200:
+            raise MediaError(
+                f"media download failed with HTTP {response.status_code}",
+                permanent=response.status_code in (401, 403, 404, 410),
+            )
+        mime = message.media_mime or response.headers.get("content-type", "")
+        return MediaBlob(response.content, mime, message.media_filename)

@@ -1,0 +1,254 @@
+"""The webhook endpoints: the one hot path of the product, kept lean on purpose.
+
+These are plain ASGI callables mounted in `inbox/asgi.py` in front of Django: no middleware
+stack, no thread hops, no Celery call before the 200. Per request: read the body (bounded),
+verify the signature or token, parse, normalise, and hand the events to `ingest.aenqueue`
+(dedup + durable queue in one Redis round trip). The only database read — which channel a
+number belongs to — is cached for a few seconds.
+
+Answers: 200 once every event is queued (or was a duplicate); 4xx with a plain-text reason for
+input that retrying cannot fix; 503 when the queue is unreachable, so the provider retries.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qs
+
+import redis.exceptions
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connection
+
+from inbox import ingest, metrics
+from integrations.whatsapp import bridge, cloud_events
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ROUTE_TTL_SECONDS = 5.0
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+async def respond(send: Send, status: int, text: str = "") -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class RouteCache:
+    """Which channel a Cloud API number or a bridge channel id is, cached for a few seconds
+    (also when unknown), so the webhook does not query the database per request."""
+
+    def __init__(self, ttl: float = ROUTE_TTL_SECONDS) -> None:
+        self.ttl = ttl
+        self._numbers: dict[str, tuple[float, int | None]] = {}
+        self._bridges: dict[int, tuple[float, str | None]] = {}
+
+    def clear(self) -> None:
+        self._numbers.clear()
+        self._bridges.clear()
+
+    async def cloud_channels(self, numbers: set[str]) -> dict[str, int]:
+        now = time.monotonic()
+        missing = {n for n in numbers if self._numbers.get(n, (0.0, None))[0] < now}
+        if missing:
+            found = await sync_to_async(_lookup_numbers, thread_sensitive=False)(missing)
+            for number in missing:
+                self._numbers[number] = (now + self.ttl, found.get(number))
+        return {
+            n: channel_id
+            for n in numbers
+            if (channel_id := self._numbers.get(n, (0.0, None))[1]) is not None
+        }
+
+    async def bridge_token(self, channel_id: int) -> str | None:
+        now = time.monotonic()
+        cached = self._bridges.get(channel_id)
+        if cached is None or cached[0] < now:
+            token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(channel_id)
+            cached = (now + self.ttl, token)
+            self._bridges[channel_id] = cached
+        return cached[1]
+
+
+# These run in a pool thread once per cache miss; the connection is closed right after, so no
+# idle connection per pool thread is left behind.
+
+
+def _lookup_numbers(numbers: set[str]) -> dict[str, int]:
+    from inbox.models import Channel
+
+    try:
+        rows = Channel.objects.filter(
+            kind=Channel.Kind.CLOUD_API, is_active=True, phone_number_id__in=numbers
+        ).values_list("phone_number_id", "pk")
+        return dict(rows)
+    finally:
+        connection.close()
+
+
+def _lookup_bridge_token(channel_id: int) -> str | None:
+    from inbox.models import Channel
+
+    try:
+        channel = Channel.objects.filter(
+            pk=channel_id, kind=Channel.Kind.BRIDGE, is_active=True
+        ).first()
+        return channel.bridge_token if channel is not None and channel.bridge_token else None
+    finally:
+        connection.close()
+
+
+routes = RouteCache()
+
+
+async def _queue(send: Send, transport: str, events: list[Any]) -> None:
+    try:
+        result = await ingest.aenqueue(events)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        log.error("webhook.queue_unavailable", extra={"transport": transport})
+        metrics.WEBHOOKS_RECEIVED.labels(transport=transport, outcome="queue_unavailable").inc()
+        await respond(send, 503, "queue unavailable, retry later")
+        return
+    metrics.WEBHOOKS_RECEIVED.labels(transport=transport, outcome="accepted").inc()
+    metrics.EVENTS_ENQUEUED.labels(transport=transport).inc(result.accepted)
+    metrics.DUPLICATES_DROPPED.labels(transport=transport).inc(result.duplicates)
+    await respond(send, 200, "ok")
+
+
+def _reject(transport: str, outcome: str) -> None:
+    metrics.WEBHOOKS_RECEIVED.labels(transport=transport, outcome=outcome).inc()
+
+
+async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
+    """`/webhooks/whatsapp/`: GET verification handshake, POST events."""
+    method = scope["method"]
+    if method == "GET":
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        mode = query.get("hub.mode", [""])[0]
+        token = query.get("hub.verify_token", [""])[0]
+        expected = settings.WHATSAPP_VERIFY_TOKEN
+        if mode == "subscribe" and expected and hmac.compare_digest(token, expected):
+            await respond(send, 200, query.get("hub.challenge", [""])[0])
+        else:
+            await respond(send, 403, "verification failed")
+        return
+    if method != "POST":
+        await respond(send, 405, "method not allowed")
+        return
+    try:
+        body = await read_body(receive, settings.WEBHOOK_MAX_BODY_BYTES)
+    except BodyTooLarge:
+        _reject("cloud_api", "too_large")
+        await respond(send, 413, "body too large")
+        return
+    secret = settings.WHATSAPP_APP_SECRET
+    if not secret:
+        log.error("webhook.app_secret_missing")
+        _reject("cloud_api", "not_configured")
+        await respond(send, 503, "WHATSAPP_APP_SECRET is not configured")
+        return
+    if not cloud_events.signature_is_valid(secret, body, _header(scope, b"x-hub-signature-256")):
+        _reject("cloud_api", "bad_signature")
+        await respond(send, 403, "invalid signature")
+        return
+    try:
+        payload = json.loads(body)
+        channels = await routes.cloud_channels(cloud_events.phone_number_ids(payload))
+        normalised = cloud_events.normalise(payload, channels)
+    except (ValueError, RecursionError) as exc:  # invalid JSON / UTF-8, or MalformedWebhook
+        reason = str(exc) if isinstance(exc, cloud_events.MalformedWebhook) else "invalid JSON"
+        _reject("cloud_api", "malformed")
+        await respond(send, 400, f"malformed webhook: {reason}")
+        return
+    if normalised.skipped:
+        log.info(
+            "webhook.skipped", extra={"transport": "cloud_api", "what": normalised.skipped[:10]}
+        )
+    if normalised.unknown_numbers:
+        log.warning(
+            "webhook.unknown_number",
+            extra={"phone_number_ids": sorted(normalised.unknown_numbers)[:10]},
+        )
+        if not channels:
+            _reject("cloud_api", "unknown_channel")
+            await respond(send, 404, "no active channel has this phone_number_id")
+            return
+    await _queue(send, "cloud_api", normalised.events)
+
+
+async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
+    """`/webhooks/bridge/<channel id>/`: events from a linked-device bridge."""
+    if scope["method"] != "POST":
+        await respond(send, 405, "method not allowed")
+        return
+    try:
+        body = await read_body(receive, settings.WEBHOOK_MAX_BODY_BYTES)
+    except BodyTooLarge:
+        _reject("bridge", "too_large")
+        await respond(send, 413, "body too large")
+        return
+    token = await routes.bridge_token(channel_id)
+    if token is None:
+        _reject("bridge", "unknown_channel")
+        await respond(send, 404, "no active bridge channel with this id")
+        return
+    given = (_header(scope, b"authorization") or "").removeprefix("Bearer ").strip()
+    if not given or not hmac.compare_digest(given.encode(), token.encode()):
+        _reject("bridge", "bad_token")
+        await respond(send, 403, "invalid token")
+        return
+    try:
+        events, skipped = bridge.normalise(json.loads(body), channel_id)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, cloud_events.MalformedWebhook) else "invalid JSON"
+        _reject("bridge", "malformed")
+        await respond(send, 400, f"malformed event: {reason}")
+        return
+    if skipped:
+        log.info("webhook.skipped", extra={"transport": "bridge", "what": skipped[:10]})
+    await _queue(send, "bridge", list(events))

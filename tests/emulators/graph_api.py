@@ -1,0 +1,509 @@
+"""An emulator of the WhatsApp Cloud API (Graph API) over real HTTP.
+
+It answers the calls the inbox makes (send a message, look up and download media) the way the
+platform does, including its error envelopes, and plays the platform's side of the webhook:
+signed deliveries of message and status events to the app, with duplicates, bursts, shuffled
+order and redelivery on non-200 answers.
+
+    with GraphApiEmulator(app_secret="s") as graph:
+        graph.register_number("106540352242922", token="t")
+        settings.WHATSAPP_GRAPH_URL = graph.graph_url
+        graph.webhook_url = "http://127.0.0.1:8000/webhooks/whatsapp/"
+        graph.deliver(envelope("106540352242922", messages=[text_message(...)]))
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import itertools
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+VERSION = "v24.0"
+_ids = itertools.count(1)
+
+
+def new_wamid() -> str:
+    raw = f"emulated-{next(_ids)}-{random.getrandbits(48):012x}".encode()
+    return "wamid." + base64.b64encode(raw).decode()
+
+
+# --- payload builders: shapes exactly as the platform documents them -------------------------
+
+
+def envelope(
+    phone_number_id: str,
+    *,
+    messages: list[dict[str, Any]] | None = None,
+    statuses: list[dict[str, Any]] | None = None,
+    echoes: list[dict[str, Any]] | None = None,
+    contacts: list[dict[str, Any]] | None = None,
+    display_phone_number: str = "15550783881",
+) -> dict[str, Any]:
+    value: dict[str, Any] = {
+        "messaging_product": "whatsapp",
+        "metadata": {
+            "display_phone_number": display_phone_number,
+            "phone_number_id": phone_number_id,
+        },
+    }
+    if contacts is not None:
+        value["contacts"] = contacts
+    if messages is not None:
+        value["messages"] = messages
+    if statuses is not None:
+        value["statuses"] = statuses
+    field_name = "messages"
+    if echoes is not None:
+        value["message_echoes"] = echoes
+        field_name = "smb_message_echoes"
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "102290129340398", "changes": [{"value": value, "field": field_name}]}],
+    }
+
+
+def contact(
+    wa_id: str, name: str = "Aigerim", user_id: str = "US.13491208655302741918"
+) -> dict[str, Any]:
+    return {"profile": {"name": name}, "wa_id": wa_id, "user_id": user_id}
+
+
+def text_message(
+    wa_id: str, body: str, *, wamid: str | None = None, ts: int | None = None
+) -> dict[str, Any]:
+    return {
+        "from": wa_id,
+        "id": wamid or new_wamid(),
+        "timestamp": str(ts if ts is not None else int(time.time())),
+        "type": "text",
+        "text": {"body": body},
+    }
+
+
+def media_message(
+    wa_id: str, kind: str, media_id: str, *, sha256: str = "", mime: str = "", voice: bool = False,
+    caption: str = "", filename: str = "", wamid: str | None = None, ts: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    obj: dict[str, Any] = {"mime_type": mime, "sha256": sha256, "id": media_id}
+    if kind == "audio":
+        obj["voice"] = voice
+    if caption:
+        obj["caption"] = caption
+    if filename:
+        obj["filename"] = filename
+    return {
+        "from": wa_id,
+        "id": wamid or new_wamid(),
+        "timestamp": str(ts if ts is not None else int(time.time())),
+        "type": kind,
+        kind: obj,
+    }
+
+
+def echo_message(
+    business_number: str, wa_id: str, body: str, *, wamid: str | None = None
+) -> dict[str, Any]:
+    return {
+        "from": business_number,
+        "to": wa_id,
+        "id": wamid or new_wamid(),
+        "timestamp": str(int(time.time())),
+        "type": "text",
+        "text": {"body": body},
+    }
+
+
+def status_update(
+    wamid: str, status: str, recipient: str, *, error_code: int | None = None, ts: int | None = None
+) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "id": wamid,
+        "status": status,
+        "timestamp": str(ts if ts is not None else int(time.time())),
+        "recipient_id": recipient,
+    }
+    if status in ("sent", "delivered"):
+        update["pricing"] = {
+            "billable": True,
+            "pricing_model": "PMP",
+            "type": "regular",
+            "category": "service",
+        }
+    if error_code is not None:
+        title = ERROR_TITLES.get(error_code, "Error")
+        update["errors"] = [
+            {"code": error_code, "title": title, "message": title, "error_data": {"details": title},
+             "href": "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/"}
+        ]  # fmt: skip
+    return update
+
+
+ERROR_TITLES = {
+    131047: "Re-engagement message",
+    131026: "Message undeliverable",
+    130429: "Rate limit hit",
+    131056: "(Business Account, Consumer Account) pair rate limit hit",
+    131000: "Something went wrong",
+    131030: "Recipient phone number not in allowed list",
+    190: "Error validating access token: Session has expired",
+    100: "Invalid parameter",
+}
+HTTP_STATUS_FOR = {
+    190: 401,
+    131030: 400,
+    100: 400,
+    130429: 400,
+    131056: 400,
+    131000: 500,
+    131047: 400,
+}
+
+
+def sign(app_secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+# --- the emulator -----------------------------------------------------------------------------
+
+
+@dataclass
+class SentMessage:
+    phone_number_id: str
+    to: str
+    text: str
+    wamid: str
+    callback_data: str
+    at: float
+
+
+@dataclass
+class Media:
+    content: bytes
+    mime_type: str
+    sha256_b64: str
+
+
+@dataclass
+class _Failure:
+    code: int
+    http_status: int
+    remaining: int
+
+
+@dataclass
+class GraphApiEmulator:
+    app_secret: str = "emulator-app-secret"
+    webhook_url: str = ""
+    # Emit sent → delivered → read status webhooks after each send.
+    auto_statuses: bool = False
+    media_url_ttl: float = 300.0
+    sent: list[SentMessage] = field(default_factory=list)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._tokens: dict[str, str] = {}
+        self._media: dict[str, Media] = {}
+        self._downloads: dict[str, tuple[str, float]] = {}
+        self._send_failures: list[_Failure] = []
+        self._async_failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._threads: list[threading.Thread] = []
+        self.base_url = ""
+
+    # lifecycle
+    def __enter__(self) -> GraphApiEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        emulator = self
+
+        class Handler(_Handler):
+            pass
+
+        Handler.emulator = emulator
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        thread.start()
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        for thread in self._threads:
+            thread.join(timeout=10)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def graph_url(self) -> str:
+        return f"{self.base_url}/{VERSION}"
+
+    # configuration
+    def reset(self) -> None:
+        """Forget sends and scripted failures (between tests sharing one emulator)."""
+        with self._lock:
+            self.sent.clear()
+            self.requests.clear()
+            self._send_failures.clear()
+            self._async_failures.clear()
+        self.auto_statuses = False
+
+    def register_number(self, phone_number_id: str, token: str) -> None:
+        self._tokens[phone_number_id] = token
+
+    def add_media(self, media_id: str, content: bytes, mime_type: str) -> str:
+        """Store an attachment; returns its sha256 as the webhook carries it (base64)."""
+        digest = base64.b64encode(hashlib.sha256(content).digest()).decode()
+        self._media[media_id] = Media(content, mime_type, digest)
+        return digest
+
+    def fail_next_sends(self, code: int, times: int = 1, http_status: int | None = None) -> None:
+        """The next `times` sends answer with this Graph error code."""
+        with self._lock:
+            self._send_failures.append(
+                _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
+            )
+
+    def fail_async(self, recipient: str, code: int = 131047) -> None:
+        """Sends to `recipient` are accepted (200 + wamid), then a `failed` status follows."""
+        self._async_failures[recipient] = code
+
+    def sent_to(self, recipient: str) -> list[SentMessage]:
+        with self._lock:
+            return [m for m in self.sent if m.to.lstrip("+") == recipient.lstrip("+")]
+
+    # the platform's side of the webhook
+    def deliver(self, body: dict[str, Any], *, retries: int = 3, backoff: float = 0.2) -> int:
+        """POST one signed webhook; redeliver (like the platform) while the answer is not 200."""
+        raw = json.dumps(body, ensure_ascii=False).encode()
+        status = 0
+        for attempt in range(retries + 1):
+            try:
+                response = httpx.post(
+                    self.webhook_url,
+                    content=raw,
+                    headers={
+                        "Content-Type": "application/json",
+                        "X-Hub-Signature-256": sign(self.app_secret, raw),
+                    },
+                    timeout=10,
+                )
+                status = response.status_code
+            except httpx.HTTPError:
+                status = 0
+            if status == 200:
+                return status
+            if attempt < retries:
+                time.sleep(backoff * (2**attempt))
+        return status
+
+    def deliver_many(self, bodies: list[dict[str, Any]], *, copies: int = 1, shuffle: bool = False,
+                     concurrency: int = 1) -> list[int]:  # fmt: skip
+        """Deliver each body `copies` times, optionally shuffled, from several clients at once."""
+        work = [body for body in bodies for _ in range(copies)]
+        if shuffle:
+            random.shuffle(work)
+        results: list[int] = []
+        lock = threading.Lock()
+        queue: Iterator[dict[str, Any]] = iter(work)
+
+        def client() -> None:
+            while True:
+                with lock:
+                    body = next(queue, None)
+                if body is None:
+                    return
+                status = self.deliver(body)
+                with lock:
+                    results.append(status)
+
+        threads = [threading.Thread(target=client) for _ in range(concurrency)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results
+
+    def _after_send(self, message: SentMessage) -> None:
+        if not self.webhook_url:
+            return
+        recipient = message.to.lstrip("+")
+        if recipient in self._async_failures:
+            updates = [
+                status_update(message.wamid, "sent", recipient),
+                status_update(
+                    message.wamid, "failed", recipient, error_code=self._async_failures[recipient]
+                ),
+            ]
+        elif self.auto_statuses:
+            updates = [
+                status_update(message.wamid, s, recipient) for s in ("sent", "delivered", "read")
+            ]
+        else:
+            return
+
+        def emit() -> None:
+            for update in updates:
+                self.deliver(envelope(message.phone_number_id, statuses=[update]))
+
+        thread = threading.Thread(target=emit, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    # request handling (called from the server thread)
+    def _authorised(self, handler: BaseHTTPRequestHandler, phone_number_id: str | None) -> bool:
+        auth = handler.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ").strip()
+        if phone_number_id is not None:
+            return bool(token) and self._tokens.get(phone_number_id) == token
+        return bool(token) and token in self._tokens.values()
+
+    def handle_send(
+        self, handler: _Handler, phone_number_id: str, body: dict[str, Any]
+    ) -> tuple[int, Any]:
+        if phone_number_id not in self._tokens:
+            return 400, _error(
+                100, f"Unsupported post request. Object with ID '{phone_number_id}' does not exist"
+            )
+        if not self._authorised(handler, phone_number_id):
+            return 401, _error(190, ERROR_TITLES[190], subcode=463)
+        with self._lock:
+            failure = self._send_failures[0] if self._send_failures else None
+            if failure is not None:
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    self._send_failures.pop(0)
+        if failure is not None:
+            return failure.http_status, _error(
+                failure.code, ERROR_TITLES.get(failure.code, "Error")
+            )
+        if body.get("messaging_product") != "whatsapp" or body.get("type") != "text":
+            return 400, _error(100, "Invalid parameter")
+        text = body.get("text", {}).get("body", "")
+        if not isinstance(text, str) or not text or len(text) > 4096:
+            return 400, _error(100, "Param text['body'] is invalid")
+        to = str(body.get("to", ""))
+        message = SentMessage(
+            phone_number_id,
+            to,
+            text,
+            new_wamid(),
+            str(body.get("biz_opaque_callback_data", "")),
+            time.time(),
+        )
+        with self._lock:
+            self.sent.append(message)
+        self._after_send(message)
+        return 200, {
+            "messaging_product": "whatsapp",
+            "contacts": [{"input": to, "wa_id": to.lstrip("+")}],
+            "messages": [{"id": message.wamid}],
+        }
+
+    def handle_media_info(self, handler: _Handler, media_id: str) -> tuple[int, Any]:
+        if not self._authorised(handler, None):
+            return 401, _error(190, ERROR_TITLES[190], subcode=463)
+        media = self._media.get(media_id)
+        if media is None:
+            return 400, _error(
+                100, f"Unsupported get request. Object with ID '{media_id}' does not exist"
+            )
+        token = f"{random.getrandbits(64):016x}"
+        self._downloads[token] = (media_id, time.monotonic() + self.media_url_ttl)
+        return 200, {
+            "messaging_product": "whatsapp",
+            "url": f"{self.base_url}/whatsapp_business/attachments/?mid={token}",
+            "mime_type": media.mime_type,
+            "sha256": media.sha256_b64,
+            "file_size": str(len(media.content)),
+            "id": media_id,
+        }
+
+    def handle_download(self, handler: _Handler, token: str) -> tuple[int, bytes, str]:
+        if not self._authorised(handler, None):
+            return 401, b"", "text/plain"
+        entry = self._downloads.get(token)
+        if entry is None or entry[1] < time.monotonic():
+            return 404, b"", "text/plain"
+        media = self._media[entry[0]]
+        return 200, media.content, media.mime_type
+
+
+def _error(code: int, message: str, subcode: int | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "message": f"(#{code}) {message}",
+        "type": "OAuthException",
+        "code": code,
+        "error_data": {"messaging_product": "whatsapp", "details": message},
+        "fbtrace_id": f"A{random.getrandbits(64):x}",
+    }
+    if subcode is not None:
+        error["error_subcode"] = subcode
+    return {"error": error}
+
+
+_SEND = re.compile(rf"^/{VERSION}/(\d+)/messages$")
+_MEDIA = re.compile(rf"^/{VERSION}/(\d+)$")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    emulator: GraphApiEmulator
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, status: int, body: Any) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_POST(self) -> None:
+        self.emulator.requests.append(("POST", self.path))
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._json(400, _error(100, "Invalid JSON"))
+            return
+        match = _SEND.match(self.path)
+        if not match:
+            self._json(404, _error(100, "Unknown path"))
+            return
+        self._json(*self.emulator.handle_send(self, match.group(1), body))
+
+    def do_GET(self) -> None:
+        self.emulator.requests.append(("GET", self.path))
+        if self.path.startswith("/whatsapp_business/attachments/"):
+            token = self.path.split("mid=", 1)[-1]
+            status, content, mime = self.emulator.handle_download(self, token)
+            self.send_response(status)
+            self.send_header("Content-Type", mime)
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+            return
+        match = _MEDIA.match(self.path.split("?")[0])
+        if not match:
+            self._json(404, _error(100, "Unknown path"))
+            return
+        self._json(*self.emulator.handle_media_info(self, match.group(1)))

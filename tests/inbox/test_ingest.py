@@ -1,0 +1,309 @@
+"""`ingest.accept`: what one event does to the conversation, run as the consumer runs it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from inbox import debounce, ingest, outbound
+from inbox.events import InboundEvent, MediaRef, StatusEvent
+from inbox.ingest_worker import IngestWorker
+from inbox.models import Channel, Chat, Message, Owner, OwnershipTransition
+from inbox.redis import get_redis
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _event(channel: Channel, **overrides: object) -> InboundEvent:
+    event = InboundEvent(
+        channel_id=channel.pk,
+        provider_message_id="wamid.1",
+        chat_key="77011234567",
+        from_me=False,
+        kind="text",
+        text="How much is the oak table?",
+        media=None,
+        provider_ts=int(time.time()),
+        customer_name="Aigerim",
+        customer_phone="77011234567",
+    )
+    return replace(event, **overrides)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def channel() -> Channel:
+    return factories.channel(kind=Channel.Kind.CLOUD_API, debounce_seconds=4)
+
+
+def test_customer_message_creates_the_chat_and_starts_the_debounce(channel: Channel) -> None:
+    result = ingest.accept(_event(channel))
+
+    assert result.outcome == "stored"
+    chat = Chat.objects.get(pk=result.chat_id)
+    assert (chat.customer_key, chat.customer_name, chat.customer_phone) == (
+        "77011234567",
+        "Aigerim",
+        "77011234567",
+    )
+    assert (chat.owner, chat.version, chat.unread_count) == (Owner.BOT, 1, 1)
+    message = Message.objects.get(pk=result.message_id)
+    assert (message.author, message.direction, message.text) == (
+        "customer",
+        "in",
+        "How much is the oak table?",
+    )
+    assert get_redis().get(f"debounce:{chat.pk}") is not None  # a turn is scheduled
+
+
+def test_the_same_event_twice_is_stored_once(channel: Channel) -> None:
+    first = ingest.accept(_event(channel))
+    second = ingest.accept(_event(channel))
+
+    assert (first.outcome, second.outcome) == ("stored", "duplicate")
+    assert Message.objects.count() == 1
+    assert Chat.objects.get().version == 1
+
+
+def test_phone_message_from_the_manager_takes_the_chat_over(channel: Channel) -> None:
+    ingest.accept(_event(channel))
+
+    result = ingest.accept(
+        _event(channel, provider_message_id="3EB0AA", from_me=True, text="I'll call you")
+    )
+
+    chat = Chat.objects.get(pk=result.chat_id)
+    assert chat.owner == Owner.HUMAN
+    assert chat.last_manager_at is not None
+    message = Message.objects.get(pk=result.message_id)
+    assert (message.author, message.from_me, message.sent_by_bot) == ("phone", True, False)
+    transition = OwnershipTransition.objects.get(chat=chat)
+    assert (transition.cause, transition.actor_label) == ("manager_replied", "phone")
+
+
+def test_echo_of_the_bots_own_message_leaves_the_owner_alone(channel: Channel) -> None:
+    result = ingest.accept(_event(channel))
+    outbound.remember_bot_sent(result.chat_id, "3EB0BOT")  # type: ignore[arg-type]
+
+    echo = ingest.accept(
+        _event(
+            channel, provider_message_id="3EB0BOT", from_me=True, text="The oak table is 120 000"
+        )
+    )
+
+    assert echo.outcome == "duplicate"
+    chat = Chat.objects.get(pk=result.chat_id)
+    assert chat.owner == Owner.BOT
+    assert not OwnershipTransition.objects.exists()
+
+
+def test_bot_echo_is_recognised_from_the_row_when_redis_forgot(channel: Channel) -> None:
+    result = ingest.accept(_event(channel))
+    chat = Chat.objects.get(pk=result.chat_id)
+    Message.objects.create(chat=chat, channel=channel, direction="out", author="bot", from_me=True,
+                           sent_by_bot=True, text="hi", provider_message_id="3EB0ROW", status="sent")  # fmt: skip
+
+    ingest.accept(_event(channel, provider_message_id="3EB0ROW", from_me=True, text="hi"))
+
+    assert Chat.objects.get(pk=chat.pk).owner == Owner.BOT
+
+
+def test_same_text_as_the_bot_from_the_phone_is_still_a_manager(channel: Channel) -> None:
+    """Never compare text: managers copy bot phrases."""
+    result = ingest.accept(_event(channel))
+    outbound.remember_bot_sent(result.chat_id, "3EB0BOT")  # type: ignore[arg-type]
+
+    ingest.accept(
+        _event(
+            channel, provider_message_id="3EB0MGR", from_me=True, text="The oak table is 120 000"
+        )
+    )
+
+    assert Chat.objects.get(pk=result.chat_id).owner == Owner.HUMAN
+
+
+def test_no_turn_is_scheduled_while_a_human_owns_the_chat(channel: Channel) -> None:
+    chat = factories.chat(channel, customer_key="77011234567")
+    Chat.objects.filter(pk=chat.pk).update(owner=Owner.HUMAN)
+
+    ingest.accept(_event(channel))
+
+    assert get_redis().get(f"debounce:{chat.pk}") is None
+    assert Chat.objects.get(pk=chat.pk).unread_count == 1
+
+
+def test_voice_note_waits_for_its_transcript_before_any_turn(channel: Channel) -> None:
+    media = MediaRef(
+        ref="1908647269898587", mime_type="audio/ogg; codecs=opus", sha256="x=", voice=True
+    )
+
+    result = ingest.accept(_event(channel, kind="voice", text="", media=media))
+
+    message = Message.objects.get(pk=result.message_id)
+    assert (message.kind, message.media_ref, message.transcript_status) == (
+        "voice",
+        "1908647269898587",
+        "pending",
+    )
+    assert get_redis().get(f"debounce:{result.chat_id}") is None
+
+
+@pytest.mark.parametrize("kind", ["reaction", "sticker", "unsupported"])
+def test_kinds_the_assistant_cannot_answer_do_not_start_a_turn(channel: Channel, kind: str) -> None:
+    result = ingest.accept(_event(channel, kind=kind, text="👍" if kind == "reaction" else ""))
+
+    assert Message.objects.get(pk=result.message_id).kind == kind
+    assert get_redis().get(f"debounce:{result.chat_id}") is None
+
+
+def test_edit_replaces_the_text_and_keeps_the_history(channel: Channel) -> None:
+    original = ingest.accept(_event(channel, text="2 chairs"))
+
+    edit = ingest.accept(
+        _event(
+            channel, provider_message_id="wamid.e", text="3 chairs", extra={"edit_of": "wamid.1"}
+        )
+    )
+
+    assert (edit.outcome, edit.message_id) == ("edit", original.message_id)
+    message = Message.objects.get(pk=original.message_id)
+    assert message.text == "3 chairs"
+    assert message.payload["edits"] == [{"previous_text": "2 chairs"}]
+    assert Message.objects.count() == 1
+
+
+def test_revoke_drops_the_content_but_keeps_the_row(channel: Channel) -> None:
+    original = ingest.accept(_event(channel, text="my card number is ..."))
+
+    ingest.accept(
+        _event(
+            channel,
+            provider_message_id="wamid.r",
+            kind="unsupported",
+            text="",
+            extra={"revoke_of": "wamid.1"},
+        )
+    )
+
+    message = Message.objects.get(pk=original.message_id)
+    assert (message.text, message.payload["revoked"]) == ("", True)
+
+
+def test_event_of_an_inactive_channel_is_ignored(channel: Channel) -> None:
+    Channel.objects.filter(pk=channel.pk).update(is_active=False)
+
+    assert ingest.accept(_event(channel)).outcome == "ignored"
+    assert not Message.objects.exists()
+
+
+class TestStatuses:
+    def _outbound(self, channel: Channel, wamid: str = "wamid.out1") -> Message:
+        chat = factories.chat(channel)
+        return Message.objects.create(chat=chat, channel=channel, direction="out", author="bot", from_me=True,
+                                      sent_by_bot=True, text="hi", provider_message_id=wamid, status="sent")  # fmt: skip
+
+    def _status(self, channel: Channel, status: str, **kw: object) -> StatusEvent:
+        return StatusEvent(
+            channel_id=channel.pk,
+            provider_message_id="wamid.out1",
+            status=status,  # type: ignore[arg-type]
+            provider_ts=int(time.time()),
+            **kw,
+        )  # type: ignore[arg-type]
+
+    def test_read_without_delivered_and_late_delivered_never_go_backwards(
+        self, channel: Channel
+    ) -> None:
+        message = self._outbound(channel)
+
+        ingest.accept(self._status(channel, "read"))
+        ingest.accept(self._status(channel, "delivered"))
+
+        message.refresh_from_db()
+        assert message.status == "read"
+
+    def test_failure_is_stored_with_its_error_code(self, channel: Channel) -> None:
+        message = self._outbound(channel)
+
+        ingest.accept(
+            self._status(
+                channel, "failed", error_code="131047", error_title="Re-engagement message"
+            )
+        )
+
+        message.refresh_from_db()
+        assert (message.status, message.error_code, message.error_title) == (
+            "failed",
+            "131047",
+            "Re-engagement message",
+        )
+
+    def test_status_arriving_before_the_send_recorded_its_id_is_applied_later(
+        self, channel: Channel
+    ) -> None:
+        early = ingest.accept(self._status(channel, "delivered"))
+        assert early.outcome == "status_early"
+        chat = factories.chat(channel)
+        message = Message.objects.create(chat=chat, channel=channel, direction="out", author="bot", from_me=True,
+                                         sent_by_bot=True, text="hi", status="sending")  # fmt: skip
+
+        outbound._mark_sent(message, "wamid.out1")
+
+        message.refresh_from_db()
+        assert (message.provider_message_id, message.status) == ("wamid.out1", "delivered")
+
+
+class TestConsumer:
+    def test_queued_events_are_stored_and_acknowledged(self, channel: Channel) -> None:
+        events = [_event(channel, provider_message_id=f"wamid.{i}", text=f"m{i}") for i in range(3)]
+        assert ingest.enqueue(events + events[:1]) == ingest.EnqueueResult(3, 1)
+        worker = IngestWorker(name="t1", block_ms=10)
+
+        handled = worker.step()
+
+        assert handled == 3
+        assert list(Message.objects.values_list("text", flat=True)) == ["m0", "m1", "m2"]
+        assert get_redis().xlen(ingest.STREAM) == 0
+        assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+
+    def test_entry_of_a_consumer_that_died_is_reclaimed_by_another(self, channel: Channel) -> None:
+        ingest.enqueue([_event(channel)])
+        dead = IngestWorker(name="dead", block_ms=10)
+        from inbox.ingest_worker import ensure_group
+
+        ensure_group(dead.redis)
+        # It read the entry and died before accepting it.
+        dead.redis.xreadgroup(ingest.GROUP, "dead", {ingest.STREAM: ">"}, count=10)
+        survivor = IngestWorker(name="alive", block_ms=10, claim_idle_ms=0)
+
+        survivor.step()
+
+        assert Message.objects.count() == 1
+        assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+
+    def test_unreadable_entry_goes_to_the_dead_letter_stream(self, channel: Channel) -> None:
+        from inbox.ingest_worker import ensure_group
+
+        worker = IngestWorker(name="t2", block_ms=10)
+        ensure_group(worker.redis)
+        worker.redis.xadd(ingest.STREAM, {"e": b"{not json"})
+
+        worker.step()
+
+        assert worker.redis.xlen(ingest.DEAD_LETTER_STREAM) == 1
+        assert worker.redis.xlen(ingest.STREAM) == 0
+
+
+def test_debounce_token_is_current_only_for_the_newest_message(channel: Channel) -> None:
+    chat = factories.chat(channel)
+    first = debounce.schedule(chat.pk, delay=60)
+    second = debounce.schedule(chat.pk, delay=60)
+
+    assert not debounce.is_current(chat.pk, first)
+    assert debounce.is_current(chat.pk, second)
+    debounce.finish(chat.pk, first)  # a superseded turn finishing changes nothing
+    assert debounce.is_current(chat.pk, second)
+    debounce.finish(chat.pk, second)
+    assert not debounce.is_current(chat.pk, second)

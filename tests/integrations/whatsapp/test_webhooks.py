@@ -1,0 +1,243 @@
+"""The webhook endpoints, driven through the real ASGI application."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from django.test import override_settings
+
+from inbox import ingest
+from inbox.asgi import application
+from inbox.models import Channel
+from inbox.redis import get_redis
+from integrations.whatsapp.webhooks import routes
+from tests import factories
+from tests.emulators.graph_api import contact, envelope, sign, text_message
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+SECRET = "test-app-secret"
+VERIFY = "test-verify-token"
+
+
+@pytest.fixture(autouse=True)
+def _webhook_settings(settings: Any) -> None:
+    settings.WHATSAPP_APP_SECRET = SECRET
+    settings.WHATSAPP_VERIFY_TOKEN = VERIFY
+    routes.clear()
+
+
+def _client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=application), base_url="http://testserver"
+    )
+
+
+def _queued() -> list[dict[str, Any]]:
+    return [json.loads(fields[b"e"]) for _id, fields in get_redis().xrange(ingest.STREAM)]
+
+
+async def _post(body: bytes, signature: str | None = None, path: str = "/webhooks/whatsapp/",
+                headers: dict[str, str] | None = None) -> httpx.Response:  # fmt: skip
+    headers = dict(headers or {})
+    if signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    async with _client() as client:
+        return await client.post(
+            path, content=body, headers={"Content-Type": "application/json", **headers}
+        )
+
+
+@pytest.fixture
+def cloud_channel() -> Channel:
+    return factories.channel(kind=Channel.Kind.CLOUD_API, phone_number_id="106540352242922")
+
+
+def _body(wamid: str = "wamid.A1", text: str = "How much is the oak table?") -> bytes:
+    return json.dumps(
+        envelope("106540352242922", messages=[text_message("77011234567", text, wamid=wamid)],
+                 contacts=[contact("77011234567")])
+    ).encode()  # fmt: skip
+
+
+async def test_verification_handshake_echoes_the_challenge() -> None:
+    async with _client() as client:
+        ok = await client.get(
+            "/webhooks/whatsapp/",
+            params={
+                "hub.mode": "subscribe",
+                "hub.verify_token": VERIFY,
+                "hub.challenge": "1158201444",
+            },
+        )
+        wrong = await client.get(
+            "/webhooks/whatsapp/",
+            params={"hub.mode": "subscribe", "hub.verify_token": "nope", "hub.challenge": "1"},
+        )
+    assert (ok.status_code, ok.text) == (200, "1158201444")
+    assert wrong.status_code == 403
+
+
+async def test_signed_message_is_queued_once_however_often_it_is_delivered(
+    cloud_channel: Channel,
+) -> None:
+    body = _body()
+
+    answers = [await _post(body, sign(SECRET, body)) for _ in range(5)]
+
+    assert [a.status_code for a in answers] == [200] * 5
+    queued = _queued()
+    assert len(queued) == 1
+    assert queued[0]["provider_message_id"] == "wamid.A1"
+    assert queued[0]["channel_id"] == cloud_channel.pk
+    assert queued[0]["text"] == "How much is the oak table?"
+
+
+@pytest.mark.parametrize(
+    "signature", [None, "sha256=00", "sha1=abc", sign("other-secret", _body())]
+)
+async def test_missing_or_wrong_signature_is_refused_and_nothing_stored(
+    cloud_channel: Channel, signature: str | None
+) -> None:
+    answer = await _post(_body(), signature)
+
+    assert answer.status_code == 403
+    assert _queued() == []
+
+
+async def test_signature_must_cover_the_exact_bytes(cloud_channel: Channel) -> None:
+    body = _body()
+
+    answer = await _post(body.replace(b"oak", b"pine"), sign(SECRET, body))
+
+    assert answer.status_code == 403
+    assert _queued() == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"{not json", "invalid JSON"),
+        (b"\xff\xfe\x00garbage", "invalid JSON"),
+        (b'{"object": "whatsapp_business_account", "entry": {"id": 1}}', "entry must be a list"),
+        (b'{"object": "whatsapp_business_account", "entry": [{"changes": [{"field": "messages", "value": {"metadata": {"phone_number_id": "106540352242922"}, "messages": "x"}}]}]}', "messages must be a list"),
+    ],
+)  # fmt: skip
+async def test_malformed_bodies_get_a_400_with_the_reason(
+    cloud_channel: Channel, raw: bytes, reason: str
+) -> None:
+    answer = await _post(raw, sign(SECRET, raw))
+
+    assert answer.status_code == 400
+    assert reason in answer.text
+    assert _queued() == []
+
+
+async def test_huge_body_is_refused_before_it_is_parsed(cloud_channel: Channel) -> None:
+    with override_settings(WEBHOOK_MAX_BODY_BYTES=1024):
+        raw = b'{"x": "' + b"a" * 5000 + b'"}'
+        answer = await _post(raw, sign(SECRET, raw))
+
+    assert answer.status_code == 413
+    assert _queued() == []
+
+
+async def test_body_for_a_number_with_no_channel_is_a_404() -> None:
+    raw = _body()
+
+    answer = await _post(raw, sign(SECRET, raw))
+
+    assert answer.status_code == 404
+    assert "phone_number_id" in answer.text
+
+
+async def test_events_we_do_not_use_are_acknowledged(cloud_channel: Channel) -> None:
+    raw = json.dumps({"object": "whatsapp_business_account",
+                      "entry": [{"id": "1", "changes": [{"field": "account_update", "value": {"event": "X"}}]}]}).encode()  # fmt: skip
+
+    answer = await _post(raw, sign(SECRET, raw))
+
+    assert answer.status_code == 200
+    assert _queued() == []
+
+
+async def test_queue_unreachable_answers_503_so_the_provider_retries(
+    cloud_channel: Channel,
+) -> None:
+    raw = _body()
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
+        answer = await _post(raw, sign(SECRET, raw))
+
+    assert answer.status_code == 503
+    # Nothing was marked as seen: the retry gets in once the queue is back.
+    retry = await _post(raw, sign(SECRET, raw))
+    assert retry.status_code == 200
+    assert len(_queued()) == 1
+
+
+async def test_missing_app_secret_refuses_everything(cloud_channel: Channel) -> None:
+    raw = _body()
+    with override_settings(WHATSAPP_APP_SECRET=""):
+        answer = await _post(raw, sign("", raw))
+
+    assert answer.status_code == 503
+    assert _queued() == []
+
+
+class TestBridge:
+    @pytest.fixture
+    def bridge_channel(self) -> Channel:
+        return factories.channel(kind=Channel.Kind.BRIDGE, bridge_token="bridge-secret-1")
+
+    def _event(self, **overrides: Any) -> bytes:
+        event = {"id": "3EB0C767D26A1D3F1C2B", "chat_id": "77011234567@s.whatsapp.net", "from_me": False,
+                 "kind": "text", "text": "Salem! Is delivery free?", "timestamp": 1749416383, "sender_name": "Aigerim"}  # fmt: skip
+        event.update(overrides)
+        return json.dumps({"events": [event]}).encode()
+
+    async def test_event_with_the_channel_token_is_queued(self, bridge_channel: Channel) -> None:
+        answer = await _post(
+            self._event(), path=f"/webhooks/bridge/{bridge_channel.pk}/",
+            headers={"Authorization": "Bearer bridge-secret-1"},
+        )  # fmt: skip
+
+        assert answer.status_code == 200
+        (queued,) = _queued()
+        assert (queued["chat_key"], queued["customer_phone"]) == (
+            "77011234567@s.whatsapp.net",
+            "77011234567",
+        )
+        assert queued["channel_id"] == bridge_channel.pk
+
+    @pytest.mark.parametrize("auth", [None, "Bearer wrong", "bridge-secret-1x", "Basic YWJj"])
+    async def test_wrong_or_missing_token_is_refused(
+        self, bridge_channel: Channel, auth: str | None
+    ) -> None:
+        headers = {"Authorization": auth} if auth else {}
+
+        answer = await _post(
+            self._event(), path=f"/webhooks/bridge/{bridge_channel.pk}/", headers=headers
+        )
+
+        assert answer.status_code == 403
+        assert _queued() == []
+
+    async def test_unknown_channel_is_a_404(self, bridge_channel: Channel) -> None:
+        answer = await _post(
+            self._event(), path=f"/webhooks/bridge/{bridge_channel.pk + 1000}/",
+            headers={"Authorization": "Bearer bridge-secret-1"},
+        )  # fmt: skip
+
+        assert answer.status_code == 404
+
+    async def test_group_chats_are_ignored(self, bridge_channel: Channel) -> None:
+        answer = await _post(
+            self._event(chat_id="120363@g.us"), path=f"/webhooks/bridge/{bridge_channel.pk}/",
+            headers={"Authorization": "Bearer bridge-secret-1"},
+        )  # fmt: skip
+
+        assert answer.status_code == 200
+        assert _queued() == []
