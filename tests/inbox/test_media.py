@@ -180,3 +180,28 @@ def test_a_huge_range_is_answered_in_part_and_says_so(voice: Message) -> None:
     assert response.status_code == 206
     assert response["Content-Range"] == f"bytes 0-{MAX_RANGE - 1}/{len(content)}"
     assert _body(response) == content[:MAX_RANGE]
+
+
+def test_the_voice_partial_plays_the_audio_and_marks_doubtful_words(voice: Message) -> None:
+    from django.template.loader import render_to_string
+
+    voice.transcript_status = Message.TranscriptStatus.DONE
+    voice.transcript = "two chairs <b>now</b>"
+    voice.transcript_confidence = 0.42
+    voice.transcript_segments = [
+        {"text": "two chairs <b>now</b>", "words": [
+            {"word": "two", "probability": 0.9, "low": False},
+            {"word": "chairs", "probability": 0.2, "low": True},
+            {"word": "<b>now</b>", "probability": 0.95, "low": False},
+        ]},
+    ]  # fmt: skip
+
+    html = render_to_string("inbox/_voice_note.html", {"message": voice})
+
+    assert f'src="/inbox/media/{voice.pk}/"' in html
+    assert 'class="low-confidence"' in html
+    assert ">chairs</mark>" in html
+    assert "two <mark" in html
+    assert "&lt;b&gt;now&lt;/b&gt;" in html  # customer words are escaped
+    assert "Transcript confidence 42%" in html
+    assert "below this channel's threshold" in html
