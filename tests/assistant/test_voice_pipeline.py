@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from assistant import replies, voice_notes
-from assistant.audio import decode
+from assistant.audio import Pcm, decode
 from assistant.price_import import apply_price_list, parse_price_file
 from inbox.models import Channel, Chat, Handoff, Message, Owner, Turn
 from tests import factories
@@ -61,7 +61,7 @@ def audio(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return {
         "clean": clean,
         "noisy": encode(noisy, "ogg_opus"),
-        "too_long": encode(type(pcm)(too_long), "ogg_opus"),
+        "too_long": encode(Pcm(too_long), "ogg_opus"),
     }
 
 
