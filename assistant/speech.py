@@ -28,7 +28,7 @@ with the catalogue prompt (`bench/speech_accuracy.py` reproduces it): clean spee
 0.67–0.85 (mean WER 0.02; 0.20 without the prompt); under white or babble noise it scored
 0.37–0.78 at 10 dB SNR (WER 0.35–0.39), 0.29–0.73 at 5 dB (WER 0.37–0.61) and 0.00–0.64 at
 0 dB (WER 0.56 to 3, invented text). Correlation of the score with WER over all 42 notes:
-−0.81 (tiny.en: −0.56). The channel's default clarify threshold of 0.6 thus passes every clean
+−0.81 (tiny.en: −0.63). The channel's default clarify threshold of 0.6 thus passes every clean
 note and stops most noisy ones. Word probabilities (clean, 10 and 5 dB): right words median
 0.87, wrong words median 0.37; flagging words under `SPEECH_LOW_WORD_PROBABILITY` = 0.5
 marks 61 % of the wrong words and 18 % of the right ones (0.4: 53 % / 14 %; 0.6: 68 % / 22 %),
