@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox import health, metrics, views
+from inbox import health, media, metrics, views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -13,5 +13,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
     path("inbox/sandbox/", include("integrations.sandbox.urls")),
+    path("inbox/media/<int:message_id>/", media.message_media, name="message_media"),
     path("", views.home, name="home"),
 ]
