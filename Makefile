@@ -44,3 +44,9 @@ format: venv
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+# Concurrency sweep of the model server at LLM_BASE_URL (docs/vllm.md); SWEEP_ARGS adds options.
+.PHONY: bench-llm
+bench-llm: venv
+	$(PY) bench/llm_sweep.py --base-url "$${LLM_BASE_URL:?set LLM_BASE_URL}" \
+		--model "$${LLM_MODEL:-assistant}" --out var/sweep.json $(SWEEP_ARGS)

@@ -1,0 +1,209 @@
+"""What the assistant knows and how each business wants it to behave.
+
+Price lists are versioned: an import writes a whole new version and flips `current_version` in
+one transaction, so a broken upload never leaves a half-written list behind and the previous
+version stays for comparison. A business has one list; a channel (a branch with other prices)
+may have an override list whose rows replace the business's rows with the same SKU (or name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from inbox.models import Business, Channel, Handoff
+
+# Reasons the model (or the catalogue assistant) may choose, with what each means. A business
+# edits the descriptions, removes reasons or adds its own in AssistantSettings.handoff_reasons.
+DEFAULT_HANDOFF_REASONS: list[dict[str, str]] = [
+    {"code": "asks_for_human", "description": "The customer asks for a person or a manager."},
+    {"code": "ready_to_buy", "description": "The customer wants to buy, order, book or pay."},
+    {
+        "code": "non_standard_terms",
+        "description": "Discounts, wholesale, credit, custom orders or other terms not in "
+        "the price list.",
+    },
+    {"code": "complaint", "description": "A complaint, a return, or a clearly unhappy customer."},
+    {
+        "code": "outside_knowledge_base",
+        "description": "The question is still not answered by the price list after one "
+        "clarifying question.",
+    },
+]
+
+# Reasons the system itself uses; not offered to the model as choices.
+SYSTEM_HANDOFF_REASONS: dict[str, str] = {
+    "late": "The customer's message waited longer than the channel's late-answer cutoff.",
+    "guardrail": "The reply named a price, discount or deadline the price list does not back.",
+    "model_error": "The model's answer was invalid even after one repair attempt.",
+    "model_unavailable": "No model endpoint answered (down, overloaded or circuit open).",
+    "voice_unclear": "A voice note could not be understood well enough, twice.",
+    "transcription_failed": "A voice note could not be transcribed.",
+}
+
+DEFAULT_FORBIDDEN_PROMISES: list[str] = [
+    "free delivery",
+    "бесплатная доставка",
+    "бесплатно доставим",
+    "money-back guarantee",
+    "гарантия возврата денег",
+    "lifetime warranty",
+    "пожизненная гарантия",
+]
+
+
+def default_handoff_reasons() -> list[dict[str, str]]:
+    return [dict(reason) for reason in DEFAULT_HANDOFF_REASONS]
+
+
+def default_forbidden_promises() -> list[str]:
+    return list(DEFAULT_FORBIDDEN_PROMISES)
+
+
+class AssistantSettings(models.Model):
+    """How the assistant of one business behaves. Missing row = the defaults."""
+
+    business = models.OneToOneField(
+        Business, on_delete=models.CASCADE, related_name="assistant_settings"
+    )
+    business_rules = models.TextField(
+        blank=True,
+        help_text="Tone and rules in plain words, e.g. delivery terms, opening hours, "
+        "'address customers formally'. The model may quote facts written here.",
+    )
+    handoff_reasons = models.JSONField(
+        default=default_handoff_reasons,
+        blank=True,
+        help_text='List of {"code": ..., "description": ...}: when the assistant hands a chat '
+        "to a manager.",
+    )
+    forbidden_promises = models.JSONField(
+        default=default_forbidden_promises,
+        blank=True,
+        help_text="Phrases the assistant must never send (one per item, case-insensitive).",
+    )
+    prompt_version = models.CharField(
+        max_length=16, default="v1", help_text="Folder of prompt templates in assistant/prompts/."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "assistant settings"
+        verbose_name_plural = "assistant settings"
+
+    def __str__(self) -> str:
+        return f"Assistant settings of {self.business}"
+
+    def reason_codes(self) -> list[str]:
+        return [str(r.get("code", "")) for r in self.reasons() if r.get("code")]
+
+    def reasons(self) -> list[dict[str, str]]:
+        raw: Any = self.handoff_reasons
+        if not isinstance(raw, list):
+            return default_handoff_reasons()
+        return [
+            {"code": str(r.get("code", "")).strip(), "description": str(r.get("description", ""))}
+            for r in raw
+            if isinstance(r, dict) and str(r.get("code", "")).strip()
+        ]
+
+    def promises(self) -> list[str]:
+        raw: Any = self.forbidden_promises
+        return [str(p).strip() for p in raw if str(p).strip()] if isinstance(raw, list) else []
+
+
+class PriceList(models.Model):
+    """The business's list (channel empty) or one channel's override list."""
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="price_lists")
+    channel = models.ForeignKey(
+        Channel,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="price_lists",
+        help_text="Empty: the business's list. Set: this channel's overrides.",
+    )
+    current_version = models.ForeignKey(
+        "PriceListVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business"], condition=Q(channel=None), name="pricelist_one_per_business"
+            ),
+            models.UniqueConstraint(
+                fields=["channel"], condition=~Q(channel=None), name="pricelist_one_per_channel"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        scope = f"channel {self.channel.name}" if self.channel_id and self.channel else "business"
+        return f"Price list of {self.business} ({scope})"
+
+
+class PriceListVersion(models.Model):
+    price_list = models.ForeignKey(PriceList, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    source_name = models.CharField(max_length=255, blank=True)
+    source_sha256 = models.CharField(max_length=64, blank=True)
+    item_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["price_list", "number"], name="pricelist_version_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"v{self.number} of {self.price_list} ({self.item_count} items)"
+
+
+class Availability(models.TextChoices):
+    IN_STOCK = "in_stock", "In stock"
+    OUT_OF_STOCK = "out_of_stock", "Out of stock"
+    ON_ORDER = "on_order", "On order"
+    UNKNOWN = "unknown", "Not stated"
+
+
+class PriceItem(models.Model):
+    version = models.ForeignKey(PriceListVersion, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    sku = models.CharField(max_length=64, blank=True)
+    name = models.CharField(max_length=300)
+    price = models.DecimalField(max_digits=14, decimal_places=2)
+    currency = models.CharField(max_length=8, blank=True)
+    unit = models.CharField(max_length=32, blank=True)
+    description = models.TextField(blank=True)
+    availability = models.CharField(
+        max_length=16, choices=Availability.choices, default=Availability.UNKNOWN
+    )
+    availability_note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["version", "position"]
+        indexes = [models.Index(fields=["version", "sku"])]
+
+    def __str__(self) -> str:
+        return f"{self.sku or '-'} {self.name}: {self.price} {self.currency}"
+
+
+class KnowledgeGap(Handoff):
+    """Handoffs with reason `outside_knowledge_base`, reviewed weekly to grow the price list and
+    the business rules (a proxy of inbox.Handoff: no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "knowledge gap (outside the price list)"
+        verbose_name_plural = "knowledge gaps (weekly review)"

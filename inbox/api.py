@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from django.db.models import Q
 from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Field, NinjaAPI, Path, Query, Router, Schema
 from ninja.responses import Status
 from ninja.security import HttpBearer
@@ -130,7 +131,9 @@ class MessageOut(Schema):
             status_at=message.status_at,
             error_code=message.error_code,
             error_title=message.error_title,
-            media_url=f"/inbox/media/{message.pk}/" if message.media_ref else None,
+            media_url=reverse("message_media", kwargs={"message_id": message.pk})
+            if message.media_ref
+            else None,
             provider_timestamp=message.provider_timestamp,
             created_at=message.created_at,
         )

@@ -8,6 +8,7 @@ child gets SIGTERM when this process stops, and dies with it if this process is 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +48,11 @@ def run() -> int:
     env.setdefault("DEBUG", "1")
     env.setdefault("PYTHONUNBUFFERED", "1")
     VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # Every process writes its metrics here; /metrics adds them up. Stale files would be
+    # counted as live processes, so the folder starts empty.
+    metrics_dir = Path(env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus")))
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    metrics_dir.mkdir(parents=True)
 
     redis_server = None
     if not env.get("REDIS_URL"):

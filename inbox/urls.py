@@ -3,16 +3,19 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox import admin_pages, health, login_limit, views
+from inbox import admin_pages, health, login_limit, media, metrics, views
 from inbox.api import api
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", login_limit.login, name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
     path("inbox/sandbox/", include("integrations.sandbox.urls")),
+    path("inbox/media/<int:message_id>/", media.message_media, name="message_media"),
     path("inbox/chat/<int:chat_id>/", views.chat_detail, name="chat_detail"),
     path("inbox/chat/<int:chat_id>/earlier/", views.chat_earlier, name="chat_earlier"),
     path("inbox/chat/<int:chat_id>/history/", views.chat_history, name="chat_history"),

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django import template
+from django.urls import reverse
 
 from inbox import dashboard
 from inbox.models import Chat, Message
 
 register = template.Library()
-
-# A word the speech backend did not flag explicitly counts as unsure below this probability.
-LOW_WORD_PROBABILITY = 0.5
 
 REASON_LABELS = {
     "outside_knowledge_base": "Outside the price list",
@@ -76,47 +73,7 @@ def reason_label(reason: str) -> str:
 @register.filter
 def media_url(message: Message) -> str:
     """The permission-checked playback/download URL (served by inbox/media.py)."""
-    return f"/inbox/media/{message.pk}/"
-
-
-@register.filter
-def percent(value: float | None) -> str:
-    return "" if value is None else f"{round(value * 100)}%"
-
-
-@register.filter
-def low_confidence(message: Message) -> bool:
-    if message.transcript_confidence is None:
-        return False
-    return message.transcript_confidence < message.channel.voice_confidence_threshold
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str
-    low: bool
-    probability: float | None
-
-
-@register.filter
-def transcript_words(message: Message) -> list[Word]:
-    """Words of the transcript with the unsure ones flagged: the speech backend's explicit
-    `low` flag, else a probability under 0.5. Empty when no per-word data is stored."""
-    words: list[Word] = []
-    segments = message.transcript_segments if isinstance(message.transcript_segments, list) else []
-    for segment in segments:
-        if not isinstance(segment, dict):
-            continue
-        for word in segment.get("words") or []:
-            if not isinstance(word, dict) or not str(word.get("word", "")).strip():
-                continue
-            probability = word.get("probability")
-            probability = float(probability) if isinstance(probability, int | float) else None
-            low = word.get("low")
-            if not isinstance(low, bool):
-                low = probability is not None and probability < LOW_WORD_PROBABILITY
-            words.append(Word(str(word["word"]).strip(), low, probability))
-    return words
+    return reverse("message_media", kwargs={"message_id": message.pk})
 
 
 @register.filter

@@ -135,24 +135,25 @@ class TestChatView:
         assert "Delivered" in page
 
     def test_voice_note_player_transcript_confidence_and_unsure_words(self, a: Tenant) -> None:
+        # transcript_segments as assistant/speech.py stores them (each word flagged `low`).
         voice = factories.customer_message(
-            a.chat, "", kind=Message.Kind.VOICE, media_ref="media-1",
+            a.chat, "", kind=Message.Kind.VOICE, media_ref="media-1", media_file="media/v.ogg",
             transcript="I need two chairs", transcript_status=Message.TranscriptStatus.DONE,
             transcript_confidence=0.42,
             transcript_segments=[{"start": 0, "end": 2, "text": "I need two chairs", "confidence": 0.42,
-                                  "words": [{"word": " I", "probability": 0.99},
+                                  "words": [{"word": " I", "probability": 0.99, "low": False},
                                             {"word": " need", "probability": 0.97, "low": False},
-                                            {"word": " two", "probability": 0.21},
-                                            {"word": " chairs", "probability": 0.8, "low": True}]}],
+                                            {"word": " two", "probability": 0.21, "low": True},
+                                            {"word": " chairs", "probability": 0.8, "low": False}]}],
         )  # fmt: skip
 
         page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/").content.decode()
 
         assert f'<audio controls preload="none" src="/inbox/media/{voice.pk}/"' in page
-        assert "Low confidence 42%" in page
-        assert 'title="unsure: 21%">two</mark>' in page
-        assert ">chairs</mark>" in page
-        assert ">need</mark>" not in page
+        assert "Transcript confidence 42%" in page
+        assert "below this channel's threshold" in page
+        assert "(0.21)\"> two</mark>" in page
+        assert "need</mark>" not in page
 
     def test_images_and_documents_link_to_the_media_view(self, a: Tenant) -> None:
         image = factories.customer_message(

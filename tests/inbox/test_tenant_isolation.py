@@ -30,6 +30,8 @@ SKIPPED_PREFIXES = {
     "admin/": "Django admin: staff only (tested below: a manager is sent to the admin login)",
     "accounts/": "login, logout and password flows are public",
 }
+# Answers above 499 that are the route's contract, not a failure.
+EXPECTED_ERRORS = {"readyz": {503}}  # names the dependency that is down (no worker here)
 B_MARKERS = ("Customer B", "secret question of B", "summary of B", "Channel B")
 DENIED = {401, 403, 404, 405}
 
@@ -108,12 +110,16 @@ def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: 
                     f"{method.upper()} {url}: {response.status_code}"
                 )
             else:
-                assert response.status_code < 500, f"{method.upper()} {url}: {response.status_code}"
+                ok = response.status_code < 500
+                ok = ok or response.status_code in EXPECTED_ERRORS.get(route, set())
+                assert ok, f"{method.upper()} {url}: {response.status_code}"
             assert not any(m in body for m in B_MARKERS), f"{method.upper()} {url} shows B's data"
         if "<" not in route:
             response = client.get(url + query)
             body = response.content.decode(errors="replace")
-            assert response.status_code < 500, f"GET {url + query}: {response.status_code}"
+            ok = response.status_code < 500
+            ok = ok or response.status_code in EXPECTED_ERRORS.get(route, set())
+            assert ok, f"GET {url + query}: {response.status_code}"
             assert not any(m in body for m in B_MARKERS), f"GET {url + query} shows B's data"
 
     assert f"/inbox/chat/{b.chat.pk}/take-over/" in walked

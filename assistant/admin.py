@@ -1,0 +1,220 @@
+"""Django admin for the assistant: settings per business, price lists with an upload → preview →
+apply page, and the weekly review of questions the price list could not answer."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.cache import cache
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+
+from assistant.models import (
+    AssistantSettings,
+    KnowledgeGap,
+    PriceItem,
+    PriceList,
+    PriceListVersion,
+)
+from assistant.price_import import (
+    MAX_FILE_BYTES,
+    ImportRejected,
+    apply_price_list,
+    parse_price_file,
+)
+from inbox.models import Business, Channel
+
+UPLOAD_TTL_SECONDS = 3600
+
+
+@admin.register(AssistantSettings)
+class AssistantSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("business", "prompt_version", "updated_at")
+    search_fields = ("business__name",)
+
+
+class PriceImportForm(forms.Form):
+    business = forms.ModelChoiceField(queryset=Business.objects.all())
+    channel = forms.ModelChoiceField(
+        queryset=Channel.objects.select_related("business"),
+        required=False,
+        help_text="Set it to upload this channel's override list (a branch with other prices).",
+    )
+    currency = forms.CharField(
+        required=False, max_length=8, help_text="Used when the file names no currency."
+    )
+    file = forms.FileField(help_text="CSV or XLSX with columns such as SKU, name, price.")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        business, channel = cleaned.get("business"), cleaned.get("channel")
+        if business and channel and channel.business_id != business.pk:
+            raise forms.ValidationError("That channel belongs to another business.")
+        upload = cleaned.get("file")
+        if upload is not None and upload.size > MAX_FILE_BYTES:
+            raise forms.ValidationError("The file is too large.")
+        return cleaned
+
+
+class PriceItemInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = PriceItem
+    extra = 0
+    can_delete = False
+    fields = ("sku", "name", "price", "currency", "unit", "availability", "availability_note")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(PriceListVersion)
+class PriceListVersionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("__str__", "source_name", "item_count", "created_by", "created_at")
+    list_filter = ("price_list__business",)
+    readonly_fields = (
+        "price_list",
+        "number",
+        "source_name",
+        "source_sha256",
+        "item_count",
+        "created_by",
+        "created_at",
+    )
+    inlines = [PriceItemInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # versions are written by an import only
+
+
+@admin.register(PriceList)
+class PriceListAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("business", "channel", "current_version", "updated_at")
+    list_filter = ("business",)
+    readonly_fields = ("business", "channel", "current_version", "updated_at")
+    change_list_template = "admin/assistant/pricelist/change_list.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # lists come into being through an import
+
+    def get_urls(self) -> list[URLPattern]:
+        custom = [
+            path(
+                "import/",
+                self.admin_site.admin_view(self.import_view),
+                name="assistant_pricelist_import",
+            )
+        ]
+        return custom + super().get_urls()
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        """Upload → preview (nothing written) → apply (a new version, all or nothing)."""
+        if not self.has_change_permission(request) and not request.user.is_superuser:
+            return HttpResponse(status=403)
+        context: dict[str, Any] = {**self.admin_site.each_context(request), "title": "Import"}
+        if request.method == "POST" and request.POST.get("token"):
+            return self._apply(request, context)
+        form = PriceImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            data = upload.read()
+            preview = parse_price_file(data, upload.name, form.cleaned_data["currency"])
+            token = secrets.token_urlsafe(16)
+            channel = form.cleaned_data["channel"]
+            cache.set(
+                f"price_import:{token}",
+                {
+                    "data": data,
+                    "name": upload.name,
+                    "currency": form.cleaned_data["currency"],
+                    "business": form.cleaned_data["business"].pk,
+                    "channel": channel.pk if channel else None,
+                    "user": request.user.pk,
+                },
+                UPLOAD_TTL_SECONDS,
+            )
+            context.update(
+                preview=preview,
+                rows=preview.rows[:200],
+                token=token,
+                business=form.cleaned_data["business"],
+                channel=channel,
+            )
+        context["form"] = form
+        return render(request, "admin/assistant/pricelist/import.html", context)
+
+    def _apply(self, request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+        token = request.POST["token"]
+        stored = cache.get(f"price_import:{token}")
+        if not stored or stored.get("user") != request.user.pk:
+            messages.error(request, "The upload expired; choose the file again.")
+            return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
+        preview = parse_price_file(stored["data"], stored["name"], stored["currency"])
+        business = Business.objects.get(pk=stored["business"])
+        channel = Channel.objects.get(pk=stored["channel"]) if stored["channel"] else None
+        try:
+            version = apply_price_list(preview, business, channel, request.user)
+        except ImportRejected as exc:
+            messages.error(request, f"Nothing was imported: {exc}")
+            return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
+        cache.delete(f"price_import:{token}")
+        messages.success(request, f"Imported {version}.")
+        return HttpResponseRedirect(reverse("admin:assistant_pricelist_changelist"))
+
+
+class WeekFilter(admin.SimpleListFilter):
+    title = "week"
+    parameter_name = "week"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("0", "Last 7 days"), ("1", "7–14 days ago"), ("4", "Last 4 weeks")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = timezone.now()
+        value = self.value()
+        if value == "0":
+            return queryset.filter(created_at__gte=now - timedelta(days=7))
+        if value == "1":
+            return queryset.filter(
+                created_at__gte=now - timedelta(days=14), created_at__lt=now - timedelta(days=7)
+            )
+        if value == "4":
+            return queryset.filter(created_at__gte=now - timedelta(days=28))
+        return queryset
+
+
+@admin.register(KnowledgeGap)
+class KnowledgeGapAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Every handoff with reason outside_knowledge_base: what customers asked that the price list
+    and the business rules could not answer. Review weekly; add items or rules."""
+
+    list_display = ("created_at", "business", "chat", "summary", "asked_about")
+    list_filter = (WeekFilter, "chat__channel__business", "chat__channel")
+    date_hierarchy = "created_at"
+    search_fields = ("summary",)
+    readonly_fields = ("chat", "reason", "summary", "facts", "message_to_customer", "details")
+    list_select_related = ("chat__channel__business",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).filter(reason="outside_knowledge_base")
+
+    @admin.display(description="business")
+    def business(self, obj: KnowledgeGap) -> str:
+        return obj.chat.channel.business.name
+
+    @admin.display(description="asked about")
+    def asked_about(self, obj: KnowledgeGap) -> str:
+        items = [str(i.get("name", "")) for i in obj.facts_items() if isinstance(i, dict)]
+        return ", ".join(i for i in items if i)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
