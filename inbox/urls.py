@@ -32,6 +32,12 @@ urlpatterns = [
         admin_pages.channel_edit,
         name="settings_channel",
     ),
+    path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
+    path(
+        "inbox/settings/assistant/",
+        admin_pages.assistant_settings_page,
+        name="settings_assistant",
+    ),
     path("api/v1/", api.urls),
     path("", views.home, name="home"),
 ]

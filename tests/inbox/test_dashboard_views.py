@@ -152,7 +152,7 @@ class TestChatView:
         assert f'<audio controls preload="none" src="/inbox/media/{voice.pk}/"' in page
         assert "Transcript confidence 42%" in page
         assert "below this channel's threshold" in page
-        assert "(0.21)\"> two</mark>" in page
+        assert '(0.21)"> two</mark>' in page
         assert "need</mark>" not in page
 
     def test_images_and_documents_link_to_the_media_view(self, a: Tenant) -> None:
@@ -463,3 +463,77 @@ class TestAdminPages:
         assert "wants a person" not in page
         only_guardrail = client_for(a.admin).get("/inbox/review/?reason=guardrail").content.decode()
         assert "summary of A" not in only_guardrail
+
+
+class TestAssistantPages:
+    def test_price_list_preview_shows_row_errors_and_writes_nothing(self, a: Tenant) -> None:
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from assistant.models import PriceListVersion
+
+        client = client_for(a.admin)
+        bad = SimpleUploadedFile("prices.csv", b"sku,name,price\nT1,Oak table,abc\n")
+
+        page = client.post(
+            "/inbox/settings/price-list/", {"target": f"b{a.business.pk}", "file": bad}
+        ).content.decode()
+
+        assert "line 2" in page
+        assert "Apply this price list" not in page
+        assert not PriceListVersion.objects.exists()
+
+    def test_price_list_upload_preview_then_apply(self, a: Tenant, b: Tenant) -> None:
+        import re
+
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from assistant.models import PriceList
+
+        client = client_for(a.admin)
+        good = SimpleUploadedFile(
+            "prices.csv", b"sku,name,price,currency\nT1,Oak table,120000,KZT\nC1,Chair,15000,KZT\n"
+        )
+        foreign = client.post(
+            "/inbox/settings/price-list/", {"target": f"c{b.channel.pk}", "file": good}
+        )
+        assert foreign.status_code in (200, 404)
+        assert not PriceList.objects.filter(business=b.business).exists()
+
+        good.seek(0)
+        preview = client.post(
+            "/inbox/settings/price-list/", {"target": f"c{a.channel.pk}", "file": good}
+        ).content.decode()
+        assert "Oak table" in preview
+        assert "override for Channel A" in preview
+        token = re.search(r'name="token" value="([^"]+)"', preview)
+        assert token
+
+        applied = client.post("/inbox/settings/price-list/", {"token": token.group(1)})
+
+        assert applied.status_code == 302
+        price_list = PriceList.objects.get(business=a.business, channel=a.channel)
+        assert price_list.current_version is not None
+        assert price_list.current_version.item_count == 2
+        assert "v1" in client.get("/inbox/settings/price-list/").content.decode()
+
+    def test_assistant_settings_reasons_rules_and_promises(self, a: Tenant) -> None:
+        from assistant.knowledge import assistant_settings
+
+        client = client_for(a.admin)
+        assert "Handoff reasons" in client.get("/inbox/settings/assistant/").content.decode()
+
+        response = client.post(
+            "/inbox/settings/assistant/",
+            {
+                "business_rules": "Address customers formally.",
+                "reasons_text": "wholesale: orders of more than 50 items\nangry customer: complaints",
+                "promises_text": "free delivery\n\nlifetime warranty",
+            },
+        )
+
+        assert response.status_code == 302
+        saved = assistant_settings(a.business.pk)
+        assert saved.business_rules == "Address customers formally."
+        assert saved.reason_codes() == ["wholesale", "angry_customer"]
+        assert saved.promises() == ["free delivery", "lifetime warranty"]
+        assert client_for(a.manager).get("/inbox/settings/assistant/").status_code == 403
