@@ -19,23 +19,21 @@ retries with backoff; on the last attempt they end in the handoff too. Never a s
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 
-from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
 
 from assistant import replies, speech
-from assistant.audio import EXTENSIONS, AudioError
+from assistant.audio import AudioError
 from assistant.knowledge import knowledge_for_channel
 from assistant.schema import HistoryEntry, TurnInput
-from inbox import debounce, realtime
+from inbox import attachments, debounce, realtime
 from inbox.handoff import hand_off
 from inbox.models import Chat, Message, Owner
 from inbox.outbound import add_internal_note
-from integrations.transports import MediaBlob, MediaError, transport_for
+from integrations.transports import MediaError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +59,7 @@ def transcribe_message(message_id: int, *, last_attempt: bool = False) -> str:
     if message.transcript_status != Message.TranscriptStatus.PENDING:
         return "already_done"
     try:
-        content = _original(message)
+        content = attachments.content(message)
         result = speech.transcribe(
             content,
             language=message.channel.language or None,
@@ -171,33 +169,6 @@ def _latest_inbound(chat: Chat) -> int:
         .first()
     )
     return int(latest or 0)
-
-
-def _original(message: Message) -> bytes:
-    """The voice note's bytes, downloaded and kept on the message the first time."""
-    if not message.media_file:
-        blob = transport_for(message.channel).fetch_media(message)
-        _keep_original(message, blob)
-    with message.media_file.open("rb") as handle:
-        return bytes(handle.read())
-
-
-def _keep_original(message: Message, blob: MediaBlob) -> None:
-    mime = (blob.mime_type or message.media_mime or "application/octet-stream")[:128]
-    extension = EXTENSIONS.get(mime.split(";")[0].strip().lower(), ".bin")
-    field = message.media_file
-    field.save(f"voice-{message.pk}{extension}", ContentFile(blob.content), save=False)
-    kept = Message.objects.filter(pk=message.pk, media_file="").update(
-        media_file=field.name,
-        media_mime=mime,
-        media_sha256=message.media_sha256 or hashlib.sha256(blob.content).hexdigest(),
-    )
-    if kept != 1:
-        # Another worker stored it first: use theirs, drop our copy.
-        field.storage.delete(str(field.name))
-        message.refresh_from_db(fields=["media_file", "media_mime", "media_sha256"])
-    else:
-        message.media_mime = mime
 
 
 def prompt_words(channel_id: int) -> list[str]:

@@ -18,6 +18,7 @@ from tests.emulators.graph_api import (
     contact,
     echo_message,
     envelope,
+    media_message,
     text_message,
 )
 from tests.emulators.openai_server import OpenAIEmulator, Step
@@ -275,3 +276,27 @@ def test_sandbox_of_another_business_is_not_reachable(client: Any) -> None:
     assert client.get(f"/inbox/sandbox/{channel.pk}/").status_code == 404
     assert client.post(f"/inbox/sandbox/{channel.pk}/send/", {"text": "hi"}).status_code == 404
     assert not Message.objects.exists()
+
+
+def test_customer_photo_is_downloaded_kept_and_shown_only_to_the_business(
+    stack: str, pnid: str, graph: GraphApiEmulator, client: Any
+) -> None:
+    channel = _cloud_channel(graph, pnid)
+    photo = b"\xff\xd8\xff\xe0 fake jpeg bytes of a scratched table"
+    sha = graph.add_media("3003383421387256", photo, "image/jpeg")
+    message = media_message(CUSTOMER, "image", "3003383421387256", sha256=sha, mime="image/jpeg",
+                            caption="Is this scratch covered by warranty?")  # fmt: skip
+
+    assert graph.deliver(envelope(pnid, messages=[message], contacts=[contact(CUSTOMER)])) == 200
+
+    stored = wait_for(lambda: Message.objects.filter(kind="image").exclude(media_file="").first(),
+                      message="the photo to be kept")  # fmt: skip
+    assert stored.text == "Is this scratch covered by warranty?"
+    manager = factories.manager(channel.business)
+    client.force_login(manager)
+    answer = client.get(f"/inbox/media/{stored.pk}/")
+    assert answer.status_code == 200
+    assert answer.content == photo
+    assert answer["Content-Type"] == "image/jpeg"
+    client.force_login(factories.manager(factories.business()))
+    assert client.get(f"/inbox/media/{stored.pk}/").status_code == 404
