@@ -206,3 +206,13 @@ def test_demo_price_list_imports_once():
     k = knowledge_for_channel(factories.channel(biz).pk)
     assert len(k.items) == 7
     assert k.default_currency == "KZT"
+
+
+def test_knowledge_follows_a_renamed_business():
+    biz = factories.business("Old name")
+    channel = factories.channel(biz)
+    apply_price_list(parse_price_file(b"name,price\nChair,100\n", "a.csv"), biz)
+    assert knowledge_for_channel(channel.pk).business_name == "Old name"
+    biz.name = "New name"
+    biz.save()
+    assert knowledge_for_channel(channel.pk).business_name == "New name"
