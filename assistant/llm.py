@@ -339,11 +339,11 @@ class LLMClient:
 
     def _request(self, endpoint: Endpoint, messages: Messages, salt: str) -> _Raw:
         """One successful response from some replica of the endpoint, or _EndpointFailed."""
-        last_error = ""
+        last_error = last_failed = ""
         avoid: set[str] = set()
         for attempt in range(self.max_retries + 1):
             if attempt:
-                metrics.RETRIES.labels(endpoint.name, last_error.split(":", 1)[0]).inc()
+                metrics.RETRIES.labels(endpoint.name, last_failed).inc()
                 cap = self.backoff * (2 ** (attempt - 1))
                 time.sleep(random.uniform(0, cap))  # full jitter
             slot = self._admit(endpoint, avoid)
@@ -355,7 +355,8 @@ class LLMClient:
             try:
                 raw = self._call(endpoint, replica, messages, salt)
             except _Transient as exc:
-                last_error = f"{replica_label(replica)}: {exc}"
+                last_failed = replica_label(replica)
+                last_error = f"{last_failed}: {exc}"
                 self._record(permit, ok=False)
                 avoid.add(replica)
                 continue
@@ -460,6 +461,10 @@ class LLMClient:
         )
         with cast(Any, stream) as chunks:
             for chunk in chunks:
+                if time.monotonic() - started > self.timeout:
+                    # The read timeout is per chunk; a server dripping tokens must not hold
+                    # the turn longer than the whole-request timeout.
+                    raise _Transient("timeout (stream too slow)")
                 if chunk.choices:
                     choice = chunk.choices[0]
                     delta = choice.delta.content if choice.delta else None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from prometheus_client import REGISTRY
@@ -248,16 +247,19 @@ def test_one_replica_down_does_not_stop_the_assistant(emu):
 def test_replicas_share_load_by_least_in_flight(emu, second_emu):
     for server in (emu, second_emu):
         server.responder = lambda request: Step(delay=0.3)
-    client = make_client(emu.base_url, second_emu.base_url)
+    guard = make_guard()
+    client = make_client(emu.base_url, second_emu.base_url, guard=guard)
     threads = [
         threading.Thread(
             target=client.complete_decision, args=(messages_for,), kwargs={"business_id": 1}
         )
         for _ in range(4)
     ]
-    for t in threads:
+    urls = (emu.base_url, second_emu.base_url)
+    for started, t in enumerate(threads, 1):
         t.start()
-        time.sleep(0.05)  # let each request take its slot before the next picks a replica
+        # Each request holds its slot before the next one picks a replica.
+        wait_for(lambda n=started: sum(guard.in_flight(u) for u in urls) == n, timeout=5)
     for t in threads:
         t.join()
     assert len(emu.chat_requests) == 2
@@ -332,3 +334,11 @@ def test_echo_default_decision_is_valid_for_the_real_prompt(emu):
     reply = completion.decision.reply_to_customer
     assert reply.startswith("Echo: ")
     assert reply.endswith("Customer: how much is the office chair?")
+
+
+def test_a_server_dripping_tokens_is_cut_at_the_request_timeout(emu):
+    emu.script(Step.decision(reply="slow " * 40, token_delay=0.05), Step.decision(reply="fast"))
+    client = make_client(emu.base_url, timeout=1.0)
+    completion = client.complete_decision(messages_for, business_id=1)
+    assert completion.decision.reply_to_customer == "fast"
+    assert len(emu.chat_requests) == 2
