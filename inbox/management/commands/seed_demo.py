@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -12,10 +11,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from assistant.demo import ensure_demo_assistant
 from inbox.models import Business, Channel, Membership
 
 DEMO_BUSINESS = "Demo Furniture"
-DEMO_PRICE_LIST = Path(__file__).resolve().parents[2] / "demo" / "price_list.csv"
 
 
 class Command(BaseCommand):
@@ -29,7 +28,8 @@ class Command(BaseCommand):
                 kind=Channel.Kind.SANDBOX,
                 defaults={"name": "Sandbox", "language": "en"},
             )
-            self._price_list(business)
+            if ensure_demo_assistant(business):
+                self.stdout.write("[seed] demo price list and assistant settings")
             username, password, created = self._admin_user()
             user = get_user_model().objects.get(username=username)
             Membership.objects.get_or_create(
@@ -43,17 +43,6 @@ class Command(BaseCommand):
                 f"[seed] log in as '{username}' (password unchanged; reset it with "
                 f"`python manage.py changepassword {username}`)"
             )
-
-    def _price_list(self, business: Business) -> None:
-        """The demo furniture price list (inbox/demo/price_list.csv), imported once."""
-        from assistant.models import PriceList
-        from assistant.price_import import apply_price_list, parse_price_file
-
-        if PriceList.objects.filter(business=business, channel=None).exists():
-            return
-        data = DEMO_PRICE_LIST.read_bytes()
-        version = apply_price_list(parse_price_file(data, DEMO_PRICE_LIST.name), business)
-        self.stdout.write(f"[seed] price list with {version.item_count} items")
 
     def _admin_user(self) -> tuple[str, str, bool]:
         """The superuser from DJANGO_SUPERUSER_USERNAME/PASSWORD, or one with a generated
