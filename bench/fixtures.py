@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +17,9 @@ from django.utils import timezone
 
 from bench.llm_workload import Workload
 
-_seq = itertools.count(1)
+
+def _id() -> str:
+    return uuid.uuid4().hex[:20]
 
 
 def price_list_csv(items: int) -> bytes:
@@ -100,7 +103,7 @@ def chat_with_history(channel: Any, customer_key: str, history: int = 6) -> Any:
             from_me=not inbound,
             sent_by_bot=speaker == "bot",
             text=text,
-            provider_message_id=f"wamid.benchhist{next(_seq)}",
+            provider_message_id=f"wamid.benchhist{_id()}",
             provider_timestamp=start + timedelta(minutes=n),
             status=Message.Status.RECEIVED if inbound else Message.Status.SENT,
         )
@@ -124,7 +127,7 @@ def customer_message(chat: Any, text: str) -> Any:
         direction=Message.Direction.INBOUND,
         author=Message.Author.CUSTOMER,
         text=text,
-        provider_message_id=f"wamid.bench{next(_seq)}",
+        provider_message_id=f"wamid.bench{_id()}",
         provider_timestamp=now,
         status=Message.Status.RECEIVED,
     )

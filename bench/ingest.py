@@ -61,7 +61,9 @@ NAMES = ["Aigerim", "Daniyar", "Olga", "Timur", "Madina", "Sergey", "Aruzhan", "
 # --- the corpus ---------------------------------------------------------------------------------
 
 
-def webhook_body(nonce: str, index: int, customers: int) -> bytes:
+def webhook_body(
+    nonce: str, index: int, customers: int, phone_number_id: str = PHONE_NUMBER_ID
+) -> bytes:
     """One inbound text message as the Cloud API delivers it (~700 bytes, unique wamid)."""
     from tests.emulators.graph_api import contact, envelope, text_message
 
@@ -70,7 +72,7 @@ def webhook_body(nonce: str, index: int, customers: int) -> bytes:
     raw = f"{nonce}:{index}".encode()
     wamid = "wamid.HBgL" + base64.b64encode(hashlib.sha256(raw).digest()[:24]).decode()
     body = envelope(
-        PHONE_NUMBER_ID,
+        phone_number_id,
         messages=[text_message(wa_id, rng.choice(TEXTS), wamid=wamid, ts=1_760_000_000 + index)],
         contacts=[contact(wa_id, name=rng.choice(NAMES), user_id=f"KZ.{10**17 + index}")],
         display_phone_number=DISPLAY_NUMBER,
