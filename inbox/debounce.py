@@ -54,8 +54,8 @@ def schedule(chat_id: int, delay: float | None = None) -> str:
     return token
 
 
-def schedule_on_commit(chat_id: int) -> None:
-    transaction.on_commit(lambda: schedule(chat_id), robust=True)
+def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
+    transaction.on_commit(lambda: schedule(chat_id, delay), robust=True)
 
 
 def is_current(chat_id: int, token: str) -> bool:

@@ -27,7 +27,7 @@ from inbox.redis import get_redis
 
 if TYPE_CHECKING:
     from inbox.fragments import Fragment
-    from inbox.models import Chat
+    from inbox.models import Chat, Message
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +233,25 @@ def message_changed(message_id: int) -> None:
         channel_id=message.channel_id,
         fragments=rendered,
     )
+
+
+def new_message(message: Message, chat: Chat) -> None:
+    """`message_changed` for a message just stored, from the objects the caller already holds
+    (the ingest consumer's hot path: no queries to render)."""
+    from inbox import fragments
+
+    publish(
+        chat.channel.business_id,
+        "message.changed",
+        {"message_id": message.pk, "status": message.status, "kind": message.kind},
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=fragments.for_new_message(message, chat),
+    )
+
+
+def new_message_on_commit(message: Message, chat: Chat) -> None:
+    transaction.on_commit(lambda: new_message(message, chat), robust=True)
 
 
 def message_created_on_commit(message_id: int) -> None:

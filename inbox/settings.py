@@ -180,6 +180,7 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
+    "resume-unanswered-chats": {"task": "inbox.resume_unanswered_chats", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 
