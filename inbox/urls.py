@@ -11,5 +11,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
     path("inbox/sandbox/", include("integrations.sandbox.urls")),
+    path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
 ]
