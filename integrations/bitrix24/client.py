@@ -401,10 +401,14 @@ class Bitrix24Client:
                     "elapsed_ms": round((time.monotonic() - started) * 1000),
                 },
             )
-            if isinstance(error, TokenExpired) and not refreshed and self.auth.refresh(payload):
-                refreshed = True
-                attempt -= 1
-                continue
+            if isinstance(error, TokenExpired):
+                if not refreshed and self.auth.refresh(payload):
+                    refreshed = True
+                    attempt -= 1
+                    continue
+                # A webhook past its expiry date (or a token that stays expired): only a person
+                # can fix that.
+                raise AuthError(error.code, error.description, status=status, method=method)
             if isinstance(error, PermanentError):
                 raise error
             if isinstance(error, TransientError) and error.in_doubt:

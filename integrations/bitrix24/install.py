@@ -8,6 +8,7 @@ configured, so a forged install cannot point us anywhere.
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from typing import Any
@@ -16,9 +17,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
-from integrations.bitrix24.client import Command
+from integrations.bitrix24.client import AppAuth, Bitrix24Client, Command
 from integrations.bitrix24.connection import client_for
 from integrations.bitrix24.errors import AuthError
+from integrations.bitrix24.limiter import portal_bucket
 from integrations.bitrix24.models import Bitrix24Settings
 
 log = logging.getLogger(__name__)
@@ -35,43 +37,46 @@ def handler_url() -> str:
 
 
 def record_install(form: dict[str, Any]) -> int | None:
-    """Keep the tokens of an ONAPPINSTALL for the app-mode business on that portal, unless the
-    app there is already installed for another portal member. Returns the business id."""
+    """Keep the tokens of an ONAPPINSTALL, as pending, for the app-mode business on that portal
+    (unless its app is installed for another portal member). Nothing already in use is touched
+    until a worker has proved them. Returns the business id."""
     auth = form.get("auth") if isinstance(form.get("auth"), dict) else {}
     assert isinstance(auth, dict)
     domain = str(auth.get("domain") or "").lower()
     member_id = str(auth.get("member_id") or "")
-    access = str(auth.get("access_token") or "")
-    refresh = str(auth.get("refresh_token") or "")
-    token = str(auth.get("application_token") or "")
-    if not (domain and member_id and access and refresh and token):
+    pending = {
+        "member_id": member_id,
+        "access_token": str(auth.get("access_token") or ""),
+        "refresh_token": str(auth.get("refresh_token") or ""),
+        "application_token": str(auth.get("application_token") or ""),
+        "expires_in": str(auth.get("expires_in") or "3600"),
+    }
+    if not (domain and all(pending.values())):
         return None
     for cfg in Bitrix24Settings.objects.filter(mode=Bitrix24Settings.Mode.APP, is_active=True):
         host = urlsplit(cfg.portal_url).netloc.lower()
-        if host != domain and host.split(":")[0] != domain:
+        if domain not in (host, host.split(":")[0]):
             continue
         if cfg.member_id and cfg.member_id != member_id:
             continue
-        expires_in = int(str(auth.get("expires_in") or "3600") or 3600)
-        cfg.member_id = member_id
-        cfg.access_token = access
-        cfg.refresh_token = refresh
-        cfg.application_token = token
-        cfg.access_expires_at = timezone.now() + timedelta(seconds=expires_in)
-        cfg.installed_at = None
-        cfg.save(
-            update_fields=[
-                "member_id",
-                "access_token",
-                "refresh_token",
-                "application_token",
-                "access_expires_at",
-                "installed_at",
-            ]
-        )
+        cfg.pending_install = json.dumps(pending)
+        cfg.save(update_fields=["pending_install"])
         log.info("bitrix24.app_install_received", extra={"business_id": cfg.business_id})
         return cfg.business_id
     return None
+
+
+class _PendingTokens:
+    """The install's own access token, used once to prove it; it is never refreshed."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def access_token(self) -> str:
+        return self.token
+
+    def refresh(self, stale: str) -> str:
+        raise AuthError("expired_token", "the install token expired before it was checked")
 
 
 def bind_commands(cfg: Bitrix24Settings) -> list[Command]:
@@ -106,21 +111,35 @@ def bind_commands(cfg: Bitrix24Settings) -> list[Command]:
 
 
 def complete_install(business_id: int) -> bool:
-    """Prove the received tokens against our configured portal, bind events, register the
-    connector. A failed proof forgets the tokens."""
+    """Prove the received tokens against our configured portal, then use them: bind events,
+    register the connector. A failed proof drops them; the tokens in use stay as they were."""
     cfg = Bitrix24Settings.objects.filter(business_id=business_id).first()
-    if cfg is None or cfg.mode != Bitrix24Settings.Mode.APP:
+    if cfg is None or cfg.mode != Bitrix24Settings.Mode.APP or not cfg.pending_install:
         return False
-    with client_for(cfg) as client:
+    pending = json.loads(cfg.pending_install)
+    prover = Bitrix24Client(
+        AppAuth(cfg.portal_url, _PendingTokens(pending["access_token"])),
+        bucket=portal_bucket(cfg.portal_host, cfg.rate_limit, cfg.burst),
+    )
+    with prover:
         try:
-            client.call("app.info")
-            me = client.call("user.current").result
+            prover.call("app.info")
+            me = prover.call("user.current").result
         except AuthError:
             log.warning("bitrix24.app_install_rejected", extra={"business_id": business_id})
-            Bitrix24Settings.objects.filter(pk=cfg.pk).update(
-                access_token="", refresh_token="", application_token="", member_id=""
-            )
+            Bitrix24Settings.objects.filter(pk=cfg.pk).update(pending_install="")
             return False
+    cfg.member_id = pending["member_id"]
+    cfg.access_token = pending["access_token"]
+    cfg.refresh_token = pending["refresh_token"]
+    cfg.application_token = pending["application_token"]
+    cfg.access_expires_at = timezone.now() + timedelta(seconds=int(pending["expires_in"] or 3600))
+    cfg.pending_install = ""
+    cfg.save(
+        update_fields=["member_id", "access_token", "refresh_token", "application_token",
+                       "access_expires_at", "pending_install"]
+    )  # fmt: skip
+    with client_for(cfg) as client:
         outcome = client.batch(bind_commands(cfg))
         for key, error in outcome.errors.items():
             if error.code != "ERROR_HANDLER_ALREADY_EXIST":

@@ -48,6 +48,9 @@ class Bitrix24Settings(models.Model):
     oauth_server_url = models.URLField(default="https://oauth.bitrix.info")
     member_id = models.CharField(max_length=64, blank=True)
     installed_at = models.DateTimeField(null=True, blank=True)
+    pending_install = EncryptedTextField(
+        blank=True, help_text="Tokens of an install event, kept until a worker has proved them."
+    )
 
     entity = models.CharField(max_length=8, choices=Entity.choices, default=Entity.DEAL)
     pipeline_id = models.PositiveIntegerField(default=0, help_text="Deal category (0 = default).")

@@ -36,17 +36,6 @@ CLAIM = 50
 LEASE = timedelta(seconds=300)
 EVENT_PREFIXES = {"ONCRMDEAL": "deal", "ONCRMLEAD": "lead", "ONCRMCONTACT": "contact"}
 EVENT_ACTIONS = {"ADD", "UPDATE", "DELETE", "MOVETOCATEGORY"}
-CONTACT_SELECT = ["id", "name", "lastName", "updatedBy", "updatedTime"]
-ENTITY_SELECT = [
-    "id",
-    "stageId",
-    "stageSemanticId",
-    "categoryId",
-    "assignedById",
-    "contactId",
-    "updatedBy",
-    "updatedTime",
-]
 
 
 def entity_of_event(event: str) -> str | None:
@@ -215,7 +204,7 @@ def fetch(
     ufs = snapshot.synced_userfields(cfg, info)
     commands = []
     for entity, ids in sorted(wanted.items()):
-        select = CONTACT_SELECT if entity == "contact" else ENTITY_SELECT + ufs
+        select = snapshot.CONTACT_SELECT if entity == "contact" else snapshot.ENTITY_SELECT + ufs
         commands.append(
             Command(
                 f"p_{entity}",
@@ -296,12 +285,12 @@ def drain(business_id: int, *, budget: float = 240.0) -> PullReport:
         PendingPull.objects.filter(business_id=business_id).delete()
         return report
     deadline = time.monotonic() + budget
+    rows = claim_pulls(business_id)
+    if not rows:
+        return report
     with client_for(cfg) as client:
         info: PortalInfo | None = None
-        while time.monotonic() < deadline:
-            rows = claim_pulls(business_id)
-            if not rows:
-                break
+        while rows:
             try:
                 info = info or portal_info(client, cfg)
                 part = pull_claimed(client, cfg, info, rows)
@@ -316,4 +305,7 @@ def drain(business_id: int, *, budget: float = 240.0) -> PullReport:
             report.echoes += part.echoes
             report.ignored += part.ignored
             report.failed += part.failed
+            if time.monotonic() > deadline:
+                break
+            rows = claim_pulls(business_id)
     return report

@@ -61,7 +61,7 @@ def reconcile(business_id: int) -> ReconcileReport:
             params: dict[str, Any] = {
                 "entityTypeId": ENTITY_TYPE_IDS[entity],
                 "filter": {">updatedTime": since.isoformat(), "=originatorId": cfg.originator_id},
-                "select": pull.ENTITY_SELECT + ufs,
+                "select": snapshot.ENTITY_SELECT + ufs,
                 "useOriginalUfNames": "Y",
             }
             for item in client.iterate("crm.item.list", params, id_field="id", items_key="items"):
@@ -75,7 +75,7 @@ def reconcile(business_id: int) -> ReconcileReport:
         contact_params = {
             "entityTypeId": ENTITY_TYPE_IDS["contact"],
             "filter": {">updatedTime": contact_since.isoformat()},
-            "select": pull.CONTACT_SELECT,
+            "select": snapshot.CONTACT_SELECT,
         }
         for item in client.iterate(
             "crm.item.list", contact_params, id_field="id", items_key="items"

@@ -11,6 +11,18 @@ from integrations.bitrix24.models import Bitrix24Settings, CrmLink, UserLink
 from integrations.bitrix24.portal import PortalInfo
 
 SEMANTIC_IDS = {"S": CrmLink.Semantics.WON, "F": CrmLink.Semantics.LOST}
+# What we read of a lead/deal (plus the mapped user fields): always an explicit select.
+ENTITY_SELECT = [
+    "id",
+    "stageId",
+    "stageSemanticId",
+    "categoryId",
+    "assignedById",
+    "contactId",
+    "updatedBy",
+    "updatedTime",
+]
+CONTACT_SELECT = ["id", "name", "lastName", "updatedBy", "updatedTime"]
 
 
 def hash_fields(entity: str) -> tuple[str, ...]:

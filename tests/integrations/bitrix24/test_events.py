@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from inbox.embedded_redis import free_port
+from integrations.bitrix24 import config, install
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, PendingPull
 from tests import factories
 from tests.emulators.bitrix24 import Bitrix24Emulator, encode_php
@@ -188,3 +189,38 @@ def test_two_businesses_are_told_apart_by_their_tokens(
     (queued,) = _queued(redis_client)
     assert queued["args"] == f"({second.business_id}, 'ONCRMDEALUPDATE', 5)"
     assert str(first.business_id) != str(second.business_id)
+
+
+def test_a_forged_install_event_cannot_replace_the_working_tokens(
+    portal: Bitrix24Emulator,
+) -> None:
+    access, refresh = portal.issue_app_tokens()
+    cfg = config.configure(
+        factories.business(), mode="app", portal_url=portal.base_url,
+        client_id=portal.app_client_id, client_secret=portal.app_client_secret,
+    )  # fmt: skip
+    Bitrix24Settings.objects.filter(pk=cfg.pk).update(
+        access_token=access, refresh_token=refresh, application_token="real-app-token",
+        member_id=portal.member_id,
+    )  # fmt: skip
+    forged = encode_php(
+        {
+            "event": "ONAPPINSTALL",
+            "auth": {
+                "domain": portal.domain,
+                "member_id": portal.member_id,
+                "access_token": "forged",
+                "refresh_token": "forged",
+                "application_token": "forged-token",
+                "expires_in": "3600",
+            },
+        }
+    )
+
+    assert _post(forged).status_code == 200  # kept aside until a worker proves it
+    assert install.complete_install(cfg.business_id) is False
+
+    cfg.refresh_from_db()
+    assert (cfg.access_token, cfg.refresh_token) == (access, refresh)
+    assert (cfg.application_token, cfg.pending_install) == ("real-app-token", "")
+    assert _post(_body("ONCRMDEALUPDATE", "forged-token")).status_code == 403

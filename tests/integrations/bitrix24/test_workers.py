@@ -131,8 +131,10 @@ def test_a_burst_of_500_chats_from_4_workers_stays_inside_the_bucket_and_loses_n
         started = time.monotonic()
 
         _new_chats(channel, 500)
+        created = time.monotonic() - started
         wait_for(lambda: _idle(portal), timeout=180, interval=0.5, message="500 chats synced")
         elapsed = time.monotonic() - started
+        first, last = portal.requests[0]["t"], portal.requests[-1]["t"]
 
         assert portal.bucket_rejections == 0
         assert portal.max_level <= portal.burst
@@ -157,7 +159,9 @@ def test_a_burst_of_500_chats_from_4_workers_stays_inside_the_bucket_and_loses_n
             assert portal.webhook_code not in log
         assert len(busy) >= 3, busy
         print(
-            f"\n500 chats: {elapsed:.1f}s, {len(portal.requests)} requests, "
+            f"\n500 chats: created in {created:.1f}s, synced after {elapsed:.1f}s; "
+            f"CRM requests from first to last {last - first:.1f}s; "
+            f"{len(portal.requests)} requests, "
             f"max bucket level {portal.max_level:.1f}/{portal.burst}"
         )
 
