@@ -20,7 +20,13 @@ from integrations.bitrix24 import fields as f
 from integrations.bitrix24 import snapshot
 from integrations.bitrix24.client import BATCH_LIMIT, BatchResult, Command
 from integrations.bitrix24.errors import Bitrix24Error, NotFound
-from integrations.bitrix24.models import Bitrix24Settings, CrmLink, HandoffSync, UserLink
+from integrations.bitrix24.models import (
+    ENTITY_TYPE_IDS,
+    Bitrix24Settings,
+    CrmLink,
+    HandoffSync,
+    UserLink,
+)
 from integrations.bitrix24.phpquery import result_ref
 from integrations.bitrix24.portal import PortalInfo
 
@@ -89,6 +95,21 @@ class LinkSync:
         commands += self._plan_responsible(w)
         commands += self._plan_verify(w)
         return commands
+
+    def _entity_of(self, w: Work) -> str:
+        return w.link.entity_type or self.entity
+
+    def _elsewhere(self, w: Work) -> bool:
+        """The chat's lead/deal is not where new ones go now (the settings changed, or a manager
+        moved the deal to another pipeline): we still comment on it but do not move it."""
+        if w.link.entity_type and w.link.entity_type != self.entity:
+            return True
+        category = w.link.category_id
+        return (
+            self.entity == "deal"
+            and category is not None
+            and (category != self.info.pipeline.category_id)
+        )
 
     def _item_params(self, entity_type_id: int, **extra: Any) -> dict[str, Any]:
         return {"entityTypeId": entity_type_id, "useOriginalUfNames": "Y", **extra}
@@ -231,7 +252,7 @@ class LinkSync:
                     {
                         "filter": {
                             "ENTITY_ID": w.link.entity_id,
-                            "ENTITY_TYPE": self.entity,
+                            "ENTITY_TYPE": self._entity_of(w),
                             ">ID": w.scan_cursor,
                         },
                         "select": ["ID", "COMMENT"],
@@ -250,7 +271,7 @@ class LinkSync:
                     {
                         "fields": {
                             "ENTITY_ID": w.link.entity_id,
-                            "ENTITY_TYPE": self.entity,
+                            "ENTITY_TYPE": self._entity_of(w),
                             "COMMENT": text,
                         }
                     },
@@ -267,6 +288,14 @@ class LinkSync:
         if not pending:
             return []
         w.stage_sent = True
+        if self._elsewhere(w):
+            log.info(
+                "bitrix24.handoff_stage_skipped",
+                extra={"business_id": self.cfg.business_id, "chat_id": w.chat.pk},
+            )
+            for hs in pending:
+                hs.stage_done = True
+            return []
         latest = pending[-1]
         fields: dict[str, Any] = {"stageId": self.info.pipeline.resolve(self.cfg.handoff_stage).id}
         if not self.cfg.handoff_stage:
@@ -319,7 +348,9 @@ class LinkSync:
                 w.key("resp"),
                 "crm.item.update",
                 self._item_params(
-                    self.entity_type_id, id=w.link.entity_id, fields={"assignedById": responsible}
+                    ENTITY_TYPE_IDS[self._entity_of(w)],
+                    id=w.link.entity_id,
+                    fields={"assignedById": responsible},
                 ),
             )
         ]
@@ -334,7 +365,7 @@ class LinkSync:
                 Command(
                     w.key("ve"),
                     "crm.item.get",
-                    self._item_params(self.entity_type_id, id=w.link.entity_id),
+                    self._item_params(ENTITY_TYPE_IDS[self._entity_of(w)], id=w.link.entity_id),
                 )
             )
         if w.phone and not w.contact_checked:
@@ -362,7 +393,7 @@ class LinkSync:
 
     def read_entity(self, w: Work, item: dict[str, Any]) -> None:
         """Record an entity as read from (or returned by) Bitrix24."""
-        snapshot.record_entity(w.link, item, self.entity, self.cfg, self.info)
+        snapshot.record_entity(w.link, item, self._entity_of(w), self.cfg, self.info)
 
     def apply(self, w: Work, outcome: BatchResult) -> None:
         """Apply the answers to this chat's commands of the round."""

@@ -333,3 +333,25 @@ def test_a_phone_removed_in_the_crm_comes_back_once_and_a_changed_one_is_fixed_b
     assert [(e["id"], e["value"]) for e in restored] == [
         (second.phone_item_id, f"+{chats[1].customer_phone}")
     ]
+
+
+def test_a_deal_a_manager_moved_to_another_pipeline_is_commented_but_not_moved_back(
+    portal: Bitrix24Emulator,
+) -> None:
+    from integrations.bitrix24 import pull
+
+    cfg = connect(portal, pipeline_id=3, handoff_stage="C3:HANDOFF")
+    chat = _chat(factories.channel(cfg.business))
+    hooks.chat_created(chat.pk)
+    _synced(cfg.business_id)
+    link = CrmLink.objects.get(chat=chat)
+    portal.set_item(2, link.entity_id, by_user=27, categoryId=0, stageId="PREPARATION")
+    pull.mark_remote_change(cfg.business_id, "deal", link.entity_id)
+    pull.drain(cfg.business_id)
+
+    _handoff(chat)
+    _synced(cfg.business_id)
+
+    (deal,) = portal.deals()
+    assert (deal["categoryId"], deal["stageId"]) == (0, "PREPARATION")
+    assert len(portal.comments_on("deal", deal["id"])) == 2
