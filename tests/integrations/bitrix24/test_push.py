@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 
 from inbox.models import Chat, Handoff
-from integrations.bitrix24 import config, hooks, push
+from integrations.bitrix24 import config, fields, hooks, push
 from integrations.bitrix24.client import Bitrix24Client, WebhookAuth
 from integrations.bitrix24.limiter import LeakyBucket
 from integrations.bitrix24.models import CrmLink, HandoffSync, UserLink
@@ -64,7 +64,8 @@ def test_a_new_chat_creates_contact_deal_and_linked_comment_in_few_requests(
     assert deal["title"] == "WhatsApp: Aigerim Sadykova"
     assert (deal["categoryId"], deal["stageId"], deal["contactId"]) == (3, "C3:NEW", contact["id"])
     assert deal["assignedById"] == 1  # the webhook's (technical) user
-    assert f"/inbox/?chat={chat.pk}" in comment["COMMENT"]
+    assert fields.chat_url(chat) in comment["COMMENT"]
+    assert fields.chat_url(chat).startswith("http")
     link = CrmLink.objects.get(chat=chat)
     assert (link.entity_type, link.entity_id, link.contact_id) == (
         "deal",
