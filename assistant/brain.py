@@ -17,9 +17,13 @@ import logging
 import time
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from assistant import catalogue
 from assistant.knowledge import Knowledge, assistant_settings, knowledge_for_channel
-from assistant.models import AssistantSettings
+from assistant.llm import LLMClient, ModelOutputError, ModelUnavailable
+from assistant.models import SYSTEM_HANDOFF_REASONS, AssistantSettings
+from assistant.prompt import build_messages
 from assistant.replies import handoff_message, is_text, language_for, text
 from assistant.schema import Action, Decision, Facts, TurnInput
 
@@ -41,11 +45,23 @@ def decide(turn: TurnInput) -> BrainResult:
     return decide_with(turn, knowledge, config)
 
 
-def decide_with(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> BrainResult:
-    """`decide` with its inputs given (the eval and benchmarks call this directly)."""
+def decide_with(
+    turn: TurnInput,
+    knowledge: Knowledge,
+    config: AssistantSettings,
+    client: LLMClient | None = None,
+) -> BrainResult:
+    """`decide` with its inputs given (the eval and benchmarks call this directly). Without a
+    `client`, one is built from settings when LLM_BASE_URL is set; otherwise the catalogue
+    assistant answers."""
     started = time.perf_counter()
-    decision = catalogue.decide(turn, knowledge, config)
-    backend, model_error = "catalogue", ""
+    if client is None and settings.LLM_BASE_URL:
+        client = default_client()
+    if client is None:
+        decision = catalogue.decide(turn, knowledge, config)
+        backend, model_error = "catalogue", ""
+    else:
+        decision, backend, model_error = decide_with_model(client, turn, knowledge, config)
     decision = apply_voice_rule(turn, decision)
     latency_ms = (time.perf_counter() - started) * 1000
     log.info(
@@ -90,6 +106,59 @@ def apply_voice_rule(turn: TurnInput, decision: Decision) -> Decision:
         reply_to_customer=text("clarify.voice", lang),
         facts=decision.facts,
     )
+
+
+def decide_with_model(
+    client: LLMClient, turn: TurnInput, knowledge: Knowledge, config: AssistantSettings
+) -> tuple[Decision, str, str]:
+    """(decision, backend, model_error) from the model; a handoff when it cannot give one."""
+
+    def messages_for(mode: str) -> list[dict[str, str]]:
+        return build_messages(turn, knowledge, config, structured_output=mode)
+
+    try:
+        completion = client.complete_decision(
+            messages_for, business_id=turn.business_id, prompt_version=config.prompt_version
+        )
+    except ModelUnavailable as exc:
+        summary = "The assistant's model did not answer; please reply to the customer."
+        return fallback_handoff(turn, "model_unavailable", summary), "fallback", str(exc)
+    except ModelOutputError as exc:
+        summary = "The assistant's model gave an unusable answer; please reply to the customer."
+        return fallback_handoff(turn, "model_error", summary), "fallback", str(exc)
+    except Exception as exc:  # a customer is never left without an answer
+        log.exception("assistant.model_path_crashed", extra={"chat_id": turn.chat_id})
+        summary = "The assistant failed; please reply to the customer."
+        return fallback_handoff(turn, "model_error", summary), "fallback", repr(exc)[:500]
+    return normalise(completion.decision, turn, config), f"llm:{completion.endpoint}", ""
+
+
+def normalise(decision: Decision, turn: TurnInput, config: AssistantSettings) -> Decision:
+    """Fill a handoff's missing message and make an unknown handoff reason visible."""
+    if decision.action != Action.HANDOFF:
+        return decision
+    reason = decision.reason.strip().lower().replace(" ", "_")[:64] or "asks_for_human"
+    known = set(config.reason_codes()) | set(SYSTEM_HANDOFF_REASONS)
+    if reason not in known:
+        log.info("assistant.unknown_reason", extra={"reason": reason})
+    reply = decision.reply_to_customer.strip() or handoff_message(reason, language_for(turn))
+    return decision.model_copy(update={"reason": reason, "reply_to_customer": reply})
+
+
+_clients: dict[tuple[object, ...], LLMClient] = {}
+
+
+def default_client() -> LLMClient:
+    """The client built from settings, once per process and configuration (it holds
+    connection pools)."""
+    key = tuple(
+        getattr(settings, name) for name in sorted(dir(settings)) if name.startswith("LLM_")
+    )
+    client = _clients.get(key)
+    if client is None:
+        _clients.clear()
+        client = _clients[key] = LLMClient.from_settings()
+    return client
 
 
 def fallback_handoff(turn: TurnInput, reason: str, summary: str) -> Decision:

@@ -33,7 +33,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"still (?:not|hasn.?t|haven.?t|no)\b", r"\bwrong (?:item|order|size|colou?r)",
         r"жалоб", r"сломал", r"сломан", r"\bбрак", r"возврат", r"верните", r"ужасн",
         r"отвратительн", r"обман", r"недовол", r"хамств", r"безобраз", r"до сих пор не",
-        r"так и не", r"не работает", r"не пришл", r"не привезли", r"шағым",
+        r"так и не", r"не работает", r"не пришл", r"не привезли", r"вернуть", r"не подош",
+        r"шағым",
     )),
     ("asks_for_human", (
         r"\bmanager", r"\bhuman\b", r"real person", r"\ba person\b", r"\boperator", r"call me",

@@ -56,6 +56,7 @@ class InboundEvent:
     customer_phone: str = ""
     # Kind-specific details: location, reaction target, quoted/edited/revoked message id...
     extra: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
 
     def to_json(self) -> str:
         return json.dumps({"type": "message", **asdict(self)}, ensure_ascii=False)
@@ -73,6 +74,7 @@ class StatusEvent:
     error_code: str = ""
     error_title: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
 
     def to_json(self) -> str:
         return json.dumps({"type": "status", **asdict(self)}, ensure_ascii=False)

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from inbox import ingest
+from inbox import ingest, logs
 from inbox.events import event_from_json
 from inbox.redis import get_redis
 
@@ -67,11 +67,12 @@ class IngestWorker:
             except (redis.ConnectionError, redis.TimeoutError):
                 log.warning("ingest.redis_unavailable", exc_info=True)
                 self.stop_event.wait(1.0)
-            except redis.ResponseError as exc:
-                if "NOGROUP" in str(exc):  # Redis lost its data (restart without AOF)
-                    self._group_ready = False
-                else:
-                    raise
+            except redis.ResponseError:
+                # NOGROUP / UNBLOCKED: the stream or its group vanished (Redis restarted without
+                # its append-only file, or someone deleted the key). Recreate and carry on.
+                log.warning("ingest.stream_reset", exc_info=True)
+                self._group_ready = False
+                self.stop_event.wait(0.2)
 
     def step(self) -> int:
         """Process what is waiting (reclaimed entries first). Returns how many were handled."""
@@ -124,7 +125,8 @@ class IngestWorker:
             self._dead_letter(entry_id, raw, "unreadable")
             return
         try:
-            ingest.accept(event)
+            with logs.bound(event.correlation_id):
+                ingest.accept(event)
         except Exception:
             attempts = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
             log.exception(

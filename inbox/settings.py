@@ -177,6 +177,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300),
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
 }
@@ -238,30 +239,94 @@ LLM_API_KEY = env_str("LLM_API_KEY", "not-needed")
 LLM_STRUCTURED_OUTPUT = env_str("LLM_STRUCTURED_OUTPUT", "json_schema")
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 30.0)
 
+# --- Metrics --------------------------------------------------------------------------------
+# /metrics needs this bearer token; without one, only requests from these addresses.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", "127.0.0.1,::1")
+
+# --- Speech-to-text (voice notes) ------------------------------------------------------------
+# embedded: faster-whisper on this machine's CPU with weights shipped in pip packages (no
+# download); openai: an OpenAI-compatible /v1/audio/transcriptions server (vLLM, others).
+SPEECH_BACKEND = env_str("SPEECH_BACKEND", "embedded")
+# embedded: base (multilingual), tiny.en (English only, faster) or a folder holding a
+# CTranslate2 Whisper model; openai: the model name the server serves.
+SPEECH_MODEL = env_str("SPEECH_MODEL")
+SPEECH_BASE_URL = env_str("SPEECH_BASE_URL").rstrip("/")
+SPEECH_API_KEY = env_str("SPEECH_API_KEY")
+SPEECH_TIMEOUT_SECONDS = env_float("SPEECH_TIMEOUT_SECONDS", 120.0)
+# Longer voice notes are not transcribed: the chat goes to a manager with the audio.
+SPEECH_MAX_SECONDS = env_float("SPEECH_MAX_SECONDS", 300.0)
+# CPU threads of one embedded transcription (0 = one per core, at most 4).
+SPEECH_CPU_THREADS = env_int("SPEECH_CPU_THREADS", 0)
+# Words the model itself gives a probability below this are highlighted for the manager.
+SPEECH_LOW_WORD_PROBABILITY = env_float("SPEECH_LOW_WORD_PROBABILITY", 0.5)
+# Where the embedded model is assembled from its pip packages once (default VAR_DIR/models).
+SPEECH_MODEL_CACHE_DIR = Path(env_str("SPEECH_MODEL_CACHE_DIR") or VAR_DIR / "models")
+
 # --- Logging --------------------------------------------------------------------------------
+# JSON lines with a correlation id; phone numbers and message text masked (inbox/logs.py).
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"privacy": {"()": "inbox.logs.PrivacyFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "inbox.logs.JsonLines"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(correlation_id)s] %(message)s"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["privacy"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # httpx logs every request URL at INFO; CRM webhook URLs carry a secret.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }
 
 # WhiteNoise serves static files straight from the apps in development (no collectstatic).
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+
+# --- Assistant: LLM client resilience, prompt budget (assistant/llm.py, assistant/prompt.py) --
+# LLM_BASE_URL may list several replicas of one model, comma-separated: requests go to the one
+# with the fewest requests in flight, each replica with its own circuit breaker.
+LLM_FALLBACK_BASE_URL = env_str("LLM_FALLBACK_BASE_URL")
+LLM_FALLBACK_MODEL = env_str("LLM_FALLBACK_MODEL") or LLM_MODEL
+LLM_FALLBACK_API_KEY = env_str("LLM_FALLBACK_API_KEY") or LLM_API_KEY
+LLM_FALLBACK_STRUCTURED_OUTPUT = env_str("LLM_FALLBACK_STRUCTURED_OUTPUT") or LLM_STRUCTURED_OUTPUT
+LLM_CONNECT_TIMEOUT_SECONDS = env_float("LLM_CONNECT_TIMEOUT_SECONDS", 3.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+LLM_RETRY_BACKOFF_SECONDS = env_float("LLM_RETRY_BACKOFF_SECONDS", 0.5)
+LLM_BREAKER_FAILURES = env_int("LLM_BREAKER_FAILURES", 5)
+LLM_BREAKER_COOLDOWN_SECONDS = env_float("LLM_BREAKER_COOLDOWN_SECONDS", 30.0)
+LLM_MAX_IN_FLIGHT = env_int("LLM_MAX_IN_FLIGHT", 32)
+LLM_ADMISSION_WAIT_SECONDS = env_float("LLM_ADMISSION_WAIT_SECONDS", 5.0)
+LLM_STREAM = env_bool("LLM_STREAM", True)
+LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 512)
+LLM_TEMPERATURE = env_float("LLM_TEMPERATURE", 0.2)
+LLM_SEND_CACHE_SALT = env_bool("LLM_SEND_CACHE_SALT", True)
+LLM_FALLBACK_SEND_CACHE_SALT = env_bool("LLM_FALLBACK_SEND_CACHE_SALT", LLM_SEND_CACHE_SALT)
+LLM_CONTEXT_BUDGET_TOKENS = env_int("LLM_CONTEXT_BUDGET_TOKENS", 4000)
+LLM_RETRIEVAL_ITEMS = env_int("LLM_RETRIEVAL_ITEMS", 40)
+LLM_HISTORY_MESSAGES = env_int("LLM_HISTORY_MESSAGES", 30)
+
+# --- Login rate limit (inbox/login_limit.py) -------------------------------------------------
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
+# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
+LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
 
 # --- Bitrix24 sync (integrations/bitrix24) --------------------------------------------------
-# Request URLs carry the webhook secret: keep the HTTP client libraries from logging them.
-LOGGING["loggers"]["httpx"] = {"level": "WARNING"}  # type: ignore[index]
+# Request URLs carry the webhook secret: httpx is quiet (LOGGING above), and so is httpcore.
 LOGGING["loggers"]["httpcore"] = {"level": "WARNING"}  # type: ignore[index]
 BITRIX24_HTTP_TIMEOUT = env_float("BITRIX24_HTTP_TIMEOUT", 30.0)
 # In-process attempts per request before the job is handed back for a later retry.

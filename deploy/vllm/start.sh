@@ -133,8 +133,8 @@ fi
 summary="gpu: ${cap:-unknown} ($gpu_class); weights: $weights${checkpoint_quant:+ (checkpoint: $checkpoint_quant)}; kv cache: $kv_dtype; api key: $([[ -n "${VLLM_API_KEY:-}" ]] && echo set || echo none)"
 if [[ "${VLLM_DRY_RUN:-0}" == 1 ]]; then
   echo "# $summary"
-  printf '%q ' "${env_args[@]}" "$vllm_bin" "${args[@]}"
-  echo
+  line=$(printf '%q ' "${env_args[@]}" "$vllm_bin" "${args[@]}")
+  echo "${line% }"
   exit 0
 fi
 note "$summary"

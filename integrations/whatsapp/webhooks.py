@@ -12,6 +12,7 @@ input that retrying cannot fix; 503 when the queue is unreachable, so the provid
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -25,7 +26,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from inbox import ingest, metrics
+from inbox import ingest, logs, metrics
+from inbox.logs import correlation_id
 from integrations.whatsapp import bridge, cloud_events
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ async def respond(send: Send, status: int, text: str = "") -> None:
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
+                (b"x-correlation-id", correlation_id.get().encode()),
             ],
         }
     )
@@ -147,6 +150,8 @@ routes = RouteCache()
 
 
 async def _queue(send: Send, transport: str, events: list[Any]) -> None:
+    cid = correlation_id.get()
+    events = [dataclasses.replace(event, correlation_id=cid) for event in events]
     try:
         result = await ingest.aenqueue(events)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
@@ -166,6 +171,7 @@ def _reject(transport: str, outcome: str) -> None:
 
 async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
     """`/webhooks/whatsapp/`: GET verification handshake, POST events."""
+    correlation_id.set(logs.new_correlation_id())
     method = scope["method"]
     if method == "GET":
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
@@ -223,6 +229,7 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
 
 async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
     """`/webhooks/bridge/<channel id>/`: events from a linked-device bridge."""
+    correlation_id.set(logs.new_correlation_id())
     if scope["method"] != "POST":
         await respond(send, 405, "method not allowed")
         return

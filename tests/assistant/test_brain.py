@@ -9,6 +9,7 @@ from assistant.price_import import apply_price_list, parse_price_file
 from assistant.schema import Action
 from tests import factories
 from tests.assistant.builders import entry, turn
+from tests.emulators.openai_server import Step, refused_base_url
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +59,50 @@ def test_confident_voice_is_answered_normally(shop, settings):
     settings.LLM_BASE_URL = ""
     result = brain.decide(shop_turn(shop, "office chair price", confidence=0.93))
     assert result.decision.action == Action.ANSWER
+
+
+def test_llm_answer_goes_through_with_its_endpoint_name(shop, settings, emu):
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.decision(reply="Office chair Lux: 45 000 KZT"))
+    result = brain.decide(shop_turn(shop, "office chair?"))
+    assert (result.backend, result.model_error) == ("llm:primary", "")
+    assert result.decision.reply_to_customer == "Office chair Lux: 45 000 KZT"
+    assert "Office chair Lux" in emu.chat_requests[0].messages[0]["content"]
+
+
+def test_model_down_hands_off_politely_and_never_raises(shop, settings):
+    settings.LLM_BASE_URL = refused_base_url()
+    settings.LLM_FALLBACK_BASE_URL = refused_base_url()
+    settings.LLM_MAX_RETRIES = 0
+    result = brain.decide(shop_turn(shop, "Сколько стоит кресло?"))
+    decision = result.decision
+    assert (decision.action, decision.reason) == (Action.HANDOFF, "model_unavailable")
+    assert decision.reply_to_customer == "Спасибо за сообщение! Менеджер скоро ответит вам здесь."
+    assert result.backend == "fallback"
+    assert "primary" in result.model_error
+    assert "secondary" in result.model_error
+
+
+def test_invalid_output_after_repair_hands_off_with_model_error(shop, settings, emu):
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.not_json(), Step.not_json())
+    result = brain.decide(shop_turn(shop, "office chair?"))
+    assert (result.decision.action, result.decision.reason) == (Action.HANDOFF, "model_error")
+    assert result.backend == "fallback"
+    assert "not valid JSON" in result.model_error
+
+
+def test_low_voice_confidence_overrides_the_model(shop, settings, emu):
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.decision(action="handoff", reason="ready_to_buy", reply="A manager will call"))
+    result = brain.decide(shop_turn(shop, "беру два кресла", confidence=0.2))
+    assert (result.decision.action, result.decision.reason) == (Action.CLARIFY, "voice_unclear")
+    assert result.backend == "llm:primary"
+
+
+def test_model_handoff_without_a_message_gets_the_polite_default(shop, settings, emu):
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.decision(action="handoff", reason="Asks For Human", reply=""))
+    decision = brain.decide(shop_turn(shop, "manager please")).decision
+    assert decision.reason == "asks_for_human"
+    assert decision.reply_to_customer.startswith("Of course")

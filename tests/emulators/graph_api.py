@@ -256,6 +256,15 @@ class GraphApiEmulator:
         return f"{self.base_url}/{VERSION}"
 
     # configuration
+    def reset(self) -> None:
+        """Forget sends and scripted failures (between tests sharing one emulator)."""
+        with self._lock:
+            self.sent.clear()
+            self.requests.clear()
+            self._send_failures.clear()
+            self._async_failures.clear()
+        self.auto_statuses = False
+
     def register_number(self, phone_number_id: str, token: str) -> None:
         self._tokens[phone_number_id] = token
 

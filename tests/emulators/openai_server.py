@@ -295,6 +295,7 @@ class _Stats:
         self.lock = threading.Lock()
         self.kv_cache_tokens = kv_cache_tokens
         self.running = 0
+        self.peak_running = 0
         self.waiting = 0
         self.tokens_in_use = 0
         self.prompt_tokens = 0
@@ -619,6 +620,7 @@ class _Handler(BaseHTTPRequestHandler):
         with stats.lock:
             stats.waiting -= 1
             stats.running += 1
+            stats.peak_running = max(stats.peak_running, stats.running)
             stats.tokens_in_use += prompt_tokens
         pieces = split_tokens(content)
         try:

@@ -1,0 +1,216 @@
+"""One turn: a chat's pending customer messages become exactly one safe reply or a handoff.
+
+    collect pending messages (the bot must own the chat; voice notes must be transcribed)
+    too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
+    brain.decide → Decision {answer | clarify | handoff}
+    guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
+    answer / clarify → inbox.outbound.send_reply(…, generated_at_version)
+    handoff          → inbox.handoff.hand_off(…, generated_at_version)
+
+Whether the reply goes out is decided at the last moment under the chat's row lock (owner still
+BOT, version unchanged, these messages not answered yet), so a manager taking over or a new
+customer message while the model is thinking always wins. Every turn leaves an `inbox.Turn` row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from assistant import brain, guardrails, replies
+from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
+from inbox import metrics, realtime, turns
+from inbox.handoff import HandoffOutcome, hand_off
+from inbox.models import Message, Turn
+from inbox.outbound import SendOutcome, send_reply
+
+log = logging.getLogger(__name__)
+
+SPEAKERS: dict[str, Speaker] = {
+    Message.Author.CUSTOMER: "customer",
+    Message.Author.BOT: "bot",
+    Message.Author.MANAGER: "manager",
+    Message.Author.PHONE: "manager",
+    Message.Author.SYSTEM: "system",
+}
+
+SEND_OUTCOMES = {
+    "stale": Turn.Outcome.DROPPED_STALE,
+    "not_bot_owner": Turn.Outcome.DROPPED_OWNER,
+    "already_answered": Turn.Outcome.ALREADY_ANSWERED,
+    "failed": Turn.Outcome.SEND_FAILED,
+    "empty": Turn.Outcome.FAILED,
+}
+
+
+def _entry(message: Message) -> HistoryEntry:
+    text = message.content
+    if not text and message.kind not in ("text", "voice", "audio"):
+        label = message.get_kind_display().lower()
+        text = f"[{label}{': ' + message.media_filename if message.media_filename else ''}]"
+    return HistoryEntry(
+        speaker=SPEAKERS.get(message.author, "system"),
+        text=text,
+        at=message.provider_timestamp or message.created_at,
+        voice_confidence=message.transcript_confidence
+        if message.kind in ("voice", "audio")
+        else None,
+    )
+
+
+def build_input(pending: turns.PendingTurn) -> TurnInput:
+    chat = pending.chat
+    channel = chat.channel
+    confidences = [
+        m.transcript_confidence
+        for m in pending.messages
+        if m.kind in ("voice", "audio") and m.transcript_confidence is not None
+    ]
+    return TurnInput(
+        business_id=channel.business_id,
+        channel_id=channel.pk,
+        chat_id=chat.pk,
+        language=channel.language,
+        history=[_entry(m) for m in pending.history],
+        pending=[_entry(m) for m in pending.messages],
+        lowest_voice_confidence=min(confidences) if confidences else None,
+        voice_confidence_threshold=channel.voice_confidence_threshold,
+    )
+
+
+def take_turn(chat_id: int) -> Turn | None:
+    """Run the turn for the chat's pending messages. None when there is nothing to do now."""
+    pending = turns.collect(chat_id)
+    if pending is None or pending.waiting_for_transcript:
+        return None
+    turn = Turn.objects.create(
+        chat=pending.chat,
+        first_message_id=pending.messages[0].pk,
+        last_message_id=pending.answered_up_to,
+        generated_at_version=pending.version,
+    )
+    started = time.monotonic()
+    realtime.publish_turn(pending.chat, running=True)
+    try:
+        _run(turn, pending)
+    except Exception as exc:
+        _finish(
+            turn, Turn.Outcome.FAILED, started, model_error=f"{type(exc).__name__}: {exc}"[:500]
+        )
+        raise
+    finally:
+        realtime.publish_turn(pending.chat, running=False)
+    turn.latency_ms = (time.monotonic() - started) * 1000
+    turn.finished_at = timezone.now()
+    turn.save()
+    metrics.TURNS.labels(outcome=turn.outcome).inc()
+    log.info(
+        "turn.finished",
+        extra={
+            "chat_id": chat_id,
+            "outcome": turn.outcome,
+            "reason": turn.reason,
+            "backend": turn.backend,
+        },
+    )
+    return turn
+
+
+def _run(turn: Turn, pending: turns.PendingTurn) -> None:
+    turn_input = build_input(pending)
+    language = replies.language_for(turn_input)
+    cutoff = timedelta(minutes=pending.chat.channel.late_answer_cutoff_minutes)
+    oldest = pending.messages[0]
+    age = timezone.now() - (oldest.provider_timestamp or oldest.created_at)
+    if age > cutoff:
+        # After an outage, don't answer an old question as if nothing happened.
+        minutes = int(age.total_seconds() // 60)
+        summary = (
+            f"The customer's message waited {minutes} min (late-answer cutoff "
+            f"{cutoff.total_seconds() / 60:.0f} min); a person should answer it."
+        )
+        _handoff(turn, pending, "late", summary, {}, replies.handoff_message("late", language))
+        return
+
+    result = brain.decide(turn_input)
+    decision = result.decision
+    turn.backend = result.backend
+    turn.model_error = result.model_error[:500]
+    turn.decision = decision.model_dump(mode="json")
+    turn.action = decision.action.value
+    turn.reason = decision.reason
+
+    verdict = guardrails.check(decision, turn_input)
+    if not verdict.allowed:
+        turn.guardrail_findings = verdict.blocked
+        summary = decision.summary or "The assistant's reply was blocked by a guardrail."
+        details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
+        _handoff(turn, pending, "guardrail", summary, decision.facts.model_dump(mode="json"),
+                 replies.handoff_message("guardrail", language), details)  # fmt: skip
+        return
+    if decision.action == Action.HANDOFF:
+        reason = decision.reason or "asks_for_human"
+        message = decision.reply_to_customer or replies.handoff_message(reason, language)
+        _handoff(
+            turn, pending, reason, decision.summary, decision.facts.model_dump(mode="json"), message
+        )
+        return
+    _reply(turn, pending, decision)
+
+
+def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> None:
+    outcome: SendOutcome = send_reply(
+        pending.chat.pk,
+        decision.reply_to_customer,
+        generated_at_version=pending.version,
+        answered_up_to=pending.answered_up_to,
+    )
+    if outcome.sent:
+        turn.outcome = (
+            Turn.Outcome.CLARIFIED if decision.action == Action.CLARIFY else Turn.Outcome.ANSWERED
+        )
+    else:
+        turn.outcome = SEND_OUTCOMES.get(outcome.reason, Turn.Outcome.FAILED)
+    if outcome.message_id is not None:
+        turn.reply_message_id = outcome.message_id
+
+
+def _handoff(
+    turn: Turn,
+    pending: turns.PendingTurn,
+    reason: str,
+    summary: str,
+    facts: dict[str, Any],
+    message: str,
+    details: dict[str, Any] | None = None,
+) -> None:
+    turn.action = turn.action or Action.HANDOFF.value
+    turn.reason = reason
+    outcome: HandoffOutcome = hand_off(
+        pending.chat.pk,
+        reason=reason,
+        summary=summary,
+        facts=facts,
+        message_to_customer=message,
+        generated_at_version=pending.version,
+        answered_up_to=pending.answered_up_to,
+        details=details,
+    )
+    if outcome.handed_off:
+        turn.outcome = Turn.Outcome.HANDED_OFF
+        turn.reply_message_id = outcome.notice_message_id
+    else:
+        turn.outcome = SEND_OUTCOMES.get(outcome.reason, Turn.Outcome.FAILED)
+
+
+def _finish(turn: Turn, outcome: str, started: float, *, model_error: str = "") -> None:
+    turn.outcome = outcome
+    turn.model_error = model_error or turn.model_error
+    turn.latency_ms = (time.monotonic() - started) * 1000
+    turn.finished_at = timezone.now()
+    turn.save()
+    metrics.TURNS.labels(outcome=outcome).inc()
