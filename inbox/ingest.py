@@ -104,6 +104,14 @@ async def aenqueue(events: Sequence[Event]) -> EnqueueResult:
         return EnqueueResult(0, 0)
     client = _async_client()
     script = client.register_script(_ENQUEUE_SCRIPT)
+    if len(events) == 1:
+        # The usual body (one message): EVALSHA straight away. A pipeline would first ask the
+        # server whether the script is loaded (SCRIPT EXISTS), a second round trip per webhook.
+        event = events[0]
+        result = await script(
+            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS]
+        )
+        return EnqueueResult(1, 0) if result == 1 else EnqueueResult(0, 1)
     pipe = client.pipeline(transaction=False)
     for event in events:
         await script(
