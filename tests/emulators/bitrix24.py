@@ -41,9 +41,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import quote, unquote_plus, urlsplit
+
+from tests.emulators.http import EmulatorServer
 
 PAGE = 50
 ENTITY_NAMES = {1: "LEAD", 2: "DEAL", 3: "CONTACT"}
@@ -390,14 +392,14 @@ class Bitrix24Emulator:
         self.deliveries_acked: list[dict[str, Any]] = []
         self._im_chat_ids = itertools.count(1701)
         self._im_message_ids = itertools.count(86401)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: EmulatorServer | None = None
         self._threads: list[threading.Thread] = []
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def __enter__(self) -> Bitrix24Emulator:
         handler = type("Handler", (_Handler,), {"emulator": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = EmulatorServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         serve = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
