@@ -325,3 +325,36 @@ LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
 LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
 # Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
 LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
+
+# --- Bitrix24 sync (integrations/bitrix24) --------------------------------------------------
+# Request URLs carry the webhook secret: httpx is quiet (LOGGING above), and so is httpcore.
+LOGGING["loggers"]["httpcore"] = {"level": "WARNING"}  # type: ignore[index]
+BITRIX24_HTTP_TIMEOUT = env_float("BITRIX24_HTTP_TIMEOUT", 30.0)
+# In-process attempts per request before the job is handed back for a later retry.
+BITRIX24_MAX_ATTEMPTS = env_int("BITRIX24_MAX_ATTEMPTS", 5)
+BITRIX24_BACKOFF_BASE = env_float("BITRIX24_BACKOFF_BASE", 1.0)
+BITRIX24_BACKOFF_CAP = env_float("BITRIX24_BACKOFF_CAP", 30.0)
+# Longest a worker waits in-process for a bucket slot / a method's operating-time reset.
+BITRIX24_MAX_BUCKET_WAIT = env_float("BITRIX24_MAX_BUCKET_WAIT", 120.0)
+BITRIX24_MAX_BLOCK_WAIT = env_float("BITRIX24_MAX_BLOCK_WAIT", 30.0)
+# Delay before a failed sync job is tried again (doubles per attempt up to the cap).
+BITRIX24_RETRY_BASE = env_float("BITRIX24_RETRY_BASE", 10.0)
+BITRIX24_RETRY_CAP = env_float("BITRIX24_RETRY_CAP", 600.0)
+# Reconciliation pass (DATE_MODIFY after the checkpoint minus the overlap) and offline events.
+BITRIX24_RECONCILE_SECONDS = env_float("BITRIX24_RECONCILE_SECONDS", 300.0)
+BITRIX24_RECONCILE_OVERLAP_SECONDS = env_float("BITRIX24_RECONCILE_OVERLAP_SECONDS", 300.0)
+BITRIX24_OFFLINE_SECONDS = env_float("BITRIX24_OFFLINE_SECONDS", 60.0)
+BITRIX24_SWEEP_SECONDS = env_float("BITRIX24_SWEEP_SECONDS", 60.0)
+CELERY_BEAT_SCHEDULE.update(
+    {
+        # Outbox rows whose enqueue was lost, or whose retry is due.
+        "bitrix24-sweep": {"task": "bitrix24.sweep", "schedule": BITRIX24_SWEEP_SECONDS},
+        # Entities modified after the checkpoint: catches events Bitrix24 lost (it never retries).
+        "bitrix24-reconcile": {
+            "task": "bitrix24.reconcile_all",
+            "schedule": BITRIX24_RECONCILE_SECONDS,
+        },
+        # Local-application mode: the portal's offline event queue.
+        "bitrix24-offline": {"task": "bitrix24.offline_all", "schedule": BITRIX24_OFFLINE_SECONDS},
+    }
+)

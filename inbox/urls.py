@@ -39,5 +39,6 @@ urlpatterns = [
         name="settings_assistant",
     ),
     path("api/v1/", api.urls),
+    path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
 ]
