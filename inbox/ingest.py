@@ -33,6 +33,7 @@ from inbox import attachments, debounce, outbound, ownership, realtime
 from inbox.events import Event, InboundEvent, StatusEvent
 from inbox.models import Channel, Chat, Message, Owner
 from inbox.redis import get_redis
+from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +186,12 @@ def _locked_chat(event: InboundEvent) -> tuple[Chat, bool]:
         return chat, False
     try:
         with transaction.atomic():
-            Chat.objects.create(
+            created = Chat.objects.create(
                 **lookup, customer_name=event.customer_name, customer_phone=event.customer_phone
             )
     except IntegrityError:
-        pass  # another consumer created it between our read and insert
+        return chats.get(**lookup), False  # another consumer created it meanwhile
+    crm_hooks.chat_created(created.pk)
     return chats.get(**lookup), True
 
 
@@ -219,6 +221,7 @@ def _accept_message(event: InboundEvent) -> Accepted:
         else:
             _customer_wrote(chat, message, channel)
             realtime.new_message_on_commit(message, chat)
+            crm_hooks.customer_message(message.pk, business_id=channel.business_id)
     _touch_channel(event.channel_id)
     return Accepted(message.pk, chat.pk, "stored")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from inbox.models import Chat, Handoff, Message
+from inbox.models import Channel, Chat, Handoff, Message
 from integrations.bitrix24 import outbox
 from integrations.bitrix24.connection import active_settings
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, HandoffSync
@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 
 
 def chat_created(chat_id: int) -> None:
-    """A new customer chat: find or create its contact and lead/deal, link the conversation."""
+    """A new customer chat: find or create its contact and lead/deal, link the conversation.
+    Sandbox chats are a business trying its assistant, not customers: they never sync."""
     chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
-    if chat is None:
+    if chat is None or chat.channel.kind == Channel.Kind.SANDBOX:
         return
     cfg = active_settings(chat.channel.business_id)
     if cfg is None or not cfg.sync_chats:
@@ -56,9 +57,12 @@ def chat_assigned(chat_id: int) -> None:
     outbox.enqueue_push_on_commit(cfg.business_id)
 
 
-def customer_message(message_id: int) -> None:
+def customer_message(message_id: int, *, business_id: int | None = None) -> None:
     """A customer message to show in Bitrix24 Open Channels (local-application mode with a
-    connector configured); nothing otherwise."""
+    connector configured); nothing otherwise. With `business_id` (the ingest consumer knows
+    it) a business without the connector costs one query."""
+    if business_id is not None and active_settings(business_id) is None:
+        return
     message = Message.objects.select_related("chat__channel").filter(pk=message_id).first()
     if message is None or message.direction != Message.Direction.INBOUND:
         return

@@ -176,7 +176,7 @@ def test_the_webhook_url_never_appears_in_logs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     cfg = connect(portal)
-    chats = [factories.chat(factories.channel(cfg.business)) for _ in range(3)]
+    chats = [factories.chat(factories.channel(cfg.business, kind="bridge")) for _ in range(3)]
     for chat in chats:
         hooks.chat_created(chat.pk)
     portal.inject_html(1)

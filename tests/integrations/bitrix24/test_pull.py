@@ -25,7 +25,7 @@ def _synced_chat(portal: Bitrix24Emulator, **options: Any) -> tuple[Bitrix24Sett
     options.setdefault("handoff_stage", "C3:HANDOFF")
     cfg = connect(portal, **options)
     chat = factories.chat(
-        factories.channel(cfg.business),
+        factories.channel(cfg.business, kind="bridge"),
         customer_name="Aigerim Sadykova",
         customer_phone="77001234567",
         customer_key="77001234567",
@@ -119,7 +119,7 @@ def test_a_deleted_deal_is_marked_on_the_link(portal: Bitrix24Emulator) -> None:
 
 def test_many_events_are_read_back_with_one_request(portal: Bitrix24Emulator) -> None:
     cfg = connect(portal)
-    channel = factories.channel(cfg.business)
+    channel = factories.channel(cfg.business, kind="bridge")
     for i in range(30):
         hooks.chat_created(factories.chat(channel, customer_phone=f"7701{i:07d}").pk)
     push.drain(cfg.business_id)
@@ -196,7 +196,9 @@ def test_offline_events_are_reserved_recorded_then_cleared_and_our_writes_are_no
                     )
                 ]
             )
-    chat = factories.chat(factories.channel(cfg.business), customer_phone="77005550000")
+    chat = factories.chat(
+        factories.channel(cfg.business, kind="bridge"), customer_phone="77005550000"
+    )
     hooks.chat_created(chat.pk)
     push.drain(cfg.business_id)
     link = CrmLink.objects.get(chat=chat)

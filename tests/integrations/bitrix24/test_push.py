@@ -50,7 +50,7 @@ def test_a_new_chat_creates_contact_deal_and_linked_comment_in_few_requests(
     portal: Bitrix24Emulator,
 ) -> None:
     cfg = connect(portal, pipeline_id=3)
-    chat = _chat(factories.channel(cfg.business), phone="77001234567")
+    chat = _chat(factories.channel(cfg.business, kind="bridge"), phone="77001234567")
     with transaction.atomic():
         hooks.chat_created(chat.pk)
 
@@ -81,7 +81,7 @@ def test_a_new_chat_creates_contact_deal_and_linked_comment_in_few_requests(
 
 def test_an_existing_contact_is_found_by_phone_and_not_duplicated(portal: Bitrix24Emulator) -> None:
     cfg = connect(portal)
-    chat = _chat(factories.channel(cfg.business), phone="77001234567")
+    chat = _chat(factories.channel(cfg.business, kind="bridge"), phone="77001234567")
     portal.items[3][100] = {
         "id": 100,
         "name": "Aigerim (CRM)",
@@ -97,9 +97,9 @@ def test_an_existing_contact_is_found_by_phone_and_not_duplicated(portal: Bitrix
 
 
 def test_nothing_happens_for_a_business_without_an_active_sync(portal: Bitrix24Emulator) -> None:
-    unconfigured = _chat(factories.channel(factories.business()))
+    unconfigured = _chat(factories.channel(factories.business(), kind="bridge"))
     cfg = connect(portal, is_active=False)
-    inactive = _chat(factories.channel(cfg.business))
+    inactive = _chat(factories.channel(cfg.business, kind="bridge"))
 
     with transaction.atomic():
         hooks.chat_created(unconfigured.pk)
@@ -109,11 +109,22 @@ def test_nothing_happens_for_a_business_without_an_active_sync(portal: Bitrix24E
     assert portal.requests == []
 
 
+def test_sandbox_chats_are_never_synced(portal: Bitrix24Emulator) -> None:
+    cfg = connect(portal)
+    trying = _chat(factories.channel(cfg.business, kind="sandbox"))
+
+    with transaction.atomic():
+        hooks.chat_created(trying.pk)
+
+    assert not CrmLink.objects.exists()
+    assert portal.requests == []
+
+
 def test_the_sync_is_enqueued_only_when_the_chat_commits(
     portal: Bitrix24Emulator, redis_client: Any
 ) -> None:
     cfg = connect(portal)
-    chat = _chat(factories.channel(cfg.business))
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
 
     with transaction.atomic():
         hooks.chat_created(chat.pk)
@@ -127,7 +138,7 @@ def test_lead_mode_creates_a_lead_and_falls_back_to_deals_when_leads_are_disable
     portal: Bitrix24Emulator,
 ) -> None:
     cfg = connect(portal, entity="lead")
-    chat = _chat(factories.channel(cfg.business), phone="77001110000")
+    chat = _chat(factories.channel(cfg.business, kind="bridge"), phone="77001110000")
     hooks.chat_created(chat.pk)
     _synced(cfg.business_id)
     (lead,) = portal.leads()
@@ -136,7 +147,7 @@ def test_lead_mode_creates_a_lead_and_falls_back_to_deals_when_leads_are_disable
 
     with Bitrix24Emulator(leads_enabled=False) as simple_mode:
         cfg2 = connect(simple_mode, entity="lead")
-        chat2 = _chat(factories.channel(cfg2.business))
+        chat2 = _chat(factories.channel(cfg2.business, kind="bridge"))
         hooks.chat_created(chat2.pk)
         _synced(cfg2.business_id)
         assert simple_mode.leads() == []
@@ -153,7 +164,7 @@ def test_a_handoff_moves_the_deal_and_writes_reason_summary_and_facts(
         handoff_stage="Manager needed",
         field_map={"city": "UF_CRM_CITY", "items": "UF_CRM_ITEMS"},
     )
-    chat = _chat(factories.channel(cfg.business))
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
     hooks.chat_created(chat.pk)
     _synced(cfg.business_id)
 
@@ -180,7 +191,7 @@ def test_the_assigned_manager_becomes_the_responsible_user(portal: Bitrix24Emula
     cfg = connect(portal)
     manager = factories.manager(cfg.business)
     UserLink.objects.create(business=cfg.business, user=manager, bitrix_user_id=27)
-    chat = _chat(factories.channel(cfg.business))
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
     hooks.chat_created(chat.pk)
     _synced(cfg.business_id)
 
@@ -198,7 +209,7 @@ def test_a_manager_with_a_matching_email_is_mapped_automatically(portal: Bitrix2
     manager = factories.manager(cfg.business)
     manager.email = "klaus@ex.kz"
     manager.save()
-    chat = _chat(factories.channel(cfg.business))
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
     Chat.objects.filter(pk=chat.pk).update(assigned_to=manager)
     hooks.chat_created(chat.pk)
     hooks.chat_assigned(chat.pk)
@@ -213,7 +224,7 @@ def test_a_batch_with_7_failing_commands_reports_and_retries_exactly_those(
     portal: Bitrix24Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     cfg = connect(portal)
-    channel = factories.channel(cfg.business)
+    channel = factories.channel(cfg.business, kind="bridge")
     chats = [_chat(channel) for _ in range(16)]
     for chat in chats:
         hooks.chat_created(chat.pk)
@@ -250,7 +261,7 @@ def _crm_with_history(portal: Bitrix24Emulator) -> tuple[int, list[Chat]]:
     cfg = connect(
         portal, pipeline_id=3, handoff_stage="C3:HANDOFF", field_map={"city": "UF_CRM_CITY"}
     )
-    channel = factories.channel(cfg.business)
+    channel = factories.channel(cfg.business, kind="bridge")
     chats = [_chat(channel, name=f"Клиент {i}") for i in range(6)]
     chats.append(factories.chat(channel, customer_name="No Phone", customer_key="BSUID.abc"))
     for chat in chats:
@@ -342,7 +353,7 @@ def test_a_deal_a_manager_moved_to_another_pipeline_is_commented_but_not_moved_b
     from integrations.bitrix24 import pull
 
     cfg = connect(portal, pipeline_id=3, handoff_stage="C3:HANDOFF")
-    chat = _chat(factories.channel(cfg.business))
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
     hooks.chat_created(chat.pk)
     _synced(cfg.business_id)
     link = CrmLink.objects.get(chat=chat)

@@ -152,7 +152,7 @@ def test_a_burst_of_500_chats_from_4_workers_stays_inside_the_bucket_and_loses_n
 ) -> None:
     with Bitrix24Emulator(rate=10, burst=20) as portal:
         cfg = connect(portal)
-        channel = factories.channel(cfg.business)
+        channel = factories.channel(cfg.business, kind="bridge")
         started = time.monotonic()
 
         _new_chats(channel, 500)
@@ -191,7 +191,7 @@ def test_a_503_storm_delays_the_sync_drops_nothing_and_the_limit_holds_afterward
 ) -> None:
     with Bitrix24Emulator(rate=10, burst=20) as portal:
         cfg = connect(portal)
-        channel = factories.channel(cfg.business)
+        channel = factories.channel(cfg.business, kind="bridge")
         portal.storm(4.0)
         storm_end = time.time() + 4.0
 
@@ -213,7 +213,9 @@ def test_a_deal_we_write_and_its_echo_end_the_loop_in_one_step(stack: dict[str, 
             ["ONCRMDEALADD", "ONCRMDEALUPDATE", "ONCRMCONTACTADD", "ONCRMCONTACTUPDATE"],
         )
         cfg = connect(portal, application_token=token, pipeline_id=3, handoff_stage="C3:HANDOFF")
-        chat = factories.chat(factories.channel(cfg.business), customer_phone="77003334455")
+        chat = factories.chat(
+            factories.channel(cfg.business, kind="bridge"), customer_phone="77003334455"
+        )
         with transaction.atomic():
             hooks.chat_created(chat.pk)
         wait_for(lambda: _idle(portal), timeout=60, interval=0.2)
@@ -244,7 +246,9 @@ def test_an_event_lost_in_transit_is_caught_by_reconciliation(stack: dict[str, s
             f"{stack['web']}/webhooks/bitrix24/", ["ONCRMDEALUPDATE"]
         )
         cfg = connect(portal, application_token=token, pipeline_id=3)
-        chat = factories.chat(factories.channel(cfg.business), customer_phone="77006667788")
+        chat = factories.chat(
+            factories.channel(cfg.business, kind="bridge"), customer_phone="77006667788"
+        )
         with transaction.atomic():
             hooks.chat_created(chat.pk)
         wait_for(lambda: _idle(portal), timeout=60, interval=0.2)
