@@ -10,6 +10,7 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from cryptography.fernet import Fernet
@@ -221,6 +222,29 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "staticfiles")
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 MEDIA_URL = "/media/"  # never served publicly: media goes through permission-checked views
+# Attachments (voice notes, images, documents) go to MEDIA_ROOT, or to an S3-compatible bucket
+# when MEDIA_S3_BUCKET is set (pip install -e '.[s3]': django-storages + boto3). Files are
+# never public: managers fetch them through /inbox/media/<id>/.
+MEDIA_S3_BUCKET = env_str("MEDIA_S3_BUCKET")
+STORAGES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if MEDIA_S3_BUCKET:
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": MEDIA_S3_BUCKET,
+            "endpoint_url": env_str("MEDIA_S3_ENDPOINT_URL") or None,
+            "region_name": env_str("MEDIA_S3_REGION") or None,
+            "access_key": env_str("MEDIA_S3_ACCESS_KEY_ID") or None,
+            "secret_key": env_str("MEDIA_S3_SECRET_ACCESS_KEY") or None,
+            "location": env_str("MEDIA_S3_PREFIX", "media"),
+            "default_acl": "private",
+            "file_overwrite": False,
+            "querystring_auth": True,
+        },
+    }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
