@@ -69,6 +69,14 @@ class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Bitrix24Settings
         fields = FIELDS
+        labels = {"is_active": "Sync switched on", "portal_url": "Portal URL", "client_id": "Client ID"}
+
+    field_order = [
+        "is_active", "mode", "webhook_url", "application_token", "portal_url", "client_id",
+        "client_secret", "entity", "pipeline_id", "handoff_stage", "sync_chats", "sync_handoffs",
+        "sync_responsible", "sync_back", "sync_open_channels", "connector_id", "line_id",
+        "technical_user_id", "default_responsible_id", "rate_limit", "burst",
+    ]  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -95,7 +95,8 @@ def browser() -> Iterator[Any]:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"],
+                  "--disable-component-update", "--disable-sync",
+                  "--autoplay-policy=no-user-gesture-required"],
         )  # fmt: skip
         yield launched
         launched.close()
@@ -129,6 +130,50 @@ def in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     thread.join(timeout=60)
     assert results, f"{function.__name__} failed; see the log above"
     return results[0]
+
+
+def tone_ogg(seconds: float = 1.5) -> bytes:
+    """A short OGG/Opus recording (what WhatsApp sends for a voice note), made with PyAV."""
+    import io
+    import math
+
+    import av
+    import numpy as np
+
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="ogg") as container:
+        stream = container.add_stream("libopus", rate=48000)
+        stream.layout = "mono"
+        samples = np.sin(2 * math.pi * 440 * np.arange(int(48000 * seconds)) / 48000) * 0.3
+        for start in range(0, len(samples), 960):
+            chunk = samples[start : start + 960].astype("float32").reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
+            frame.sample_rate = 48000
+            frame.pts = start
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
+    return buffer.getvalue()
+
+
+def voice_note(chat_id: int, audio: bytes) -> Message:
+    """A transcribed voice note from the customer, kept as the pipeline keeps one."""
+    from inbox import attachments, realtime
+    from integrations.transports import MediaBlob
+
+    chat = Chat.objects.select_related("channel").get(pk=chat_id)
+    message = Message.objects.create(
+        chat=chat, channel=chat.channel, direction="in", author="customer", kind="voice",
+        media_ref="voice-1", transcript="Can you deliver on Saturday?", transcript_status="done",
+        transcript_confidence=0.82, provider_message_id="wamid.voice-browser",
+        transcript_segments=[{"start": 0, "end": 1.5, "text": "Can you deliver on Saturday?",
+                              "words": [{"word": w, "probability": 0.9, "low": w == "Saturday?"}
+                                        for w in ["Can", "you", "deliver", "on", "Saturday?"]]}],
+    )  # fmt: skip
+    attachments.keep(message, MediaBlob(audio, "audio/ogg", ""))
+    realtime.message_changed(message.pk)
+    return message
 
 
 def shot(page: Any, name: str) -> None:
@@ -220,6 +265,29 @@ def test_two_managers_follow_one_chat_live(
     chat.refresh_from_db()
     assert chat.owner == "bot"
 
+    # A voice note: the manager sees the transcript with the doubtful word marked and plays
+    # the original recording from /inbox/media/<id>/ (range requests, permission-checked).
+    voice = in_thread(voice_note, chat.pk, tone_ogg())
+    player = f"#messages-{chat.pk} [data-message-id='{voice.pk}'] audio"
+    expect(boris.locator(player)).to_be_attached()
+    expect(boris.locator(f"#messages-{chat.pk} mark.low-confidence")).to_have_text("Saturday?")
+    played = boris.evaluate(
+        """async (selector) => {
+            const audio = document.querySelector(selector);
+            audio.muted = true;
+            await audio.play();
+            if (audio.currentTime === 0) {
+                await new Promise((done) => audio.addEventListener("timeupdate", done, {once: true}));
+            }
+            return {time: audio.currentTime, duration: audio.duration, error: audio.error && audio.error.code};
+        }""",
+        player,
+    )
+    assert played["error"] is None
+    assert played["time"] > 0
+    assert 1.0 < played["duration"] < 2.5
+    shot(boris, "chat-voice-note")
+
     # The pages a business admin works with.
     anna.goto(f"{stack}/inbox/settings/channels/")
     expect(anna.locator("table")).to_contain_text("Main number")
@@ -229,6 +297,11 @@ def test_two_managers_follow_one_chat_live(
     anna.goto(f"{stack}/inbox/review/")
     expect(anna.locator(".review-list")).to_contain_text("Wants two oak tables")
     shot(anna, "review")
+    for path, name in [("price-list", "settings-price-list"), ("assistant", "settings-assistant"),
+                       ("bitrix24", "settings-bitrix24")]:  # fmt: skip
+        anna.goto(f"{stack}/inbox/settings/{path}/")
+        expect(anna.locator("h1")).to_be_visible()
+        shot(anna, name)
     login_page = browser.new_context().new_page()
     login_page.goto(f"{stack}/accounts/login/")
     shot(login_page, "login")
