@@ -69,7 +69,11 @@ class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Bitrix24Settings
         fields = FIELDS
-        labels = {"is_active": "Sync switched on", "portal_url": "Portal URL", "client_id": "Client ID"}
+        labels = {
+            "is_active": "Sync switched on",
+            "portal_url": "Portal URL",
+            "client_id": "Client ID",
+        }
 
     field_order = [
         "is_active", "mode", "webhook_url", "application_token", "portal_url", "client_id",
