@@ -55,7 +55,10 @@ def schedule(chat_id: int, delay: float | None = None) -> str:
 
 
 def schedule_on_commit(chat_id: int) -> None:
-    transaction.on_commit(lambda: schedule(chat_id), robust=True)
+    """Schedule after commit. Not robust on purpose: when Redis is unreachable the error reaches
+    the caller (the ingest consumer), which then leaves the event unacknowledged and replays it;
+    swallowing it would leave a stored customer message that no turn ever answers."""
+    transaction.on_commit(lambda: schedule(chat_id))
 
 
 def is_current(chat_id: int, token: str) -> bool:

@@ -168,6 +168,8 @@ def _accept_message(event: InboundEvent) -> Accepted:
                 return applied
         message = _store(chat, event)
         if message is None:
+            if not event.from_me:
+                _rearm_unanswered(chat, event)
             return Accepted(None, chat.pk, "duplicate")
         if event.from_me:
             # A manager wrote from the phone (or the Business App): they own the chat now.
@@ -228,6 +230,24 @@ def _customer_wrote(chat: Chat, message: Message) -> None:
         voice.transcribe_on_commit(message.pk)
         return
     if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
+        debounce.schedule_on_commit(chat.pk)
+
+
+def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:
+    """A replayed event whose message is stored but still unanswered: the first time round, its
+    turn may never have been scheduled (Redis went away right after the commit, and the event was
+    not acknowledged, so it comes back). Scheduling again is harmless: the debounce runs one turn
+    over whatever is pending, and the send path answers each message once."""
+    stored = (
+        Message.objects.filter(
+            channel_id=event.channel_id, provider_message_id=event.provider_message_id
+        )
+        .values_list("pk", "kind")
+        .first()
+    )
+    if stored is None or chat.owner != Owner.BOT or stored[0] <= chat.answered_up_to:
+        return
+    if stored[1] in TURN_KINDS and stored[1] not in VOICE_KINDS:
         debounce.schedule_on_commit(chat.pk)
 
 

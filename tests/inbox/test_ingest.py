@@ -307,3 +307,33 @@ def test_debounce_token_is_current_only_for_the_newest_message(channel: Channel)
     assert debounce.is_current(chat.pk, second)
     debounce.finish(chat.pk, second)
     assert not debounce.is_current(chat.pk, second)
+
+
+def test_a_turn_redis_could_not_schedule_is_scheduled_when_the_event_is_replayed(
+    channel: Channel, settings: object
+) -> None:
+    import redis
+
+    from inbox.embedded_redis import free_port
+
+    real = settings.REDIS_URL  # type: ignore[attr-defined]
+    # Redis goes away between the commit and the debounce: the consumer must hear about it
+    # (and leave the stream entry unacknowledged) instead of acknowledging a message no turn
+    # will ever answer.
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # type: ignore[attr-defined]
+    with pytest.raises(redis.ConnectionError):
+        ingest.accept(_event(channel))
+    settings.REDIS_URL = real  # type: ignore[attr-defined]
+    message = Message.objects.get()
+    assert get_redis().get(f"debounce:{message.chat_id}") is None
+
+    replayed = ingest.accept(_event(channel))
+
+    assert replayed.outcome == "duplicate"
+    assert Message.objects.count() == 1
+    assert get_redis().get(f"debounce:{message.chat_id}") is not None
+    # Once answered, a replay schedules nothing.
+    get_redis().delete(f"debounce:{message.chat_id}")
+    Chat.objects.filter(pk=message.chat_id).update(answered_up_to=message.pk)
+    ingest.accept(_event(channel))
+    assert get_redis().get(f"debounce:{message.chat_id}") is None
