@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,14 +38,43 @@ class Stack:
     group: ProcessGroup
     prefix: str
     web: list[str] = field(default_factory=list)
+    workers: list[str] = field(default_factory=list)
+    restarts: int = 0
+    concurrency: int = 2
+    _watching: threading.Event | None = None
 
     def start(self, *, webs: int = 1, workers: int = 1, concurrency: int = 2) -> Stack:
+        self.concurrency = concurrency
         for n in range(webs):
             self.web.append(self.group.start_daphne(f"{self.prefix}-web{n}"))
         self.start_ingest()
         for n in range(workers):
-            self.group.start_celery_worker(f"{self.prefix}-worker{n}", concurrency=concurrency)
+            self.workers.append(f"{self.prefix}-worker{n}")
+            self.group.start_celery_worker(self.workers[-1], concurrency=concurrency)
         return self
+
+    def supervise(self) -> None:
+        """Restart a Celery worker that exits, as systemd (Restart=always) and compose (restart:
+        unless-stopped) do in deploy/: kombu's Redis transport can crash a worker that holds
+        reserved tasks when the broker connection drops (its tasks stay in Redis, unacked, and
+        are restored after the visibility timeout)."""
+        self._watching = watching = threading.Event()
+
+        def watch() -> None:
+            while not watching.is_set():
+                for name in self.workers:
+                    proc = self.group.procs.get(name)
+                    if proc is not None and proc.poll() is not None and not watching.is_set():
+                        self.restarts += 1
+                        self.group.start_celery_worker(name, concurrency=self.concurrency)
+                watching.wait(0.5)
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._watching is not None:
+            self._watching.set()
+        self.group.stop_all()
 
     def start_ingest(self, name: str = "ingest") -> None:
         self.group.start(
@@ -128,3 +159,32 @@ def assert_each_message_stored_and_answered_once(
         totals["replies"] += len(bot_rows)
         totals["turns"] += len(finished_turns(chat.pk))
     return dict(totals)
+
+
+def deliver_until_accepted(
+    graph: GraphApiEmulator, body: dict[str, Any], *, deadline_s: float = 60.0
+) -> list[int]:
+    """POST one signed webhook as the platform does: redeliver (with backoff) until it is
+    answered 200. Returns every status seen (0 = no answer)."""
+    import json
+
+    import httpx
+
+    from tests.emulators.graph_api import sign
+
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    headers = {"Content-Type": "application/json",
+               "X-Hub-Signature-256": sign(graph.app_secret, raw)}  # fmt: skip
+    statuses: list[int] = []
+    delay, give_up = 0.1, time.monotonic() + deadline_s
+    while time.monotonic() < give_up:
+        try:
+            status = httpx.post(graph.webhook_url, content=raw, headers=headers, timeout=10)
+            statuses.append(status.status_code)
+        except httpx.HTTPError:
+            statuses.append(0)
+        if statuses[-1] == 200:
+            return statuses
+        time.sleep(delay)  # the provider's retry backoff, not a wait for our own work
+        delay = min(delay * 2, 2.0)
+    return statuses
