@@ -43,11 +43,14 @@ class Stack:
     concurrency: int = 2
     _watching: threading.Event | None = None
 
-    def start(self, *, webs: int = 1, workers: int = 1, concurrency: int = 2) -> Stack:
+    def start(
+        self, *, webs: int = 1, workers: int = 1, concurrency: int = 2, ingests: int = 1
+    ) -> Stack:
         self.concurrency = concurrency
         for n in range(webs):
             self.web.append(self.group.start_daphne(f"{self.prefix}-web{n}"))
-        self.start_ingest()
+        for n in range(ingests):
+            self.start_ingest(f"ingest{n}")
         for n in range(workers):
             self.workers.append(f"{self.prefix}-worker{n}")
             self.group.start_celery_worker(self.workers[-1], concurrency=concurrency)
