@@ -15,6 +15,7 @@ Two halves, split by the one hot path of the product:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import weakref
 from collections.abc import Sequence
@@ -126,12 +127,44 @@ class Accepted:
 
 def accept(event: Event) -> Accepted:
     """Store one event. Safe to call twice with the same event (the second is a no-op)."""
+    event = storable(event)
     if isinstance(event, StatusEvent):
         message = outbound.apply_status(event)
         if message is None:
             return Accepted(None, None, "status_early")
         return Accepted(message.pk, message.chat_id, "status")
     return _accept_message(event)
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
+
+
+def storable(event: Event) -> Event:
+    """The event with every NUL character replaced by U+FFFD. JSON allows "\\u0000" in a
+    customer's text or name; PostgreSQL text and jsonb do not, and the whole event would fail
+    (and end in the dead-letter stream, unanswered) over one invisible character."""
+    changes = {
+        f.name: _without_nul(getattr(event, f.name))
+        for f in dataclasses.fields(event)
+        if isinstance(getattr(event, f.name), str | list | dict)
+    }
+    if isinstance(event, InboundEvent) and event.media is not None:
+        media = event.media
+        changes["media"] = dataclasses.replace(
+            media,
+            ref=_without_nul(media.ref),
+            mime_type=_without_nul(media.mime_type),
+            sha256=_without_nul(media.sha256),
+            filename=_without_nul(media.filename),
+        )
+    return dataclasses.replace(event, **changes)
 
 
 def _provider_time(event: InboundEvent) -> datetime:

@@ -337,3 +337,15 @@ def test_a_turn_redis_could_not_schedule_is_scheduled_when_the_event_is_replayed
     Chat.objects.filter(pk=message.chat_id).update(answered_up_to=message.pk)
     ingest.accept(_event(channel))
     assert get_redis().get(f"debounce:{message.chat_id}") is None
+
+
+def test_nul_characters_from_a_customer_are_stored_not_dead_lettered(channel: Channel) -> None:
+    """JSON allows \\u0000; PostgreSQL text and jsonb refuse it. The message must still arrive."""
+    event = _event(channel, text="price\x00?", customer_name="Ai\x00gerim", extra={"note": "\x00"})
+
+    result = ingest.accept(event)
+
+    message = Message.objects.get(pk=result.message_id)
+    assert message.text == "price\ufffd?"
+    assert message.payload == {"note": "\ufffd"}
+    assert message.chat.customer_name == "Ai\ufffdgerim"
