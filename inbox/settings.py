@@ -212,6 +212,10 @@ if not DEBUG and not TESTING:
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    if not SECURE_HSTS_PRELOAD:
+        # Preloading is a commitment for the whole domain, made by its owner (SECURE_HSTS_PRELOAD=1
+        # then submit it to the browsers' list); not preloading is a choice, not a misconfiguration.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 # --- i18n, static, media --------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
