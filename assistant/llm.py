@@ -174,11 +174,26 @@ def parse_decision(content: str) -> tuple[Decision | None, str]:
     return decision, ""
 
 
+def grammar_schema() -> dict[str, Any]:
+    """The Decision schema without length limits: llama.cpp's schema-to-grammar converter
+    fails on a 2000-character maxLength ("failed to parse grammar"). Lengths are still
+    enforced by pydantic on the answer."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return cast(dict[str, Any], strip(Decision.model_json_schema()))
+
+
 def response_format(mode: str) -> dict[str, Any]:
-    schema = Decision.model_json_schema()
     if mode == "json_object":
         # llama.cpp's server turns `schema` into a grammar; others ignore the extra key.
-        return {"type": "json_object", "schema": schema}
+        return {"type": "json_object", "schema": grammar_schema()}
+    schema = Decision.model_json_schema()
     return {
         "type": "json_schema",
         "json_schema": {"name": "decision", "schema": schema, "strict": True},
@@ -324,11 +339,11 @@ class LLMClient:
 
     def _request(self, endpoint: Endpoint, messages: Messages, salt: str) -> _Raw:
         """One successful response from some replica of the endpoint, or _EndpointFailed."""
-        last_error = ""
+        last_error = last_failed = ""
         avoid: set[str] = set()
         for attempt in range(self.max_retries + 1):
             if attempt:
-                metrics.RETRIES.labels(endpoint.name, last_error.split(":", 1)[0]).inc()
+                metrics.RETRIES.labels(endpoint.name, last_failed).inc()
                 cap = self.backoff * (2 ** (attempt - 1))
                 time.sleep(random.uniform(0, cap))  # full jitter
             slot = self._admit(endpoint, avoid)
@@ -340,7 +355,8 @@ class LLMClient:
             try:
                 raw = self._call(endpoint, replica, messages, salt)
             except _Transient as exc:
-                last_error = f"{replica_label(replica)}: {exc}"
+                last_failed = replica_label(replica)
+                last_error = f"{last_failed}: {exc}"
                 self._record(permit, ok=False)
                 avoid.add(replica)
                 continue
@@ -445,6 +461,10 @@ class LLMClient:
         )
         with cast(Any, stream) as chunks:
             for chunk in chunks:
+                if time.monotonic() - started > self.timeout:
+                    # The read timeout is per chunk; a server dripping tokens must not hold
+                    # the turn longer than the whole-request timeout.
+                    raise _Transient("timeout (stream too slow)")
                 if chunk.choices:
                     choice = chunk.choices[0]
                     delta = choice.delta.content if choice.delta else None

@@ -46,6 +46,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "ru": "Извините, голосовое сообщение снова не удалось разобрать. Менеджер прослушает его "
         "и скоро ответит здесь.",
     },
+    "handoff.voice_failed": {
+        "en": "Sorry, I couldn't listen to your voice message. A manager will get back to you "
+        "here shortly.",
+        "ru": "Извините, не удалось прослушать ваше голосовое сообщение. Менеджер скоро ответит "
+        "вам здесь.",
+    },
     "handoff.default": {
         "en": "Thank you for your message! A manager will reply to you here shortly.",
         "ru": "Спасибо за сообщение! Менеджер скоро ответит вам здесь.",

@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from assistant import voice_notes
 from assistant.turn import take_turn
-from inbox import debounce, ownership
+from inbox import debounce, ownership, voice
+from inbox.models import Message
 
 log = logging.getLogger(__name__)
 
@@ -45,3 +48,54 @@ def run_turn(chat_id: int, token: str) -> None:
             ownership.request_human(chat_id, reason="turn_failed")
         return
     debounce.finish(chat_id, token)
+
+
+# Seconds before each retry of a voice note whose download or speech backend failed for now.
+TRANSCRIBE_BACKOFF = (5, 20, 60, 120, 240)
+
+
+@shared_task(
+    name=voice.TRANSCRIBE_TASK,
+    queue="speech",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=len(TRANSCRIBE_BACKOFF),
+    # Below the broker's visibility timeout (300 s), or a long note would be redelivered to a
+    # second worker while the first is still transcribing it.
+    soft_time_limit=240,
+    time_limit=270,
+    ignore_result=True,
+)
+def transcribe_voice(self: Task, message_id: int) -> None:  # type: ignore[type-arg]
+    """Download, keep and transcribe one voice note, then start the chat's debounce. Transient
+    failures retry with backoff; the last attempt hands the chat to a human instead. A note
+    already transcribed (or failed) is skipped, so a redelivered task is harmless."""
+    last_attempt = self.request.retries >= len(TRANSCRIBE_BACKOFF)
+    try:
+        voice_notes.transcribe_message(message_id, last_attempt=last_attempt)
+    except (
+        voice_notes.TryLater,
+        OperationalError,
+        RedisConnectionError,
+        SoftTimeLimitExceeded,
+    ) as exc:
+        if last_attempt:
+            log.exception("voice.gave_up", extra={"message_id": message_id})
+            _fail_voice(message_id, f"it kept failing ({type(exc).__name__}: {exc})")
+            return
+        log.warning("voice.retry", extra={"message_id": message_id, "error": str(exc)[:200]})
+        raise self.retry(exc=exc, countdown=TRANSCRIBE_BACKOFF[self.request.retries]) from exc
+    except Exception as exc:
+        # A bug or an unexpected file: never a crash loop, never a silent drop.
+        log.exception("voice.crashed", extra={"message_id": message_id})
+        _fail_voice(message_id, f"an unexpected error ({type(exc).__name__})")
+
+
+def _fail_voice(message_id: int, why: str) -> None:
+    message = Message.objects.select_related("chat", "channel").filter(pk=message_id).first()
+    if message is not None:
+        voice_notes.fail(
+            message,
+            voice_notes.Failure("speech_failed", f"Transcription stopped because of {why}."),
+        )

@@ -50,3 +50,56 @@ def can_see_chat(user: User, chat_id: int) -> bool:
 
 def is_business_admin(user: User, business_id: int) -> bool:
     return memberships(user).filter(business_id=business_id, role=Membership.Role.ADMIN).exists()
+
+
+def visible_business_ids(user: User) -> list[int]:
+    return list(visible_businesses(user).values_list("pk", flat=True))
+
+
+def visible_channel_ids(user: User) -> set[int]:
+    return set(visible_channels(user).values_list("pk", flat=True))
+
+
+def visible_chat(user: User, chat_id: int) -> Chat | None:
+    """The chat if this user may see it, else None (callers answer 404: never reveal that a
+    chat of another business exists)."""
+    return (
+        visible_chats(user)
+        .select_related("channel", "channel__business", "assigned_to")
+        .filter(pk=chat_id)
+        .first()
+    )
+
+
+def administered_businesses(user: User) -> QuerySet[Business]:
+    """Businesses whose settings pages (channels, review, price list...) this user may open."""
+    if not user.is_authenticated:
+        return Business.objects.none()
+    return Business.objects.filter(
+        memberships__user_id=int(user.pk), memberships__role=Membership.Role.ADMIN
+    ).distinct()
+
+
+def administered_channels(user: User) -> QuerySet[Channel]:
+    return Channel.objects.filter(business__in=administered_businesses(user))
+
+
+def is_any_business_admin(user: User) -> bool:
+    return administered_businesses(user).exists()
+
+
+def assignable_memberships(chat: Chat) -> QuerySet[Membership]:
+    """Who a chat may be assigned to: members of its business who can see its channel."""
+    return (
+        Membership.objects.filter(business_id=chat.channel.business_id)
+        .filter(
+            Q(role=Membership.Role.ADMIN) | Q(channels__isnull=True) | Q(channels=chat.channel_id)
+        )
+        .select_related("user")
+        .distinct()
+        .order_by("user__username")
+    )
+
+
+def can_be_assigned(user_id: int, chat: Chat) -> bool:
+    return assignable_memberships(chat).filter(user_id=user_id).exists()

@@ -229,3 +229,46 @@ class AlertAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
         for alert in queryset.filter(resolved_at__isnull=True):
             alerts.resolve_alert(alert.business_id, alert.kind, subject=alert.subject)
+
+
+# --- JSON API tokens and the admin login's rate limit (dashboard) -----------------------------
+
+from django.contrib import messages  # noqa: E402
+
+from inbox import api_tokens, login_limit  # noqa: E402
+from inbox.models import ApiToken  # noqa: E402
+
+admin.site.login_form = login_limit.RateLimitedAdminAuthenticationForm
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Adding a token shows it once, in the confirmation message; only its hash is kept."""
+
+    list_display = ("prefix", "user", "name", "is_active", "created_at", "last_used_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "prefix", "user__username")
+    raw_id_fields = ("user",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ["user", "name"]
+        return ["user", "name", "prefix", "is_active", "created_at", "last_used_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        if obj is None:
+            return []
+        return ["user", "prefix", "created_at", "last_used_at"]
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        row, token = api_tokens.create_token(obj.user, obj.name)
+        obj.pk = row.pk
+        obj.prefix = row.prefix
+        obj.token_hash = row.token_hash
+        obj.created_at = row.created_at
+        messages.warning(
+            request, f"The new API token (copy it now, it is not shown again): {token}"
+        )

@@ -11,8 +11,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from inbox.routing import websocket_urlpatterns  # noqa: E402
 from integrations.whatsapp import webhooks  # noqa: E402
 
 BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
@@ -32,4 +35,13 @@ async def http(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await django_asgi_app(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http})
+application = ProtocolTypeRouter(
+    {
+        "http": http,
+        # Session auth (the same login as the pages) and an Origin check against ALLOWED_HOSTS,
+        # so another site cannot open a socket with a manager's cookies.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -28,6 +28,7 @@ app.conf.task_queues = [
     Queue("integrations"),
 ]
 app.autodiscover_tasks()
+app.autodiscover_tasks(["inbox"], related_name="attachments")
 
 HEARTBEAT_KEY = "heartbeat:celery"  # sorted set: worker name → last beat (Unix seconds)
 HEARTBEAT_SECONDS = 10

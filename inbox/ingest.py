@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from inbox import debounce, outbound, ownership, realtime
+from inbox import attachments, debounce, outbound, ownership, realtime
 from inbox.events import Event, InboundEvent, StatusEvent
 from inbox.models import Channel, Chat, Message, Owner
 from inbox.redis import get_redis
@@ -204,6 +204,8 @@ def _accept_message(event: InboundEvent) -> Accepted:
             if not event.from_me:
                 _rearm_unanswered(chat, event)
             return Accepted(None, chat.pk, "duplicate")
+        if message.media_ref and message.kind in attachments.KEPT_KINDS:
+            attachments.fetch_on_commit(message.pk)
         if event.from_me:
             # A manager wrote from the phone (or the Business App): they own the chat now.
             ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))

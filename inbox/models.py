@@ -429,3 +429,24 @@ class Alert(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+
+class ApiToken(models.Model):
+    """A user's token for the JSON API (/api/v1/): the same permissions as that user has in the
+    inbox. Only the token's SHA-256 is stored; the token is shown once, when it is made."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=200, blank=True, help_text="What the token is for.")
+    prefix = models.CharField(max_length=16, help_text="The token's first characters.")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"

@@ -1,12 +1,19 @@
 """The one place that pushes to open dashboards (Channels groups over Redis pub/sub).
 
-Groups: one per business (chat list, notifications) and one per open chat view. Every event
-carries a per-business sequence number from Redis, so a page that sees a gap (or reconnects)
-knows to re-fetch instead of silently missing something.
+Groups: one per business (chat list, notifications) and one per open chat view. An event is
+sent to the business group with the chat-list fragments and, when it concerns a chat, to that
+chat's group with every fragment (the consumer of a page that has the chat open forwards only
+that copy). Fragments are the page's own template partials (`inbox/fragments.py`).
+
+Every event carries a per-business sequence number. The number and a copy of the event go into
+a capped Redis log in one atomic script, so a page that sees a gap (or reconnects after a
+laptop slept) asks `replay(since)` for exactly what it missed; when the log no longer reaches
+back that far the page re-renders its regions instead. No silent gaps.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +24,23 @@ from django.db import transaction
 from inbox.redis import get_redis
 
 if TYPE_CHECKING:
+    from inbox.fragments import Fragment
     from inbox.models import Chat
 
 log = logging.getLogger(__name__)
+
+LOG_LENGTH = 500
+LOG_TTL_SECONDS = 86400
+
+# INCR and the log entry together: the log's order is the sequence order, whoever publishes.
+_PUBLISH_SCRIPT = """
+local seq = redis.call('INCR', KEYS[1])
+local member = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
+redis.call('ZADD', KEYS[2], seq, member)
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[2]) + 1))
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return seq
+"""
 
 
 def business_group(business_id: int) -> str:
@@ -30,40 +51,94 @@ def chat_group(chat_id: int) -> str:
     return f"chat.{chat_id}"
 
 
+def _seq_key(business_id: int) -> str:
+    return f"rt:seq:{business_id}"
+
+
+def _log_key(business_id: int) -> str:
+    return f"rt:log:{business_id}"
+
+
 def next_sequence(business_id: int) -> int:
-    return int(get_redis().incr(f"rt:seq:{business_id}"))
+    return int(get_redis().incr(_seq_key(business_id)))
 
 
 def current_sequence(business_id: int) -> int:
-    value = get_redis().get(f"rt:seq:{business_id}")
+    value = get_redis().get(_seq_key(business_id))
     return int(value) if value else 0
 
 
-def publish(business_id: int, event: str, data: dict[str, Any], chat_id: int | None = None) -> None:
-    """Send one event to the business group (and the chat group when given). Never raises:
-    a dashboard that misses an event finds the gap by its sequence number and re-fetches."""
+def _log_and_number(business_id: int, event: dict[str, Any]) -> int:
+    client = get_redis()
+    script = client.register_script(_PUBLISH_SCRIPT)
+    raw = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return int(
+        script(
+            keys=[_seq_key(business_id), _log_key(business_id)],
+            args=[raw, LOG_LENGTH, LOG_TTL_SECONDS],
+        )
+    )
+
+
+def publish(
+    business_id: int,
+    event: str,
+    data: dict[str, Any],
+    chat_id: int | None = None,
+    *,
+    channel_id: int | None = None,
+    fragments: list[Fragment] | None = None,
+) -> None:
+    """Number, log and send one event. Never raises: a dashboard that misses an event finds
+    the gap by its sequence number and re-fetches."""
     try:
+        fragments = fragments or []
+        body: dict[str, Any] = {
+            "event": event,
+            "business_id": business_id,
+            "chat_id": chat_id,
+            "channel_id": channel_id,
+            "data": data,
+            "fragments": fragments,
+        }
+        seq = _log_and_number(business_id, body)
         layer = get_channel_layer()
         if layer is None:
             return
-        message = {
-            "type": "inbox.event",
-            "event": event,
-            "seq": next_sequence(business_id),
-            "business_id": business_id,
-            "chat_id": chat_id,
-            "data": data,
-        }
-        async_to_sync(layer.group_send)(business_group(business_id), message)
+        message = {"type": "inbox.event", "seq": seq, **body}
+        listed = [f for f in fragments if f["scope"] == "list"]
+        async_to_sync(layer.group_send)(
+            business_group(business_id), {**message, "scope": "business", "fragments": listed}
+        )
         if chat_id is not None:
-            async_to_sync(layer.group_send)(chat_group(chat_id), message)
+            async_to_sync(layer.group_send)(chat_group(chat_id), {**message, "scope": "chat"})
     except Exception:
         log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
 
 
+def replay(business_id: int, since: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Events after `since`, oldest first, the current sequence number, and whether the log
+    still holds everything after `since` (False: the caller must re-render instead)."""
+    pipe = get_redis().pipeline()
+    pipe.get(_seq_key(business_id))
+    pipe.zrangebyscore(_log_key(business_id), f"({since}", "+inf")
+    raw_current, raw_events = pipe.execute()
+    current = int(raw_current) if raw_current else 0
+    events = [json.loads(raw) for raw in raw_events]
+    if current <= since:
+        return [], current, current == since
+    complete = bool(events) and int(events[0]["seq"]) == since + 1
+    return events, current, complete
+
+
+# --- the events ------------------------------------------------------------------------------
+
+
 def chat_changed(chat_id: int) -> None:
-    """A chat's owner, version or messages changed: refresh its row and open views."""
-    from inbox.models import Chat
+    """A chat's owner, version or assignment changed: refresh its row and open views. A chat
+    that now waits for a human raises a notification in every open dashboard."""
+    from inbox import dashboard, fragments
+    from inbox.models import Chat, Owner
 
     chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
     if chat is None:
@@ -71,8 +146,17 @@ def chat_changed(chat_id: int) -> None:
     publish(
         chat.channel.business_id,
         "chat.changed",
-        {"owner": chat.owner, "version": chat.version},
+        {
+            "owner": chat.owner,
+            "version": chat.version,
+            "notify": chat.owner == Owner.PENDING_HUMAN,
+            "reason": dashboard.last_transition_reason(chat),
+            "customer": chat.customer_name or chat.customer_phone or "A customer",
+            "owner_changed": True,
+        },
         chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=fragments.for_chat(chat.pk),
     )
 
 
@@ -80,11 +164,29 @@ def chat_changed_on_commit(chat_id: int) -> None:
     transaction.on_commit(lambda: chat_changed(chat_id), robust=True)
 
 
+def chat_updated(chat_id: int) -> None:
+    """Something other than the owner changed (assignment, unread count): refresh it."""
+    from inbox import fragments
+    from inbox.models import Chat
+
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None:
+        return
+    publish(
+        chat.channel.business_id,
+        "chat.updated",
+        {"owner": chat.owner},
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=fragments.for_chat(chat.pk),
+    )
+
+
 def message_changed(message_id: int) -> None:
     """A message was added or changed (status, transcript, edit): refresh it where shown."""
-    from inbox.models import Message
+    from inbox import fragments
 
-    message = Message.objects.select_related("channel").filter(pk=message_id).first()
+    message, rendered = fragments.for_message(message_id)
     if message is None:
         return
     publish(
@@ -92,6 +194,8 @@ def message_changed(message_id: int) -> None:
         "message.changed",
         {"message_id": message.pk, "status": message.status, "kind": message.kind},
         chat_id=message.chat_id,
+        channel_id=message.channel_id,
+        fragments=rendered,
     )
 
 
@@ -104,7 +208,8 @@ def message_changed_on_commit(message_id: int) -> None:
 
 
 def handoff_created(handoff_id: int) -> None:
-    """A chat now waits for a human: every open dashboard of the business is notified."""
+    """A chat now waits for a human: its open views show the handoff card."""
+    from inbox import fragments
     from inbox.models import Handoff
 
     handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
@@ -115,6 +220,8 @@ def handoff_created(handoff_id: int) -> None:
         "handoff.created",
         {"handoff_id": handoff.pk, "reason": handoff.reason},
         chat_id=handoff.chat_id,
+        channel_id=handoff.chat.channel_id,
+        fragments=fragments.for_chat(handoff.chat_id),
     )
 
 
@@ -124,6 +231,13 @@ def handoff_created_on_commit(handoff_id: int) -> None:
 
 def publish_turn(chat: Chat, *, running: bool) -> None:
     """Show or hide "the assistant is preparing a reply" on the chat."""
+    from inbox import fragments
+
     publish(
-        chat.channel.business_id, "turn.running" if running else "turn.done", {}, chat_id=chat.pk
+        chat.channel.business_id,
+        "turn.running" if running else "turn.done",
+        {},
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=[fragments.typing(chat, running)],
     )

@@ -252,6 +252,25 @@ LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 30.0)
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", "127.0.0.1,::1")
 
+# --- Speech-to-text (voice notes) ------------------------------------------------------------
+# embedded: faster-whisper on this machine's CPU with weights shipped in pip packages (no
+# download); openai: an OpenAI-compatible /v1/audio/transcriptions server (vLLM, others).
+SPEECH_BACKEND = env_str("SPEECH_BACKEND", "embedded")
+# embedded: base (multilingual), tiny.en (English only, faster) or a folder holding a
+# CTranslate2 Whisper model; openai: the model name the server serves.
+SPEECH_MODEL = env_str("SPEECH_MODEL")
+SPEECH_BASE_URL = env_str("SPEECH_BASE_URL").rstrip("/")
+SPEECH_API_KEY = env_str("SPEECH_API_KEY")
+SPEECH_TIMEOUT_SECONDS = env_float("SPEECH_TIMEOUT_SECONDS", 120.0)
+# Longer voice notes are not transcribed: the chat goes to a manager with the audio.
+SPEECH_MAX_SECONDS = env_float("SPEECH_MAX_SECONDS", 300.0)
+# CPU threads of one embedded transcription (0 = one per core, at most 4).
+SPEECH_CPU_THREADS = env_int("SPEECH_CPU_THREADS", 0)
+# Words the model itself gives a probability below this are highlighted for the manager.
+SPEECH_LOW_WORD_PROBABILITY = env_float("SPEECH_LOW_WORD_PROBABILITY", 0.5)
+# Where the embedded model is assembled from its pip packages once (default VAR_DIR/models).
+SPEECH_MODEL_CACHE_DIR = Path(env_str("SPEECH_MODEL_CACHE_DIR") or VAR_DIR / "models")
+
 # --- Logging --------------------------------------------------------------------------------
 # JSON lines with a correlation id; phone numbers and message text masked (inbox/logs.py).
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
@@ -282,7 +301,7 @@ LOGGING = {
 }
 
 # WhiteNoise serves static files straight from the apps in development (no collectstatic).
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
 
 # --- Assistant: LLM client resilience, prompt budget (assistant/llm.py, assistant/prompt.py) --
 # LLM_BASE_URL may list several replicas of one model, comma-separated: requests go to the one
@@ -331,3 +350,10 @@ CELERY_BEAT_SCHEDULE["check-alerts"] = {"task": "inbox.check_alerts", "schedule"
 # stay, marked purged). 0 = keep forever; Business.retention_days overrides it per business.
 RETENTION_DAYS = env_int("RETENTION_DAYS", 0)
 CELERY_BEAT_SCHEDULE["purge-old-data"] = {"task": "inbox.purge_old_data", "schedule": 3600.0}
+
+# --- Login rate limit (inbox/login_limit.py) -------------------------------------------------
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
+# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
+LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")

@@ -62,7 +62,20 @@ def run() -> int:
         print(f"[run] embedded Redis on 127.0.0.1:{redis_port} (data in {VAR_DIR / 'redis'})")
 
     children: list[tuple[Service, subprocess.Popen[bytes]]] = []
+    local_llm = None
     try:
+        if env.get("INBOX_LLM") == "local" and not env.get("LLM_BASE_URL"):
+            # `make run LLM=local`: a real model on this CPU (llama_cpp.server, a GGUF shipped
+            # in a pip package or LLM_GGUF), instead of the catalogue assistant.
+            from assistant.local_llm import LocalModelUnavailable, start_local_llm
+
+            try:
+                local_llm = start_local_llm(log_file=VAR_DIR / "llama-server.log")
+            except LocalModelUnavailable as exc:
+                print(f"[run] {exc}")
+                return 1
+            env.update(local_llm.env())
+            print(f"[run] local model at {local_llm.base_url}")
         manage = [python, str(BASE_DIR / "manage.py")]
         subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
         subprocess.run([*manage, "seed_demo"], env=env, check=True)
@@ -97,6 +110,8 @@ def run() -> int:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if local_llm is not None:
+            local_llm.stop()
         if redis_server is not None:
             stop(redis_server)
         print("[run] all processes stopped")

@@ -18,6 +18,7 @@ from tests.emulators.graph_api import (
     contact,
     echo_message,
     envelope,
+    media_message,
     text_message,
 )
 from tests.emulators.openai_server import OpenAIEmulator, Step
@@ -243,3 +244,59 @@ def test_bots_own_echo_through_a_bridge_leaves_the_owner_unchanged(stack: str) -
         # A message typed on the phone is different: the manager owns the chat now.
         assert bridge.post(bridge.event(jid, "I'll call you in 5 minutes", from_me=True)) == 200
         wait_for(lambda: Chat.objects.get(pk=chat.pk).owner == Owner.HUMAN, message="the takeover")
+
+
+def test_sandbox_customer_gets_a_reviewable_reply(stack: str, client: Any) -> None:
+    business = factories.business()
+    channel = factories.channel(business, kind=Channel.Kind.SANDBOX, debounce_seconds=0.3)
+    admin = factories.manager(business, role="admin")
+    client.force_login(admin)
+
+    answer = client.post(f"/inbox/sandbox/{channel.pk}/send/", {"text": "Do you have oak tables?"})
+
+    assert answer.status_code == 302
+    turn = wait_for(
+        lambda: Turn.objects.filter(chat__channel=channel, outcome="answered").first(),
+        message="the turn",
+    )
+    reply = turn.reply_message
+    assert reply is not None
+    page = client.get(f"/inbox/sandbox/{channel.pk}/").content.decode()
+    assert "Do you have oak tables?" in page
+    assert reply.text in page
+    assert "Answered" in page  # the review line under the reply: outcome, action, backend
+    assert "llm:primary" in page
+
+
+def test_sandbox_of_another_business_is_not_reachable(client: Any) -> None:
+    channel = factories.channel(kind=Channel.Kind.SANDBOX)
+    outsider = factories.manager(factories.business())
+    client.force_login(outsider)
+
+    assert client.get(f"/inbox/sandbox/{channel.pk}/").status_code == 404
+    assert client.post(f"/inbox/sandbox/{channel.pk}/send/", {"text": "hi"}).status_code == 404
+    assert not Message.objects.exists()
+
+
+def test_customer_photo_is_downloaded_kept_and_shown_only_to_the_business(
+    stack: str, pnid: str, graph: GraphApiEmulator, client: Any
+) -> None:
+    channel = _cloud_channel(graph, pnid)
+    photo = b"\xff\xd8\xff\xe0 fake jpeg bytes of a scratched table"
+    sha = graph.add_media("3003383421387256", photo, "image/jpeg")
+    message = media_message(CUSTOMER, "image", "3003383421387256", sha256=sha, mime="image/jpeg",
+                            caption="Is this scratch covered by warranty?")  # fmt: skip
+
+    assert graph.deliver(envelope(pnid, messages=[message], contacts=[contact(CUSTOMER)])) == 200
+
+    stored = wait_for(lambda: Message.objects.filter(kind="image").exclude(media_file="").first(),
+                      message="the photo to be kept")  # fmt: skip
+    assert stored.text == "Is this scratch covered by warranty?"
+    manager = factories.manager(channel.business)
+    client.force_login(manager)
+    answer = client.get(f"/inbox/media/{stored.pk}/")
+    assert answer.status_code == 200
+    assert answer.content == photo
+    assert answer["Content-Type"] == "image/jpeg"
+    client.force_login(factories.manager(factories.business()))
+    assert client.get(f"/inbox/media/{stored.pk}/").status_code == 404

@@ -223,6 +223,7 @@ def eval_client(
     api_key: str = "",
     timeout: float = 60.0,
     stream: bool = True,
+    max_tokens: int = 512,
 ) -> RecordingClient:
     urls = tuple(u.strip().rstrip("/") for u in base_url.split(",") if u.strip())
     endpoint = Endpoint("primary", urls, model, api_key, structured_output)
@@ -235,7 +236,7 @@ def eval_client(
         backoff=0.2,
         admission_wait=0.0,
         stream=stream,
-        max_tokens=512,
+        max_tokens=max_tokens,
         temperature=0.0,
     )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from prometheus_client import REGISTRY
@@ -194,7 +193,7 @@ def test_breaker_state_is_shared_by_processes(emu):
 
 
 def test_admission_bounds_in_flight_requests_across_callers(emu):
-    emu.responder = lambda request: Step(delay=0.4)
+    emu.responder = lambda request: Step(delay=0.8)
     guard = make_guard(max_in_flight=2)
     results: list[object] = []
 
@@ -234,30 +233,47 @@ def test_a_dead_workers_lease_expires():
     assert wait_for(lambda: guard.acquire(url), timeout=5, message="lease expiry")
 
 
-def test_one_replica_down_does_not_stop_the_assistant(emu):
-    dead = refused_base_url()
-    guard = make_guard(failures=2)
-    client = make_client(dead, emu.base_url, guard=guard, max_retries=2)
+def test_one_replica_down_does_not_stop_the_assistant(emu, second_emu):
+    refused = make_client(refused_base_url(), emu.base_url, max_retries=2)
     for _ in range(6):
+        assert refused.complete_decision(messages_for, business_id=1).replica == (
+            replica_label(emu.base_url)
+        )
+
+    # A replica answering 503 (a broken vLLM): its breaker opens, then it is no longer tried.
+    broken = second_emu
+    broken.responder = lambda request: Step.server_error(503)
+    guard = make_guard(failures=2)
+    client = make_client(broken.base_url, emu.base_url, guard=guard, max_retries=2)
+    for _ in range(40):
         completion = client.complete_decision(messages_for, business_id=1)
         assert completion.replica == replica_label(emu.base_url)
-    assert guard.state(dead) == "open"
+        if guard.state(broken.base_url) == "open":
+            break
+    assert guard.state(broken.base_url) == "open"
     assert guard.state(emu.base_url) == "closed"
+    tried = len(broken.chat_requests)
+    for _ in range(5):
+        client.complete_decision(messages_for, business_id=1)
+    assert len(broken.chat_requests) == tried
 
 
 def test_replicas_share_load_by_least_in_flight(emu, second_emu):
     for server in (emu, second_emu):
-        server.responder = lambda request: Step(delay=0.3)
-    client = make_client(emu.base_url, second_emu.base_url)
+        server.responder = lambda request: Step(delay=1.5)
+    guard = make_guard()
+    client = make_client(emu.base_url, second_emu.base_url, guard=guard)
     threads = [
         threading.Thread(
             target=client.complete_decision, args=(messages_for,), kwargs={"business_id": 1}
         )
         for _ in range(4)
     ]
-    for t in threads:
+    urls = (emu.base_url, second_emu.base_url)
+    for started, t in enumerate(threads, 1):
         t.start()
-        time.sleep(0.05)  # let each request take its slot before the next picks a replica
+        # Each request holds its slot before the next one picks a replica.
+        wait_for(lambda n=started: sum(guard.in_flight(u) for u in urls) == n, timeout=5)
     for t in threads:
         t.join()
     assert len(emu.chat_requests) == 2
@@ -332,3 +348,11 @@ def test_echo_default_decision_is_valid_for_the_real_prompt(emu):
     reply = completion.decision.reply_to_customer
     assert reply.startswith("Echo: ")
     assert reply.endswith("Customer: how much is the office chair?")
+
+
+def test_a_server_dripping_tokens_is_cut_at_the_request_timeout(emu):
+    emu.script(Step.decision(reply="slow " * 40, token_delay=0.05), Step.decision(reply="fast"))
+    client = make_client(emu.base_url, timeout=1.0)
+    completion = client.complete_decision(messages_for, business_id=1)
+    assert completion.decision.reply_to_customer == "fast"
+    assert len(emu.chat_requests) == 2

@@ -195,3 +195,24 @@ def test_management_command_previews_then_applies(tmp_path, capsys):
     with pytest.raises(CommandError, match="nothing was imported"):
         call_command("import_price_list", str(path), business="Mebel Plus", apply=True)
     assert PriceList.objects.get(business=biz).current_version.number == 1
+
+
+def test_demo_price_list_imports_once():
+    from assistant.demo import ensure_demo_assistant
+
+    biz = factories.business()
+    assert ensure_demo_assistant(biz)
+    assert not ensure_demo_assistant(biz)
+    k = knowledge_for_channel(factories.channel(biz).pk)
+    assert len(k.items) == 7
+    assert k.default_currency == "KZT"
+
+
+def test_knowledge_follows_a_renamed_business():
+    biz = factories.business("Old name")
+    channel = factories.channel(biz)
+    apply_price_list(parse_price_file(b"name,price\nChair,100\n", "a.csv"), biz)
+    assert knowledge_for_channel(channel.pk).business_name == "Old name"
+    biz.name = "New name"
+    biz.save()
+    assert knowledge_for_channel(channel.pk).business_name == "New name"

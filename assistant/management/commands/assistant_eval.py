@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,9 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=1)
         parser.add_argument("--no-stream", action="store_true")
         parser.add_argument("--golden", type=Path, default=None, help="another golden file")
+        parser.add_argument("--limit", type=int, default=0, help="only the first N cases")
+        parser.add_argument("--case", action="append", default=[], help="only this case id")
+        parser.add_argument("--max-tokens", type=int, default=512)
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
         parser.add_argument("--show-misses", action="store_true", help="list wrong cases")
 
@@ -76,6 +80,12 @@ class Command(BaseCommand):
 
     def _run(self, options: dict[str, Any]) -> None:
         golden = load_golden(options["golden"])
+        cases = [c for c in golden.cases if not options["case"] or c.id in options["case"]]
+        if options["limit"]:
+            cases = cases[: options["limit"]]
+        if not cases:
+            raise CommandError("no golden case selected")
+        golden = replace(golden, cases=tuple(cases))
         candidate = self._evaluate(golden, options, "")
         baseline = None
         if options["compare_base_url"]:
@@ -109,6 +119,7 @@ class Command(BaseCommand):
             api_key=options[f"{prefix}api_key"] or settings.LLM_API_KEY,
             timeout=options["timeout"],
             stream=not options["no_stream"],
+            max_tokens=options["max_tokens"],
         )
         return run(golden, client, f"{model} ({mode})", options["concurrency"])
 

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from assistant.demo import ensure_demo_assistant
 from inbox.models import Business, Channel, Membership
 
 DEMO_BUSINESS = "Demo Furniture"
@@ -27,6 +28,8 @@ class Command(BaseCommand):
                 kind=Channel.Kind.SANDBOX,
                 defaults={"name": "Sandbox", "language": "en"},
             )
+            if ensure_demo_assistant(business):
+                self.stdout.write("[seed] demo price list and assistant settings")
             username, password, created = self._admin_user()
             user = get_user_model().objects.get(username=username)
             Membership.objects.get_or_create(

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0002_turn'),
+        ('inbox', '0003_api_token'),
     ]
 
     operations = [

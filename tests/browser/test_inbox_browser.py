@@ -1,0 +1,234 @@
+"""Two managers in two real browsers (the system Chromium, driven by Playwright) on a real stack:
+daphne, the ingest consumer and a Celery worker as processes, WhatsApp played by the Graph API
+emulator. Everything a manager sees arrives without a reload.
+
+Screenshots of the main pages go to test-artifacts/ (gitignored)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from inbox.handoff import hand_off
+from inbox.models import Channel, Chat, Membership, Message
+from tests import factories
+from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
+from tests.processes import ROOT, ProcessGroup, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+PHONE_NUMBER_ID = "106540352242922"
+CUSTOMER = "77011234567"
+PASSWORD = "browser-test-pw-1"
+T = TypeVar("T")
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+    pytest.skip(
+        f"Chromium not found at {CHROMIUM} (apt-get install chromium); browser tests skipped",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture
+def graph(settings: Any) -> Iterator[GraphApiEmulator]:
+    with GraphApiEmulator() as emulator:
+        emulator.register_number(PHONE_NUMBER_ID, "browser-token")
+        settings.WHATSAPP_GRAPH_URL = emulator.graph_url
+        yield emulator
+
+
+@pytest.fixture
+def stack(subprocess_env: dict[str, str], graph: GraphApiEmulator) -> Iterator[str]:
+    env = {
+        **subprocess_env,
+        "WHATSAPP_GRAPH_URL": graph.graph_url,
+        "WHATSAPP_APP_SECRET": graph.app_secret,
+    }
+    group = ProcessGroup(env)
+    try:
+        base = group.start_daphne("browser-web")
+        group.start("browser-ingest", [sys.executable, "manage.py", "ingest_worker"])
+        group.start_celery_worker("browser-worker", concurrency=1)
+        graph.webhook_url = f"{base}/webhooks/whatsapp/"
+        yield base
+    finally:
+        group.stop_all()
+
+
+@pytest.fixture
+def people() -> dict[str, Any]:
+    business = factories.business("Oak & Co")
+    channel = factories.channel(
+        business, kind=Channel.Kind.CLOUD_API, name="Main number",
+        phone_number_id=PHONE_NUMBER_ID, access_token="browser-token",
+        # No turn runs during the test: the handoff is driven by the test itself.
+        debounce_seconds=3600,
+    )  # fmt: skip
+    users = {}
+    for username, first, role in [
+        ("anna", "Anna", Membership.Role.ADMIN),
+        ("boris", "Boris", Membership.Role.MANAGER),
+    ]:
+        user = get_user_model().objects.create_user(
+            username=username, password=PASSWORD, first_name=first, last_name="Manager"
+        )
+        Membership.objects.create(user=user, business=business, role=role)
+        users[username] = user
+    return {"business": business, "channel": channel, **users}
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"],
+        )  # fmt: skip
+        yield launched
+        launched.close()
+
+
+def logged_in(browser: Any, base: str, username: str) -> Any:
+    context = browser.new_context(viewport={"width": 1360, "height": 860})
+    page = context.new_page()
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/inbox/")
+    return page
+
+
+def in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run one of our functions the way a worker does: in a thread without an event loop
+    (Playwright's sync API keeps one in the test's thread, and realtime pushes refuse to run
+    inside a loop)."""
+    results: list[T] = []
+
+    def run() -> None:
+        try:
+            results.append(function(*args, **kwargs))
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert results, f"{function.__name__} failed; see the log above"
+    return results[0]
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_two_managers_follow_one_chat_live(
+    stack: str, graph: GraphApiEmulator, people: dict[str, Any], browser: Any, monkeypatch: Any
+) -> None:
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # plain synchronous code in between.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    expect = sync_api.expect
+    expect.set_options(timeout=20_000)
+    anna = logged_in(browser, stack, "anna")
+    boris = logged_in(browser, stack, "boris")
+    for page in (anna, boris):
+        expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+
+    # A customer writes on WhatsApp: both lists show the chat without a reload.
+    status = graph.deliver(
+        envelope(
+            PHONE_NUMBER_ID,
+            contacts=[contact(CUSTOMER, name="Aigerim")],
+            messages=[text_message(CUSTOMER, "Do you deliver <script>window.__xss=1</script>?")],
+        )
+    )
+    assert status == 200
+    for page in (anna, boris):
+        row = page.locator("#chat-list-items .chat-row", has_text="Aigerim")
+        expect(row).to_contain_text("<script>window.__xss=1</script>")
+        expect(row.locator("[data-owner-badge]")).to_have_text("Bot")
+        assert page.evaluate("window.__xss") is None
+    shot(anna, "inbox-list")
+
+    chat = wait_for(lambda: Chat.objects.filter(customer_key=CUSTOMER).first())
+    for page in (anna, boris):
+        page.locator("#chat-list-items .chat-row", has_text="Aigerim").click()
+        page.wait_for_url(f"{stack}/inbox/chat/{chat.pk}/")
+        expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+        expect(page.locator(f"#messages-{chat.pk}")).to_contain_text("Do you deliver")
+
+    # The bot hands off (the real function the turn calls): the card and a notification.
+    chat.refresh_from_db()
+    asked = Message.objects.filter(chat=chat, direction="in").latest("pk")
+    outcome = in_thread(
+        hand_off,
+        chat.pk,
+        reason="outside_knowledge_base",
+        summary="Wants two oak tables delivered to Almaty next week.",
+        facts={"name": "Aigerim", "city": "Almaty", "items": [{"name": "Oak table", "qty": 2}]},
+        message_to_customer="A manager will answer you shortly.",
+        generated_at_version=chat.version,
+        answered_up_to=asked.pk,
+    )
+    assert outcome.handed_off
+    for page in (anna, boris):
+        card = page.locator(f"#handoff-{chat.pk}")
+        expect(card).to_contain_text("Outside the price list")
+        expect(card).to_contain_text("Wants two oak tables delivered to Almaty next week.")
+        expect(card).to_contain_text("Oak table")
+        expect(page.locator("#toasts .toast")).to_contain_text("Aigerim")
+        expect(page).to_have_title("(1) Aigerim · Inbox")
+        expect(page.locator(f"#messages-{chat.pk}")).to_contain_text("A manager will answer")
+    shot(boris, "chat-handoff")
+
+    # Anna takes over and replies; Boris sees both at once.
+    anna.click("[data-action=take-over]")
+    expect(boris.locator(f"#chat-header-{chat.pk}")).to_have_attribute("data-owner", "human")
+    expect(boris.locator(f"#chat-header-{chat.pk}")).to_contain_text("Assigned to Anna Manager")
+    anna.fill("[data-composer=reply] textarea", "Yes, delivery to Almaty is 2 days.")
+    anna.click("[data-action=send]")
+    reply = boris.locator(f"#messages-{chat.pk} .msg.author-manager")
+    expect(reply).to_contain_text("Yes, delivery to Almaty is 2 days.")
+    expect(reply).to_contain_text("Anna Manager")
+    wait_for(lambda: graph.sent_to(CUSTOMER) and "2 days" in graph.sent_to(CUSTOMER)[-1].text)
+    expect(anna.locator(f"#messages-{chat.pk} .msg.author-manager [data-status]")).to_have_text(
+        "Sent"
+    )
+    expect(anna.locator("[data-composer=reply] textarea")).to_have_value("")
+    shot(anna, "chat-human")
+
+    # Release returns the chat to the bot, in both browsers.
+    anna.click("[data-action=release]")
+    for page in (anna, boris):
+        expect(page.locator(f"#chat-header-{chat.pk}")).to_have_attribute("data-owner", "bot")
+        expect(page.locator(f"#chat-row-{chat.pk} [data-owner-badge]")).to_have_text("Bot")
+    chat.refresh_from_db()
+    assert chat.owner == "bot"
+
+    # The pages a business admin works with.
+    anna.goto(f"{stack}/inbox/settings/channels/")
+    expect(anna.locator("table")).to_contain_text("Main number")
+    shot(anna, "settings-channels")
+    anna.goto(f"{stack}/inbox/settings/channels/{people['channel'].pk}/")
+    shot(anna, "settings-channel-edit")
+    anna.goto(f"{stack}/inbox/review/")
+    expect(anna.locator(".review-list")).to_contain_text("Wants two oak tables")
+    shot(anna, "review")
+    login_page = browser.new_context().new_page()
+    login_page.goto(f"{stack}/accounts/login/")
+    shot(login_page, "login")
