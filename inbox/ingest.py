@@ -20,7 +20,7 @@ import logging
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import redis
@@ -31,7 +31,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from inbox import attachments, debounce, outbound, ownership, realtime
-from inbox.events import Event, InboundEvent, StatusEvent
+from inbox.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.models import Channel, Chat, Message, Owner
 from inbox.redis import get_redis
 
@@ -168,9 +168,7 @@ def storable(event: Event) -> Event:
 
 
 def _provider_time(event: InboundEvent) -> datetime:
-    if event.provider_ts > 0:
-        return datetime.fromtimestamp(event.provider_ts, tz=UTC)
-    return timezone.now()
+    return provider_datetime(event.provider_ts) or timezone.now()
 
 
 def _chat_for(event: InboundEvent) -> tuple[Chat, bool]:

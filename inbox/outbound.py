@@ -17,7 +17,6 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 import redis
@@ -27,7 +26,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from inbox import metrics, ownership, realtime
-from inbox.events import StatusEvent
+from inbox.events import StatusEvent, provider_datetime
 from inbox.models import Chat, Message, Owner
 from inbox.redis import get_redis
 from integrations.transports import SendError, transport_for
@@ -286,7 +285,7 @@ def apply_status(event: StatusEvent) -> Message | None:
 
 
 def _apply_status_to(message_id: int, event: StatusEvent) -> None:
-    at = datetime.fromtimestamp(event.provider_ts, tz=UTC) if event.provider_ts else timezone.now()
+    at = provider_datetime(event.provider_ts) or timezone.now()
     if event.status == "deleted":
         return
     new = Message.Status(event.status)

@@ -349,3 +349,14 @@ def test_nul_characters_from_a_customer_are_stored_not_dead_lettered(channel: Ch
     assert message.text == "price\ufffd?"
     assert message.payload == {"note": "\ufffd"}
     assert message.chat.customer_name == "Ai\ufffdgerim"
+
+
+def test_a_timestamp_too_far_in_the_future_is_stored_with_the_arrival_time(
+    channel: Channel,
+) -> None:
+    """fromtimestamp(1e20) raised in the consumer: the message went to the dead letters."""
+    result = ingest.accept(_event(channel, provider_ts=10**20))
+
+    message = Message.objects.get(pk=result.message_id)
+    assert message.provider_timestamp is not None
+    assert abs(message.provider_timestamp.timestamp() - time.time()) < 300
