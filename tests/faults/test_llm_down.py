@@ -4,7 +4,7 @@ While it is down the circuit breaker (shared by every worker through Redis) open
 failures; each chat whose turn cannot reach the model is handed to a person with a polite
 message (reason `model_unavailable`), and once open the breaker refuses at once instead of
 making every customer wait for timeouts. After the cool-down one probe goes through (half-open);
-its success closes the breaker and the bot answers again. The cool-down is shortened to 8 s.
+its success closes the breaker and the bot answers again. The cool-down is shortened to 12 s.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.faults.helpers import (
 from tests.processes import ProcessGroup, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
-COOLDOWN = 8.0
+COOLDOWN = 12.0
 
 
 @pytest.fixture
