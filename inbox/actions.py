@@ -14,10 +14,12 @@ import logging
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
 from inbox import access, outbound, ownership, realtime
 from inbox.models import Chat
 from inbox.redis import get_redis
+from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +79,7 @@ def take_over(user: User, chat_id: int) -> ActionResult:
         result = ownership.take_over(chat.pk, manager=user)
     except ownership.InvalidTransition:
         return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
-    claimed = Chat.objects.filter(pk=chat.pk, assigned_to__isnull=True).update(assigned_to=user)
-    if claimed:
+    if _assign(chat.pk, user.pk, only_if_unassigned=True):
         realtime.chat_updated(chat.pk)
     chat = _reload(chat.pk)
     if result.changed:
@@ -109,10 +110,22 @@ def assign(user: User, chat_id: int, assignee_id: int | None) -> ActionResult:
         return ActionResult(chat, False, error="That person cannot work on this chat.")
     if chat.assigned_to_id == assignee_id:
         return ActionResult(chat, False)
-    Chat.objects.filter(pk=chat.pk).update(assigned_to_id=assignee_id)
+    _assign(chat.pk, assignee_id)
     log.info("inbox.assigned", extra={"chat_id": chat.pk, "assignee_id": assignee_id})
     realtime.chat_updated(chat.pk)
     return ActionResult(_reload(chat.pk), True)
+
+
+def _assign(chat_id: int, assignee_id: int | None, *, only_if_unassigned: bool = False) -> bool:
+    """Set the assignee (the CRM's responsible user follows). False when nothing changed."""
+    chats = Chat.objects.filter(pk=chat_id)
+    if only_if_unassigned:
+        chats = chats.filter(assigned_to__isnull=True)
+    with transaction.atomic():
+        changed = chats.update(assigned_to_id=assignee_id) == 1
+        if changed and assignee_id is not None:
+            crm_hooks.chat_assigned(chat_id)
+    return changed
 
 
 def _encodable(text: str) -> bool:

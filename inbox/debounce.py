@@ -54,11 +54,11 @@ def schedule(chat_id: int, delay: float | None = None) -> str:
     return token
 
 
-def schedule_on_commit(chat_id: int) -> None:
-    """Schedule after commit. Not robust on purpose: when Redis is unreachable the error reaches
-    the caller (the ingest consumer), which then leaves the event unacknowledged and replays it;
-    swallowing it would leave a stored customer message that no turn ever answers."""
-    transaction.on_commit(lambda: schedule(chat_id))
+def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
+    """Schedule after commit. If Redis is away at that moment the turn is not lost: the
+    consumer cannot acknowledge the event either, and its replay re-arms the turn
+    (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last safety net."""
+    transaction.on_commit(lambda: schedule(chat_id, delay), robust=True)
 
 
 def is_current(chat_id: int, token: str) -> bool:

@@ -81,6 +81,14 @@ def for_chat(chat_id: int) -> list[Fragment]:
     ]
 
 
+def for_new_message(item: Message, chat: Chat) -> list[Fragment]:
+    """A message just stored and its chat's row, rendered from the objects in hand (the chat
+    with its channel and assignee loaded; the new message is its last one)."""
+    item.chat = chat
+    chat.last_message = item  # type: ignore[attr-defined]
+    return [row(chat), message(item)]
+
+
 def for_message(message_id: int) -> tuple[Message | None, list[Fragment]]:
     item = (
         Message.objects.select_related("chat", "channel", "sent_by").filter(pk=message_id).first()

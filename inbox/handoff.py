@@ -2,8 +2,8 @@
 
 Under the chat's row lock: check the bot still owns the chat at the version the decision was
 made at, move it to PENDING_HUMAN (ownership), store the `Handoff` (reason, the summary generated
-once, collected facts) and the customer's notice. After commit: the notice goes out, managers are
-notified, and the CRM hears about it.
+once, collected facts), the customer's notice and the CRM's outbox row. After commit: the
+notice goes out, managers are notified, and the CRM sync is queued.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.db import transaction
 from inbox import metrics, ownership, realtime
 from inbox.models import Chat, Handoff, Message, Owner
 from inbox.outbound import deliver, record_outbound
+from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ def hand_off(
         )
         metrics.HANDOFFS.labels(reason=reason).inc()
         realtime.handoff_created_on_commit(handoff.pk)
+        crm_hooks.handoff_created(handoff.pk)
     log.info("handoff.created", extra={"chat_id": chat_id, "reason": reason})
     notice_sent = deliver(notice.pk).sent if notice is not None else False
     return HandoffOutcome(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,13 +28,13 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from inbox import attachments, debounce, outbound, ownership, realtime
 from inbox.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.models import Channel, Chat, Message, Owner
 from inbox.redis import get_redis
+from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,14 @@ async def aenqueue(events: Sequence[Event]) -> EnqueueResult:
         return EnqueueResult(0, 0)
     client = _async_client()
     script = client.register_script(_ENQUEUE_SCRIPT)
+    if len(events) == 1:
+        # The usual body (one message): EVALSHA straight away. A pipeline would first ask the
+        # server whether the script is loaded (SCRIPT EXISTS), a second round trip per webhook.
+        event = events[0]
+        result = await script(
+            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS]
+        )
+        return EnqueueResult(1, 0) if result == 1 else EnqueueResult(0, 1)
     pipe = client.pipeline(transaction=False)
     for event in events:
         await script(
@@ -171,25 +180,59 @@ def _provider_time(event: InboundEvent) -> datetime:
     return provider_datetime(event.provider_ts) or timezone.now()
 
 
-def _chat_for(event: InboundEvent) -> tuple[Chat, bool]:
-    defaults = {"customer_name": event.customer_name, "customer_phone": event.customer_phone}
+@dataclass(frozen=True)
+class _ChannelInfo:
+    business_id: int
+    debounce_seconds: float
+
+
+_CHANNEL_TTL_SECONDS = 5.0
+_channels: dict[int, tuple[float, _ChannelInfo | None]] = {}
+_touched: dict[int, float] = {}
+
+
+def _channel_info(channel_id: int) -> _ChannelInfo | None:
+    """The few channel settings accept needs, cached for a few seconds per process: the
+    consumer handles hundreds of events a second for a handful of channels."""
+    now = time.monotonic()
+    cached = _channels.get(channel_id)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    row = (
+        Channel.objects.filter(pk=channel_id, is_active=True)
+        .values_list("business_id", "debounce_seconds")
+        .first()
+    )
+    info = _ChannelInfo(*row) if row is not None else None
+    _channels[channel_id] = (now + _CHANNEL_TTL_SECONDS, info)
+    return info
+
+
+def _locked_chat(event: InboundEvent) -> tuple[Chat, bool]:
+    """The event's chat, created if new, with its row locked for the rest of the transaction."""
+    chats = Chat.objects.select_for_update(of=("self",)).select_related("channel", "assigned_to")
+    lookup = {"channel_id": event.channel_id, "customer_key": event.chat_key}
+    chat = chats.filter(**lookup).first()
+    if chat is not None:
+        return chat, False
     try:
         with transaction.atomic():
-            return Chat.objects.get_or_create(
-                channel_id=event.channel_id, customer_key=event.chat_key, defaults=defaults
+            created = Chat.objects.create(
+                **lookup, customer_name=event.customer_name, customer_phone=event.customer_phone
             )
     except IntegrityError:
-        # Another consumer created it between our read and insert.
-        return Chat.objects.get(channel_id=event.channel_id, customer_key=event.chat_key), False
+        return chats.get(**lookup), False  # another consumer created it meanwhile
+    crm_hooks.chat_created(created.pk)
+    return chats.get(**lookup), True
 
 
 def _accept_message(event: InboundEvent) -> Accepted:
-    if not Channel.objects.filter(pk=event.channel_id, is_active=True).exists():
+    channel = _channel_info(event.channel_id)
+    if channel is None:
         log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
         return Accepted(None, None, "ignored")
-    chat, _created = _chat_for(event)
     with transaction.atomic():
-        chat = Chat.objects.select_for_update().get(pk=chat.pk)
+        chat, _created = _locked_chat(event)
         if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
             # Our own reply coming back from the phone: the owner stays as it is.
             return Accepted(None, chat.pk, "duplicate")
@@ -207,9 +250,11 @@ def _accept_message(event: InboundEvent) -> Accepted:
         if event.from_me:
             # A manager wrote from the phone (or the Business App): they own the chat now.
             ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
+            realtime.message_created_on_commit(message.pk)
         else:
-            _customer_wrote(chat, message)
-        realtime.message_created_on_commit(message.pk)
+            _customer_wrote(chat, message, channel)
+            realtime.new_message_on_commit(message, chat)
+            crm_hooks.customer_message(message.pk, business_id=channel.business_id)
     _touch_channel(event.channel_id)
     return Accepted(message.pk, chat.pk, "stored")
 
@@ -246,16 +291,15 @@ def _store(chat: Chat, event: InboundEvent) -> Message | None:
         return None  # the durable dedup: this provider id is already stored
 
 
-def _customer_wrote(chat: Chat, message: Message) -> None:
+def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None:
     """A customer message makes any reply being prepared stale and (if the bot owns the
-    chat) starts or restarts the chat's debounce timer."""
+    chat) starts or restarts the chat's debounce timer. The caller holds the row lock."""
     at = message.provider_timestamp or timezone.now()
-    Chat.objects.filter(pk=chat.pk).update(
-        version=F("version") + 1,
-        unread_count=F("unread_count") + 1,
-        last_customer_at=at,
-        last_message_at=at,
-    )
+    chat.version += 1
+    chat.unread_count += 1
+    chat.last_customer_at = at
+    chat.last_message_at = at
+    chat.save(update_fields=["version", "unread_count", "last_customer_at", "last_message_at"])
     if message.kind in VOICE_KINDS and message.media_ref:
         # The timer starts when the transcript is ready, not when the audio arrived.
         from inbox import voice
@@ -263,7 +307,7 @@ def _customer_wrote(chat: Chat, message: Message) -> None:
         voice.transcribe_on_commit(message.pk)
         return
     if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
-        debounce.schedule_on_commit(chat.pk)
+        debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
 
 
 def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:
@@ -313,7 +357,11 @@ def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:
 
 
 def _touch_channel(channel_id: int) -> None:
-    """Last-event time per channel feeds the silent-number alert; written at most every 30 s."""
+    """Last-event time per channel feeds the silent-number alert; written at most every 30 s
+    (per process, and in the database)."""
+    if _touched.get(channel_id, 0.0) > time.monotonic() - 30:
+        return
+    _touched[channel_id] = time.monotonic()
     now = timezone.now()
     Channel.objects.filter(pk=channel_id, last_event_at__isnull=True).update(last_event_at=now)
     Channel.objects.filter(pk=channel_id, last_event_at__lt=now - timedelta(seconds=30)).update(

@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 import redis
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections, transaction
 
 from inbox import ingest, logs
-from inbox.events import event_from_json
+from inbox.events import Event, InboundEvent, event_from_json
 from inbox.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -87,9 +87,7 @@ class IngestWorker:
             ingest.GROUP, self.name, {ingest.STREAM: ">"}, count=self.batch, block=self.block_ms
         )
         for _stream, entries in response or []:
-            for entry_id, fields in entries:
-                self.process(entry_id, fields)
-                handled += 1
+            handled += self.process_batch(entries)
         return handled
 
     def _reclaim(self) -> int:
@@ -106,48 +104,98 @@ class IngestWorker:
                 count=self.batch,
             )
             start, entries = result[0], result[1]
+            live = []
             for entry_id, fields in entries:
                 if fields is None:  # deleted while pending
                     self.redis.xack(ingest.STREAM, ingest.GROUP, entry_id)
-                    continue
-                self.process(entry_id, fields)
-                handled += 1
+                else:
+                    live.append((entry_id, fields))
+            handled += self.process_batch(live)
             if not entries or start in (b"0-0", "0-0"):
                 return handled
 
-    def process(self, entry_id: Any, fields: dict[bytes, bytes]) -> None:
+    def process_batch(self, entries: list[tuple[Any, dict[bytes, bytes]]]) -> int:
+        """Accept a batch of entries in one transaction (one commit instead of one per event),
+        each event in its own savepoint, then acknowledge those that were stored.
+
+        Chats are locked in one order in every consumer — sorted by channel and customer, a
+        chat's own events keeping their order — so two consumers never deadlock. If the batch
+        cannot commit, its events are retried one transaction each."""
         close_old_connections()
-        raw = fields.get(b"e", b"")
+        batch: list[tuple[Any, bytes, Event]] = []
+        for entry_id, fields in entries:
+            raw = fields.get(b"e", b"")
+            try:
+                batch.append((entry_id, raw, event_from_json(raw)))
+            except (ValueError, TypeError):
+                log.error("ingest.unreadable_event", extra={"entry": str(entry_id)})
+                self._dead_letter(entry_id, raw, "unreadable")
+        if not batch:
+            return 0
+        batch.sort(key=lambda item: _lock_order(item[2]))
+        if len(batch) == 1:
+            self._one_by_one(batch)
+            return 1
+        stored: list[Any] = []
+        failed: list[tuple[Any, bytes]] = []
         try:
-            event = event_from_json(raw)
-        except (ValueError, TypeError):
-            log.error("ingest.unreadable_event", extra={"entry": str(entry_id)})
-            self._dead_letter(entry_id, raw, "unreadable")
-            return
+            with transaction.atomic():
+                for entry_id, raw, event in batch:
+                    if self._accept(entry_id, event):
+                        stored.append(entry_id)
+                    else:
+                        failed.append((entry_id, raw))
+        except DatabaseError:
+            log.warning("ingest.batch_failed", extra={"size": len(batch)}, exc_info=True)
+            close_old_connections()
+            self._one_by_one(batch)
+            return len(batch)
+        self._ack(*stored)
+        for entry_id, raw in failed:
+            self._failed(entry_id, raw)
+        return len(batch)
+
+    def _one_by_one(self, batch: list[tuple[Any, bytes, Event]]) -> None:
+        for entry_id, raw, event in batch:
+            if self._accept(entry_id, event):
+                self._ack(entry_id)
+            else:
+                self._failed(entry_id, raw)
+
+    def _accept(self, entry_id: Any, event: Event) -> bool:
         try:
             with logs.bound(event.correlation_id):
                 ingest.accept(event)
         except Exception:
-            attempts = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
-            log.exception(
-                "ingest.accept_failed", extra={"entry": str(entry_id), "attempts": attempts}
-            )
-            if attempts >= self.max_attempts:
-                self._dead_letter(entry_id, raw, "failed")
-            # Otherwise left pending: reclaimed and retried after claim_idle_ms.
-            return
-        self._ack(entry_id)
+            log.exception("ingest.accept_failed", extra={"entry": str(entry_id)})
+            return False
+        return True
 
-    def _ack(self, entry_id: Any) -> None:
+    def _failed(self, entry_id: Any, raw: bytes) -> None:
+        """Left pending (reclaimed and retried after claim_idle_ms) until max_attempts."""
+        attempts = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
+        if attempts >= self.max_attempts:
+            self._dead_letter(entry_id, raw, "failed")
+
+    def _ack(self, *entry_ids: Any) -> None:
+        if not entry_ids:
+            return
         pipe = self.redis.pipeline(transaction=True)
-        pipe.xack(ingest.STREAM, ingest.GROUP, entry_id)
-        pipe.xdel(ingest.STREAM, entry_id)
-        pipe.hdel(FAILURES_KEY, entry_id)
+        pipe.xack(ingest.STREAM, ingest.GROUP, *entry_ids)
+        pipe.xdel(ingest.STREAM, *entry_ids)
+        pipe.hdel(FAILURES_KEY, *entry_ids)
         pipe.execute()
 
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:
         self.redis.xadd(ingest.DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})
         self._ack(entry_id)
+
+
+def _lock_order(event: Event) -> tuple[int, int, str]:
+    """Messages first, grouped by chat (the rows they lock); statuses after."""
+    if isinstance(event, InboundEvent):
+        return (0, event.channel_id, event.chat_key)
+    return (1, event.channel_id, "")
 
 
 def oldest_pending_age_seconds(client: redis.Redis | None = None) -> float:

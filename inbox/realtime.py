@@ -13,11 +13,13 @@ back that far the page re-renders its regions instead. No silent gaps.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import threading
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -25,7 +27,7 @@ from inbox.redis import get_redis
 
 if TYPE_CHECKING:
     from inbox.fragments import Fragment
-    from inbox.models import Chat
+    from inbox.models import Chat, Message
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,39 @@ redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[2]) + 1))
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return seq
 """
+
+
+PUBLISH_TIMEOUT_SECONDS = 5.0
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0
+_loop_lock = threading.Lock()
+
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per process, in a daemon thread, for sends from synchronous code (the
+    ingest consumer, Celery tasks, views). `async_to_sync` from a plain thread starts a thread,
+    an event loop and a new Redis connection for every call; this keeps one of each. Recreated
+    after a fork (Celery's prefork children)."""
+    global _loop, _loop_pid
+    with _loop_lock:
+        if _loop is None or _loop_pid != os.getpid() or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(
+                target=loop.run_forever, name="realtime-publisher", daemon=True
+            ).start()
+            _loop, _loop_pid = loop, os.getpid()
+        return _loop
+
+
+def _group_send_all(layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send to every group in one hop to the publisher loop; waits until Redis took them."""
+
+    async def send_all() -> None:
+        await asyncio.gather(*(layer.group_send(group, message) for group, message in sends))
+
+    future = asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop())
+    future.result(timeout=PUBLISH_TIMEOUT_SECONDS)
 
 
 def business_group(business_id: int) -> str:
@@ -107,11 +142,12 @@ def publish(
             return
         message = {"type": "inbox.event", "seq": seq, **body}
         listed = [f for f in fragments if f["scope"] == "list"]
-        async_to_sync(layer.group_send)(
-            business_group(business_id), {**message, "scope": "business", "fragments": listed}
-        )
+        sends = [
+            (business_group(business_id), {**message, "scope": "business", "fragments": listed})
+        ]
         if chat_id is not None:
-            async_to_sync(layer.group_send)(chat_group(chat_id), {**message, "scope": "chat"})
+            sends.append((chat_group(chat_id), {**message, "scope": "chat"}))
+        _group_send_all(layer, sends)
     except Exception:
         log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
 
@@ -197,6 +233,25 @@ def message_changed(message_id: int) -> None:
         channel_id=message.channel_id,
         fragments=rendered,
     )
+
+
+def new_message(message: Message, chat: Chat) -> None:
+    """`message_changed` for a message just stored, from the objects the caller already holds
+    (the ingest consumer's hot path: no queries to render)."""
+    from inbox import fragments
+
+    publish(
+        chat.channel.business_id,
+        "message.changed",
+        {"message_id": message.pk, "status": message.status, "kind": message.kind},
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=fragments.for_new_message(message, chat),
+    )
+
+
+def new_message_on_commit(message: Message, chat: Chat) -> None:
+    transaction.on_commit(lambda: new_message(message, chat), robust=True)
 
 
 def message_created_on_commit(message_id: int) -> None:

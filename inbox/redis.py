@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from functools import cache
+import os
 
 import redis
 from django.conf import settings
 
-
-@cache
-def _pool(url: str) -> redis.ConnectionPool:
-    return redis.ConnectionPool.from_url(
-        url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30
-    )
+_clients: dict[tuple[int, str], redis.Redis] = {}
 
 
 def get_redis() -> redis.Redis:
-    """A client on a per-process pool (safe across Celery prefork children: pools are per pid)."""
-    return redis.Redis(connection_pool=_pool(settings.REDIS_URL))
+    """One client (and connection pool) per process and URL. Building a client costs more
+    than a round trip (its response-callback table), so it is never built per call; a forked
+    child (Celery prefork) gets its own."""
+    key = (os.getpid(), settings.REDIS_URL)
+    client = _clients.get(key)
+    if client is None:
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30
+        )
+        _clients[key] = client
+    return client

@@ -10,6 +10,7 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from cryptography.fernet import Fernet
@@ -184,6 +185,7 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
+    "resume-unanswered-chats": {"task": "inbox.resume_unanswered_chats", "schedule": 60.0},
 }
 CELERY_TIMEZONE = "UTC"
 
@@ -228,6 +230,29 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "staticfiles")
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media")
 MEDIA_URL = "/media/"  # never served publicly: media goes through permission-checked views
+# Attachments (voice notes, images, documents) go to MEDIA_ROOT, or to an S3-compatible bucket
+# when MEDIA_S3_BUCKET is set (pip install -e '.[s3]': django-storages + boto3). Files are
+# never public: managers fetch them through /inbox/media/<id>/.
+MEDIA_S3_BUCKET = env_str("MEDIA_S3_BUCKET")
+STORAGES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if MEDIA_S3_BUCKET:
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": MEDIA_S3_BUCKET,
+            "endpoint_url": env_str("MEDIA_S3_ENDPOINT_URL") or None,
+            "region_name": env_str("MEDIA_S3_REGION") or None,
+            "access_key": env_str("MEDIA_S3_ACCESS_KEY_ID") or None,
+            "secret_key": env_str("MEDIA_S3_SECRET_ACCESS_KEY") or None,
+            "location": env_str("MEDIA_S3_PREFIX", "media"),
+            "default_acl": "private",
+            "file_overwrite": False,
+            "querystring_auth": True,
+        },
+    }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -322,7 +347,7 @@ LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", 512)
 LLM_TEMPERATURE = env_float("LLM_TEMPERATURE", 0.2)
 LLM_SEND_CACHE_SALT = env_bool("LLM_SEND_CACHE_SALT", True)
 LLM_FALLBACK_SEND_CACHE_SALT = env_bool("LLM_FALLBACK_SEND_CACHE_SALT", LLM_SEND_CACHE_SALT)
-LLM_CONTEXT_BUDGET_TOKENS = env_int("LLM_CONTEXT_BUDGET_TOKENS", 4000)
+LLM_CONTEXT_BUDGET_TOKENS = env_int("LLM_CONTEXT_BUDGET_TOKENS", 8000)
 LLM_RETRIEVAL_ITEMS = env_int("LLM_RETRIEVAL_ITEMS", 40)
 LLM_HISTORY_MESSAGES = env_int("LLM_HISTORY_MESSAGES", 30)
 
@@ -357,3 +382,36 @@ LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
 LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
 # Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
 LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
+
+# --- Bitrix24 sync (integrations/bitrix24) --------------------------------------------------
+# Request URLs carry the webhook secret: httpx is quiet (LOGGING above), and so is httpcore.
+LOGGING["loggers"]["httpcore"] = {"level": "WARNING"}  # type: ignore[index]
+BITRIX24_HTTP_TIMEOUT = env_float("BITRIX24_HTTP_TIMEOUT", 30.0)
+# In-process attempts per request before the job is handed back for a later retry.
+BITRIX24_MAX_ATTEMPTS = env_int("BITRIX24_MAX_ATTEMPTS", 5)
+BITRIX24_BACKOFF_BASE = env_float("BITRIX24_BACKOFF_BASE", 1.0)
+BITRIX24_BACKOFF_CAP = env_float("BITRIX24_BACKOFF_CAP", 30.0)
+# Longest a worker waits in-process for a bucket slot / a method's operating-time reset.
+BITRIX24_MAX_BUCKET_WAIT = env_float("BITRIX24_MAX_BUCKET_WAIT", 120.0)
+BITRIX24_MAX_BLOCK_WAIT = env_float("BITRIX24_MAX_BLOCK_WAIT", 30.0)
+# Delay before a failed sync job is tried again (doubles per attempt up to the cap).
+BITRIX24_RETRY_BASE = env_float("BITRIX24_RETRY_BASE", 10.0)
+BITRIX24_RETRY_CAP = env_float("BITRIX24_RETRY_CAP", 600.0)
+# Reconciliation pass (DATE_MODIFY after the checkpoint minus the overlap) and offline events.
+BITRIX24_RECONCILE_SECONDS = env_float("BITRIX24_RECONCILE_SECONDS", 300.0)
+BITRIX24_RECONCILE_OVERLAP_SECONDS = env_float("BITRIX24_RECONCILE_OVERLAP_SECONDS", 300.0)
+BITRIX24_OFFLINE_SECONDS = env_float("BITRIX24_OFFLINE_SECONDS", 60.0)
+BITRIX24_SWEEP_SECONDS = env_float("BITRIX24_SWEEP_SECONDS", 60.0)
+CELERY_BEAT_SCHEDULE.update(
+    {
+        # Outbox rows whose enqueue was lost, or whose retry is due.
+        "bitrix24-sweep": {"task": "bitrix24.sweep", "schedule": BITRIX24_SWEEP_SECONDS},
+        # Entities modified after the checkpoint: catches events Bitrix24 lost (it never retries).
+        "bitrix24-reconcile": {
+            "task": "bitrix24.reconcile_all",
+            "schedule": BITRIX24_RECONCILE_SECONDS,
+        },
+        # Local-application mode: the portal's offline event queue.
+        "bitrix24-offline": {"task": "bitrix24.offline_all", "schedule": BITRIX24_OFFLINE_SECONDS},
+    }
+)

@@ -6,7 +6,7 @@ import logging
 
 from celery import shared_task
 
-from inbox import ownership
+from inbox import debounce, ownership, turns
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,22 @@ def release_idle_chats() -> int:
     if released:
         log.info("ownership.idle_released", extra={"count": released})
     return released
+
+
+RESUME_AFTER_SECONDS = 120
+
+
+@shared_task(name="inbox.resume_unanswered_chats", queue="default", ignore_result=True)
+def resume_unanswered_chats() -> int:
+    """Safety net: a bot chat whose customer messages have waited well past the debounce
+    (the turn task was lost with a crashed process or a flushed broker) gets its turn now.
+    Messages past the late-answer cutoff still go to a human: the turn decides that."""
+    chat_ids = turns.stuck_chat_ids(RESUME_AFTER_SECONDS)
+    for chat_id in chat_ids:
+        debounce.schedule(chat_id, delay=0)
+    if chat_ids:
+        log.warning("turn.resumed", extra={"count": len(chat_ids)})
+    return len(chat_ids)
 
 
 @shared_task(name="inbox.check_alerts", queue="default", ignore_result=True, time_limit=55)

@@ -8,6 +8,10 @@ the messages, so a message that arrives while the turn is collecting makes the t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
 from inbox.ingest import TURN_KINDS, VOICE_KINDS
 from inbox.models import Chat, Message, Owner
@@ -56,3 +60,18 @@ def collect(chat_id: int) -> PendingTurn | None:
     )
     history.reverse()
     return PendingTurn(chat, version, messages, history, waiting)
+
+
+def stuck_chat_ids(older_than_seconds: float, limit: int = 500) -> list[int]:
+    """Bot chats with customer messages no turn has answered for this long."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    unanswered = Message.objects.filter(
+        chat=OuterRef("pk"),
+        direction=Message.Direction.INBOUND,
+        kind__in=TURN_KINDS,
+        pk__gt=OuterRef("answered_up_to"),
+    ).exclude(transcript_status=Message.TranscriptStatus.PENDING)
+    stuck = Chat.objects.filter(owner=Owner.BOT, last_customer_at__lt=cutoff).filter(
+        Exists(unanswered)
+    )
+    return list(stuck.values_list("pk", flat=True)[:limit])

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from inbox import admin_pages, health, login_limit, media, metrics, views
 from inbox.api import api
+from integrations.bitrix24.settings_page import bitrix24_settings
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -38,6 +39,8 @@ urlpatterns = [
         admin_pages.assistant_settings_page,
         name="settings_assistant",
     ),
+    path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
     path("api/v1/", api.urls),
+    path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
 ]

@@ -3,7 +3,7 @@
 # Never fails the build: a test that needs a missing tool skips with a message naming it.
 set -u
 wanted=()
-for pkg_bin in "espeak-ng:espeak-ng" "ffmpeg:ffmpeg" "chromium:chromium"; do
+for pkg_bin in "espeak-ng:espeak-ng" "ffmpeg:ffmpeg" "chromium:chromium" "wrk:wrk"; do
   pkg=${pkg_bin%%:*}; bin=${pkg_bin##*:}
   command -v "$bin" >/dev/null 2>&1 || wanted+=("$pkg")
 done

@@ -300,3 +300,27 @@ def test_customer_photo_is_downloaded_kept_and_shown_only_to_the_business(
     assert answer["Content-Type"] == "image/jpeg"
     client.force_login(factories.manager(factories.business()))
     assert client.get(f"/inbox/media/{stored.pk}/").status_code == 404
+
+
+def test_a_reply_with_an_invented_price_is_blocked_and_the_chat_goes_to_a_human(
+    stack: str, pnid: str, graph: GraphApiEmulator, llm: OpenAIEmulator
+) -> None:
+    channel = _cloud_channel(graph, pnid)
+    from assistant.demo import ensure_demo_assistant
+
+    ensure_demo_assistant(channel.business)  # a price list where nothing costs 17 500 KZT
+    llm.script(Step.invented_price("17 500 KZT", "the oak dining table"))
+
+    _customer_says(graph, pnid, "How much is the oak dining table today?")
+
+    chat = _chat()
+    (turn,) = wait_for(lambda: _finished_turns(chat.pk), message="the turn")
+    assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "guardrail")
+    assert any("17 500" in finding for finding in turn.guardrail_findings)
+    handoff = chat.handoffs.get()
+    assert "17 500 KZT" in handoff.details["blocked_reply"]
+    sent = [m.text for m in graph.sent_to(CUSTOMER)]
+    assert len(sent) == 1
+    assert "17 500" not in sent[0]  # the customer got the handoff notice, not the invented price
+    chat.refresh_from_db()
+    assert chat.owner == Owner.PENDING_HUMAN

@@ -204,7 +204,7 @@ def test_demo_price_list_imports_once():
     assert ensure_demo_assistant(biz)
     assert not ensure_demo_assistant(biz)
     k = knowledge_for_channel(factories.channel(biz).pk)
-    assert len(k.items) == 7
+    assert len(k.items) == 24
     assert k.default_currency == "KZT"
 
 

@@ -14,10 +14,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from tests.emulators.http import EmulatorServer
 
 
 @dataclass
@@ -37,7 +39,7 @@ class BridgeEmulator:
 
     def __post_init__(self) -> None:
         self.media: dict[str, tuple[bytes, str]] = {}
-        self._server: ThreadingHTTPServer | None = None
+        self._server: EmulatorServer | None = None
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.base_url = ""
@@ -49,8 +51,7 @@ class BridgeEmulator:
             pass
 
         Handler.emulator = emulator
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = EmulatorServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         return self

@@ -25,10 +25,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from tests.emulators.http import EmulatorServer
 
 VERSION = "v24.0"
 _ids = itertools.count(1)
@@ -219,7 +221,7 @@ class GraphApiEmulator:
         self._send_failures: list[_Failure] = []
         self._async_failures: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: EmulatorServer | None = None
         self._threads: list[threading.Thread] = []
         self.base_url = ""
 
@@ -238,8 +240,7 @@ class GraphApiEmulator:
             pass
 
         Handler.emulator = emulator
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = EmulatorServer(("127.0.0.1", 0), Handler)
         thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         thread.start()
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"

@@ -54,8 +54,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.emulators.http import EmulatorServer
 
 CHARS_PER_TOKEN = 4
 BLOCK_TOKENS = 16
@@ -357,7 +359,7 @@ class OpenAIEmulator:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_num_seqs)
         self._port = port
-        self._server: ThreadingHTTPServer | None = None
+        self._server: EmulatorServer | None = None
         self._thread: threading.Thread | None = None
         self.stats = _Stats(kv_cache_tokens)
 
@@ -365,8 +367,7 @@ class OpenAIEmulator:
     def start(self) -> OpenAIEmulator:
         """Start serving (again, on the same port after `stop()`)."""
         handler = type("Handler", (_Handler,), {"emulator": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
-        self._server.daemon_threads = True
+        self._server = EmulatorServer(("127.0.0.1", self._port), handler)
         self._port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="openai-emulator", daemon=True

@@ -309,20 +309,67 @@ def test_debounce_token_is_current_only_for_the_newest_message(channel: Channel)
     assert not debounce.is_current(chat.pk, second)
 
 
+def test_a_failing_event_does_not_hold_back_the_rest_of_its_batch(channel: Channel) -> None:
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite does not enforce column lengths; CI runs this on PostgreSQL")
+    good_a = _event(channel, provider_message_id="wamid.a", chat_key="77010000001", text="a")
+    broken = _event(channel, provider_message_id="wamid.x", chat_key="9" * 300, text="x")
+    good_b = _event(channel, provider_message_id="wamid.b", chat_key="77010000002", text="b")
+    ingest.enqueue([good_a, broken, good_b])
+    worker = IngestWorker(name="batch", block_ms=10, max_attempts=2)
+
+    assert worker.step() == 3
+
+    assert sorted(Message.objects.values_list("text", flat=True)) == ["a", "b"]
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 1  # left for a retry
+    worker.claim_idle_ms = 0
+    worker._last_claim = 0
+    worker.step()  # second failure: out of attempts
+    assert get_redis().xlen(ingest.DEAD_LETTER_STREAM) == 1
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+
+
+def test_a_chat_whose_turn_was_lost_is_resumed(channel: Channel) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from inbox.tasks import resume_unanswered_chats
+
+    waiting = ingest.accept(
+        _event(channel, provider_message_id="wamid.lost", chat_key="77010000009")
+    )
+    answered = ingest.accept(
+        _event(channel, provider_message_id="wamid.ok", chat_key="77010000008")
+    )
+    fresh = ingest.accept(_event(channel, provider_message_id="wamid.new", chat_key="77010000007"))
+    three_minutes_ago = timezone.now() - timedelta(minutes=3)
+    Chat.objects.filter(pk__in=[waiting.chat_id, answered.chat_id]).update(
+        last_customer_at=three_minutes_ago
+    )
+    Chat.objects.filter(pk=answered.chat_id).update(answered_up_to=answered.message_id)
+    get_redis().delete(f"debounce:{waiting.chat_id}")  # its turn task was lost
+
+    assert resume_unanswered_chats() == 1
+
+    token = get_redis().get(f"debounce:{waiting.chat_id}")
+    assert token is not None  # a fresh turn is queued for the stuck chat only
+    assert get_redis().get(f"debounce:{answered.chat_id}") is not None  # (its own, from accept)
+    assert fresh.chat_id is not None
+
+
 def test_a_turn_redis_could_not_schedule_is_scheduled_when_the_event_is_replayed(
     channel: Channel, settings: object
 ) -> None:
-    import redis
-
     from inbox.embedded_redis import free_port
 
     real = settings.REDIS_URL  # type: ignore[attr-defined]
-    # Redis goes away between the commit and the debounce: the consumer must hear about it
-    # (and leave the stream entry unacknowledged) instead of acknowledging a message no turn
-    # will ever answer.
+    # Redis goes away between the commit and the debounce: the message is stored, no turn is
+    # scheduled, and the consumer cannot acknowledge the entry, so it comes back.
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # type: ignore[attr-defined]
-    with pytest.raises(redis.ConnectionError):
-        ingest.accept(_event(channel))
+    ingest.accept(_event(channel))
     settings.REDIS_URL = real  # type: ignore[attr-defined]
     message = Message.objects.get()
     assert get_redis().get(f"debounce:{message.chat_id}") is None

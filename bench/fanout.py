@@ -1,0 +1,260 @@
+"""Dashboard fan-out: inbound messages to N open dashboards, from webhook to socket.
+
+    .venv/bin/python bench/fanout.py [--clients 10,100,500] [--mode auto|product|layer] [--out F]
+
+Real processes: daphne serving the webhook and the websockets, the ingest consumer storing each
+message and publishing it through `inbox.realtime` over the channel layer (Redis pub/sub). N
+websocket clients, all of one business, are open while signed Cloud API webhooks arrive:
+  steady: `--rate` messages/s for `--seconds`;  bursty: `--bursts` bursts of `--burst-size`
+  messages sent at once, one second apart.
+Every client must receive every message's `message.changed` event. Reported per N and pattern:
+delivered events/s, events lost (must be 0) and p50/p99 from the webhook POST to the socket.
+
+Modes: `product` connects to the dashboard's own consumer (`/ws/inbox/` in inbox.asgi, session
+login, Origin check); `layer` serves bench/fanout_app.py, a stand-in that keeps that consumer's
+group/forwarding contract, for a tree where the dashboard consumer is not there yet. `auto`
+picks `product` when `inbox.routing` exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+
+from bench import common, ingest
+
+PHONE_NUMBER_ID = "190000000000005"
+APP_SECRET = "bench-fanout-secret"
+
+
+class Client:
+    """One open dashboard: records when each message's event arrived."""
+
+    def __init__(self) -> None:
+        self.received: dict[int, float] = {}
+        self.events = 0
+        self.ready = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.error = ""
+
+    async def run(self, url: str, headers: dict[str, str]) -> None:
+        import websockets
+
+        try:
+            async with websockets.connect(url, additional_headers=headers, max_queue=None,
+                                          open_timeout=60, ping_interval=None) as ws:  # fmt: skip
+                async for raw in ws:
+                    now = time.time()
+                    message = json.loads(raw)
+                    kind = message.get("type")
+                    if kind == "hello":
+                        self.ready.set()
+                    elif kind == "event":
+                        self.events += 1
+                        if message.get("event") == "message.changed":
+                            mid = (message.get("data") or {}).get("message_id")
+                            if mid is not None:
+                                self.received.setdefault(int(mid), now)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a dropped socket is a result (lost events), not a crash
+            self.error = f"{type(exc).__name__}: {exc}"[:200]
+            self.ready.set()
+
+
+def product_headers(business: Any, base_url: str) -> dict[str, str]:
+    """A manager's session cookie and a same-site Origin, as a browser tab sends them."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client as DjangoClient
+
+    from inbox.models import Membership
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-fanout-manager")
+    Membership.objects.get_or_create(user=user, business=business,
+                                     defaults={"role": Membership.Role.MANAGER})  # fmt: skip
+    browser = DjangoClient()
+    browser.force_login(user)
+    return {"Cookie": f"sessionid={browser.cookies['sessionid'].value}", "Origin": base_url}
+
+
+async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, pattern: str,
+                    args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+    from tests.emulators.graph_api import sign
+
+    clients = [Client() for _ in range(n)]
+    for start in range(0, n, 50):  # connect in waves: a 500-socket thundering herd is its own test
+        for client in clients[start : start + 50]:
+            client.task = asyncio.create_task(client.run(ws_url, headers))
+        await asyncio.wait_for(
+            asyncio.gather(*(c.ready.wait() for c in clients[start : start + 50])), 120
+        )
+    connected = sum(1 for c in clients if not c.error)
+    nonce = f"{random.getrandbits(40):010x}"
+    sent_at: dict[str, float] = {}
+    statuses: list[int] = []
+    async with httpx.AsyncClient(timeout=30) as http:
+
+        async def post(index: int) -> None:
+            body = ingest.webhook_body(nonce, index, 50, PHONE_NUMBER_ID)
+            payload = json.loads(body)
+            wamid = payload["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+            headers_ = {"Content-Type": "application/json",
+                        "X-Hub-Signature-256": sign(APP_SECRET, body)}  # fmt: skip
+            sent_at[wamid] = time.time()
+            response = await http.post(webhook, content=body, headers=headers_)
+            statuses.append(response.status_code)
+
+        first = time.time()
+        posts: list[asyncio.Task[None]] = []
+        if pattern == "steady":
+            total = int(args.rate * args.seconds)
+            for i in range(total):
+                due = first + i / args.rate
+                await asyncio.sleep(max(0.0, due - time.time()))
+                posts.append(asyncio.create_task(post(i)))
+        else:
+            total = args.bursts * args.burst_size
+            for b in range(args.bursts):
+                await asyncio.sleep(max(0.0, first + b - time.time()))
+                await asyncio.gather(
+                    *(post(b * args.burst_size + i) for i in range(args.burst_size))
+                )
+        await asyncio.gather(*posts)
+    wamids = list(sent_at)
+    ids = await asyncio.to_thread(_message_ids, wamids, args.timeout)
+    expected = {mid: sent_at[w] for w, mid in ids.items()}
+
+    def delivered() -> int:
+        return sum(1 for c in clients for mid in expected if mid in c.received)
+
+    deadline = time.time() + args.timeout
+    while delivered() < len(expected) * n and time.time() < deadline:  # noqa: ASYNC110 - polls N clients
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)
+    for client in clients:
+        if client.task is not None:
+            client.task.cancel()
+    await asyncio.gather(*(c.task for c in clients if c.task), return_exceptions=True)
+    latencies = [c.received[mid] - t for c in clients for mid, t in expected.items()
+                 if mid in c.received]  # fmt: skip
+    got = len(latencies)
+    last = max((c.received[mid] for c in clients for mid in expected if mid in c.received),
+               default=first)  # fmt: skip
+    return {
+        "clients": n,
+        "connected": connected,
+        "pattern": pattern,
+        "messages": total,
+        "webhooks_not_200": sum(1 for s in statuses if s != 200),
+        "stored": len(ids),
+        "expected_deliveries": len(expected) * n,
+        "delivered": got,
+        "lost": len(expected) * n - got + (total - len(ids)) * n,
+        "delivered_per_s": round(got / (last - first), 1) if last > first else None,
+        "p50_ms": common.pct_ms(latencies, 50),
+        "p99_ms": common.pct_ms(latencies, 99),
+        "max_ms": common.ms(max(latencies)) if latencies else None,
+        "client_errors": sorted({c.error for c in clients if c.error})[:3],
+    }
+
+
+def _message_ids(wamids: list[str], timeout: float) -> dict[str, int]:
+    from inbox.models import Message
+
+    def stored() -> dict[str, int]:
+        rows = Message.objects.filter(provider_message_id__in=wamids)
+        return dict(rows.values_list("provider_message_id", "pk"))
+
+    try:
+        return common.wait_until(lambda: len(stored()) == len(wamids) and stored(), timeout,
+                                 "the messages to be stored", 0.1)  # fmt: skip
+    except TimeoutError:
+        return stored()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    common.setup_django()
+    if not args.no_migrate:
+        common.migrate()
+    from inbox.models import Business
+
+    mode = args.mode
+    if mode == "auto":
+        mode = "product" if importlib.util.find_spec("inbox.routing") else "layer"
+    business, _ = Business.objects.get_or_create(name="Benchmark fan-out")
+    from bench import fixtures
+
+    fixtures.cloud_channel(business, PHONE_NUMBER_ID, debounce_seconds=60.0)
+    env = common.subprocess_env(WHATSAPP_APP_SECRET=APP_SECRET, LOG_LEVEL="WARNING")
+    app = "inbox.asgi:application" if mode == "product" else "bench.fanout_app:application"
+    server, base_url = common.start_server("daphne", app, env, name=f"fanout-{mode}")
+    consumer = common.start("fanout-ingest", [sys.executable, "manage.py", "ingest_worker"], env)
+    levels = []
+    try:
+        if mode == "product":
+            headers = product_headers(business, base_url)
+            ws_url = base_url.replace("http://", "ws://") + "/ws/inbox/"
+        else:
+            headers = {}
+            ws_url = base_url.replace("http://", "ws://") + f"/ws/inbox/?business={business.pk}"
+        webhook = f"{base_url}/webhooks/whatsapp/"
+        for n in [int(c) for c in args.clients.split(",") if c.strip()]:
+            for pattern in ("steady", "bursty"):
+                level = asyncio.run(one_level(ws_url, headers, webhook, n, pattern, args))
+                levels.append(level)
+                print(
+                    f"  {n:>4} clients {pattern:7} {level['delivered_per_s']} events/s  lost "
+                    f"{level['lost']}  p50 {level['p50_ms']} ms  p99 {level['p99_ms']} ms"
+                    + (f"  errors {level['client_errors']}" if level["client_errors"] else ""),
+                    flush=True,
+                )
+    finally:
+        consumer.stop()
+        server.stop()
+        ingest.reset_redis()
+    return {
+        "mode": mode,
+        "server": "daphne",
+        "p99_ms": {f"{lv['clients']}_{lv['pattern']}": lv["p99_ms"] for lv in levels},
+        "lost": sum(lv["lost"] for lv in levels),
+        "levels": levels,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--clients", default="10,100,500")
+    p.add_argument("--mode", choices=["auto", "product", "layer"], default="auto")
+    p.add_argument("--rate", type=float, default=20.0, help="steady: messages per second")
+    p.add_argument("--seconds", type=float, default=5.0, help="steady: how long")
+    p.add_argument("--bursts", type=int, default=5)
+    p.add_argument("--burst-size", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--no-migrate", action="store_true")
+    p.add_argument("--out", type=Path, default=None)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result = run(args)
+    if args.out:
+        common.write_json(args.out, result)
+    print(json.dumps({"mode": result["mode"], "p99_ms": result["p99_ms"], "lost": result["lost"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

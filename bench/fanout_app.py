@@ -1,0 +1,52 @@
+"""Stand-in for the dashboard's websocket consumer, for `bench/fanout.py --mode layer`.
+
+It keeps the contract of `inbox/consumers.py` that fan-out depends on (join the business group
+over the channel layer, forward every `inbox.event` as `{"type": "event", "seq", "event",
+"chat", "data"}` after a `hello`) without its session auth and per-event permission checks. The
+HTTP side is the product's own (`inbox.asgi.http`: the webhook in front of Django), so events
+come from the real ingest path: webhook → stream → consumer → `inbox.realtime.publish`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.routing import ProtocolTypeRouter, URLRouter
+from django.urls import path
+
+from inbox import realtime
+from inbox.asgi import http
+
+
+class StandInConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    async def connect(self) -> None:
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.business_id = int(query.get("business", ["0"])[0])
+        await self.channel_layer.group_add(
+            realtime.business_group(self.business_id), self.channel_name
+        )
+        await self.accept()
+        await self.send_json({"type": "hello", "seq": {}})
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(
+            realtime.business_group(self.business_id), self.channel_name
+        )
+
+    async def inbox_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(
+            {
+                "type": "event",
+                "seq": message.get("seq"),
+                "event": message.get("event"),
+                "chat": message.get("chat_id"),
+                "data": message.get("data", {}),
+            }
+        )
+
+
+application = ProtocolTypeRouter(
+    {"http": http, "websocket": URLRouter([path("ws/inbox/", StandInConsumer.as_asgi())])}
+)

@@ -1,0 +1,232 @@
+"""Admin for the Bitrix24 sync. Secrets are write-only: a form shows whether one is set (and
+for the webhook, the portal host), never its value; an empty input keeps the stored secret."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from inbox.fields import mask_secret
+from integrations.bitrix24 import config
+from integrations.bitrix24.models import (
+    Bitrix24Settings,
+    ConnectorMessage,
+    CrmLink,
+    HandoffSync,
+    PendingPull,
+    UserLink,
+)
+
+SECRET_FIELDS = (
+    "webhook_url",
+    "application_token",
+    "client_secret",
+    "access_token",
+    "refresh_token",
+)
+
+
+class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+    webhook_url = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    application_token = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    client_secret = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    access_token = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    refresh_token = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), strip=True
+    )
+    portal_url = forms.URLField(required=False, assume_scheme="https")
+    oauth_server_url = forms.URLField(assume_scheme="https", initial="https://oauth.bitrix.info")
+
+    class Meta:
+        model = Bitrix24Settings
+        fields = [
+            "business",
+            "is_active",
+            "mode",
+            "webhook_url",
+            "portal_url",
+            "application_token",
+            "client_id",
+            "client_secret",
+            "access_token",
+            "refresh_token",
+            "oauth_server_url",
+            "member_id",
+            "entity",
+            "pipeline_id",
+            "handoff_stage",
+            "rate_limit",
+            "burst",
+            "technical_user_id",
+            "default_responsible_id",
+            "originator_id",
+            "auth_connector",
+            "connector_id",
+            "line_id",
+            "field_map",
+            "sync_chats",
+            "sync_handoffs",
+            "sync_responsible",
+            "sync_back",
+            "sync_open_channels",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:
+            stored = getattr(self.instance, name, "") if self.instance.pk else ""
+            if not stored:
+                self.fields[name].help_text = "Not set."
+            elif name == "webhook_url":
+                host = self.instance.portal_host
+                self.fields[name].help_text = f"Set (portal {host}). Leave empty to keep it."
+            else:
+                self.fields[
+                    name
+                ].help_text = f"Set ({mask_secret(stored)}). Leave empty to keep it."
+
+    def clean_webhook_url(self) -> str:
+        value = str(self.cleaned_data.get("webhook_url") or "")
+        if not value:
+            return value
+        try:
+            return config.parse_webhook_url(value).url
+        except config.ConfigError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        for name in SECRET_FIELDS:
+            if not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(self.instance, name)
+        if cleaned.get("webhook_url") and not cleaned.get("technical_user_id"):
+            cleaned["technical_user_id"] = config.parse_webhook_url(cleaned["webhook_url"]).user_id
+        return cleaned
+
+
+@admin.register(Bitrix24Settings)
+class Bitrix24SettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = Bitrix24SettingsForm
+    list_display = (
+        "business",
+        "mode",
+        "portal_host",
+        "entity",
+        "pipeline_id",
+        "is_active",
+        "last_check_at",
+    )
+    list_filter = ("mode", "is_active", "entity")
+    readonly_fields = (
+        "last_check",
+        "last_check_at",
+        "reconcile_checkpoint",
+        "contact_checkpoint",
+        "installed_at",
+        "created_at",
+        "updated_at",
+    )
+    actions = ["test_connection", "full_sync"]
+
+    @admin.action(description="Test connection (runs in a worker; see Last check)")
+    def test_connection(self, request: HttpRequest, queryset: QuerySet[Bitrix24Settings]) -> None:
+        from integrations.bitrix24 import tasks
+
+        for cfg in queryset:
+            tasks.test_connection_task.delay(cfg.business_id)
+        self.message_user(request, "Connection test queued; reload to see the result.")
+
+    @admin.action(description="Full sync (check every chat against the CRM)")
+    def full_sync(self, request: HttpRequest, queryset: QuerySet[Bitrix24Settings]) -> None:
+        total = sum(config.request_full_sync(cfg.business_id) for cfg in queryset)
+        self.message_user(request, f"{total} chats queued for a full sync.", messages.INFO)
+
+
+@admin.register(CrmLink)
+class CrmLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "chat",
+        "business",
+        "entity_type",
+        "entity_id",
+        "stage_name",
+        "stage_semantics",
+        "responsible_id",
+        "needs_sync",
+        "attempts",
+        "last_error",
+    )
+    list_filter = ("business", "stage_semantics", "needs_sync", "remote_deleted")
+    search_fields = ("entity_id", "contact_id", "chat__customer_name")
+    raw_id_fields = ("chat", "responsible_user")
+    actions = ["retry_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Retry now")
+    def retry_now(self, request: HttpRequest, queryset: QuerySet[CrmLink]) -> None:
+        from integrations.bitrix24 import tasks
+
+        businesses = set(queryset.values_list("business_id", flat=True))
+        queryset.update(needs_sync=True, next_attempt_at=None)
+        for business_id in businesses:
+            tasks.push.delay(business_id)
+        self.message_user(request, "Queued.")
+
+
+@admin.register(HandoffSync)
+class HandoffSyncAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("handoff", "link", "stage_done", "comment_id", "done_at", "created_at")
+    raw_id_fields = ("handoff", "link")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(PendingPull)
+class PendingPullAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "business",
+        "entity_type",
+        "entity_id",
+        "event",
+        "source",
+        "requested_at",
+        "attempts",
+        "last_error",
+    )
+    list_filter = ("entity_type", "source")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(UserLink)
+class UserLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("user", "business", "bitrix_user_id")
+    list_filter = ("business",)
+    raw_id_fields = ("user",)
+
+
+@admin.register(ConnectorMessage)
+class ConnectorMessageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("id", "business", "direction", "chat", "state", "reason", "created_at")
+    list_filter = ("direction", "state")
+    raw_id_fields = ("chat", "message")
+    readonly_fields = ("text",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -1,0 +1,137 @@
+"""Intake of Bitrix24 outbound events (`POST /webhooks/bitrix24/`).
+
+The body is form-encoded in PHP bracket style. `auth[application_token]` is compared in
+constant time with every configured business's token; anything else gets 403 and nothing is
+enqueued. A valid event enqueues only the event name and the entity ID (an Open Channels reply
+also carries its text, which cannot be read back later) and answers 200 at once: Bitrix24
+never retries a failed delivery, so this path makes no outside calls and must not fail.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from django.db import transaction
+
+from integrations.bitrix24 import install, phpquery, pull
+from integrations.bitrix24.models import Bitrix24Settings
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 256 * 1024
+MAX_REPLY_CHARS = 4096
+
+
+def matching_businesses(token: str) -> list[int]:
+    """Businesses whose application token equals `token`, compared in constant time against
+    every configured token (the loop never stops early)."""
+    if not token:
+        return []
+    given = token.encode()
+    matched = []
+    rows = Bitrix24Settings.objects.filter(is_active=True).exclude(application_token="")
+    for business_id, stored in rows.values_list("business_id", "application_token"):
+        if hmac.compare_digest(str(stored).encode(), given):
+            matched.append(business_id)
+    return matched
+
+
+def _entity_id(form: dict[str, Any]) -> int | None:
+    data = form.get("data")
+    fields = data.get("FIELDS") if isinstance(data, dict) else None
+    raw = str(fields.get("ID") or "") if isinstance(fields, dict) else ""
+    return int(raw) if raw.isdigit() and len(raw) < 19 else None
+
+
+def _operator_messages(form: dict[str, Any], connector: str) -> list[dict[str, Any]]:
+    data = form.get("data") if isinstance(form.get("data"), dict) else {}
+    assert isinstance(data, dict)
+    if str(data.get("CONNECTOR") or "").lower() != connector.lower():
+        return []
+    raw = data.get("MESSAGES")
+    items = raw if isinstance(raw, list) else list(raw.values()) if isinstance(raw, dict) else []
+    messages = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        im = item.get("im") if isinstance(item.get("im"), dict) else {}
+        message = item.get("message") if isinstance(item.get("message"), dict) else {}
+        chat = item.get("chat") if isinstance(item.get("chat"), dict) else {}
+        assert isinstance(im, dict)
+        assert isinstance(message, dict)
+        assert isinstance(chat, dict)
+        messages.append(
+            {
+                "im_chat_id": str(im.get("chat_id") or "")[:32],
+                "im_message_id": str(im.get("message_id") or "")[:32],
+                "user_id": str(message.get("user_id") or "")[:18],
+                "text": str(message.get("text") or "")[:MAX_REPLY_CHARS],
+                "chat_id": str(chat.get("id") or "")[:64],
+            }
+        )
+    return messages
+
+
+def _dispatch(business_id: int, event: str, form: dict[str, Any]) -> bool:
+    """Enqueue what this event asks for. Returns False if it could not be recorded anywhere."""
+    from integrations.bitrix24 import tasks
+
+    if pull.entity_of_event(event):
+        entity_id = _entity_id(form)
+        if entity_id is None:
+            return True
+        try:
+            tasks.event_received.delay(business_id, event, entity_id)
+        except Exception:
+            log.exception("bitrix24.event_enqueue_failed", extra={"event": event})
+            # The broker is down: keep it in the database for the sweep.
+            pull.mark_remote_change(
+                business_id, str(pull.entity_of_event(event)), entity_id, event=event
+            )
+        return True
+    if event == "ONOFFLINEEVENT":
+        tasks.offline_task.delay(business_id)
+        return True
+    if event == "ONIMCONNECTORMESSAGEADD":
+        cfg = Bitrix24Settings.objects.filter(business_id=business_id).first()
+        messages = _operator_messages(form, cfg.connector_id if cfg else "")
+        if messages:
+            tasks.operator_replies.delay(business_id, messages)
+        return True
+    log.info("bitrix24.event_ignored", extra={"business_id": business_id, "event": event})
+    return True
+
+
+def receive(body: bytes) -> int:
+    """Handle one event POST; returns the HTTP status to answer."""
+    if len(body) > MAX_BODY_BYTES:
+        return 413
+    form = phpquery.decode(body.decode("utf-8", "replace"))
+    event = str(form.get("event") or "").upper()[:64]
+    auth = form.get("auth") if isinstance(form.get("auth"), dict) else {}
+    assert isinstance(auth, dict)
+    portal = str(auth.get("domain") or "")[:255]
+    if event == "ONAPPINSTALL":
+        business_id = install.record_install(form)
+        if business_id is None:
+            log.warning("bitrix24.app_install_unmatched", extra={"portal": portal})
+            return 403
+        from integrations.bitrix24 import tasks
+
+        transaction.on_commit(lambda: tasks.app_installed.delay(business_id), robust=True)
+        return 200
+    businesses = matching_businesses(str(auth.get("application_token") or ""))
+    if not businesses:
+        log.warning("bitrix24.event_rejected", extra={"portal": portal, "event": event})
+        return 403
+    recorded = True
+    for business_id in businesses:
+        try:
+            recorded = _dispatch(business_id, event, form) and recorded
+        except Exception:
+            log.exception("bitrix24.event_dispatch_failed", extra={"event": event})
+            recorded = False
+    log.info("bitrix24.event_received", extra={"portal": portal, "event": event})
+    return 200 if recorded else 503

@@ -1,0 +1,82 @@
+"""What the inbox calls when something happens that the CRM should know about.
+
+Call these inside the transaction that made the change: they record the work in the database
+and enqueue the sync with `transaction.on_commit`, so a rolled-back chat never reaches the CRM
+and a committed one always does (a lost enqueue is picked up by the periodic sweep). They make
+no HTTP calls and do nothing when the business has no active Bitrix24 sync.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from inbox.models import Channel, Chat, Handoff, Message
+from integrations.bitrix24 import outbox
+from integrations.bitrix24.connection import active_settings
+from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, HandoffSync
+
+log = logging.getLogger(__name__)
+
+
+def chat_created(chat_id: int) -> None:
+    """A new customer chat: find or create its contact and lead/deal, link the conversation.
+    Sandbox chats are a business trying its assistant, not customers: they never sync."""
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None or chat.channel.kind == Channel.Kind.SANDBOX:
+        return
+    cfg = active_settings(chat.channel.business_id)
+    if cfg is None or not cfg.sync_chats:
+        return
+    outbox.request_sync(chat)
+    outbox.enqueue_push_on_commit(cfg.business_id)
+
+
+def handoff_created(handoff_id: int) -> None:
+    """The assistant handed a chat to a human: move the deal to the handoff stage and add the
+    reason, summary and collected facts to its timeline."""
+    handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
+    if handoff is None:
+        return
+    cfg = active_settings(handoff.chat.channel.business_id)
+    if cfg is None or not cfg.sync_handoffs:
+        return
+    link = outbox.request_sync(handoff.chat)
+    HandoffSync.objects.get_or_create(handoff=handoff, defaults={"link": link})
+    outbox.enqueue_push_on_commit(cfg.business_id)
+
+
+def chat_assigned(chat_id: int) -> None:
+    """A manager was assigned to the chat: make them (their Bitrix24 user) responsible."""
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None:
+        return
+    cfg = active_settings(chat.channel.business_id)
+    if cfg is None or not cfg.sync_responsible:
+        return
+    outbox.request_sync(chat, responsible=True)
+    outbox.enqueue_push_on_commit(cfg.business_id)
+
+
+def customer_message(message_id: int, *, business_id: int | None = None) -> None:
+    """A customer message to show in Bitrix24 Open Channels (local-application mode with a
+    connector configured); nothing otherwise. With `business_id` (the ingest consumer knows
+    it) a business without the connector costs one query."""
+    if business_id is not None and active_settings(business_id) is None:
+        return
+    message = Message.objects.select_related("chat__channel").filter(pk=message_id).first()
+    if message is None or message.direction != Message.Direction.INBOUND:
+        return
+    cfg = active_settings(message.chat.channel.business_id)
+    if (
+        cfg is None
+        or not cfg.sync_open_channels
+        or cfg.mode != Bitrix24Settings.Mode.APP
+        or not (cfg.connector_id and cfg.line_id)
+    ):
+        return
+    ConnectorMessage.objects.get_or_create(
+        message=message,
+        direction=ConnectorMessage.Direction.TO_BITRIX,
+        defaults={"business_id": cfg.business_id, "chat": message.chat},
+    )
+    outbox.enqueue_connector_on_commit(cfg.business_id)

@@ -1,0 +1,124 @@
+"""PHP `http_build_query` bracket encoding, both ways.
+
+Bitrix24 reads nested parameters as `fields[TITLE]=x&select[0]=ID`: batch commands are such
+query strings, and outbound events arrive as such form bodies. Plain `urlencode` on a nested
+dict gets it wrong, and hand-built strings break on `&`, `=` and Cyrillic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, unquote_plus
+
+__all__ = ["Raw", "decode", "encode", "result_ref", "scalar"]
+
+
+class Raw(str):
+    """A value written into the query unencoded: batch `$result[key][field]` references, which
+    Bitrix24 substitutes in the raw command string before parsing it."""
+
+    __slots__ = ()
+
+
+def result_ref(key: str, *path: str | int) -> Raw:
+    """`result_ref("deal", "item", "id")` → `$result[deal][item][id]` (an earlier command's
+    result, filled in by Bitrix24 inside the same batch)."""
+    return Raw(f"$result[{key}]" + "".join(f"[{part}]" for part in path))
+
+
+def scalar(value: Any) -> str:
+    """One leaf value as Bitrix24 expects it: booleans as Y/N, None as empty."""
+    if value is True:
+        return "Y"
+    if value is False:
+        return "N"
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _pairs(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _pairs(f"{prefix}[{key}]" if prefix else str(key), item, out)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _pairs(f"{prefix}[{index}]", item, out)
+    elif isinstance(value, Raw):
+        out.append((prefix, value))
+    else:
+        out.append((prefix, scalar(value)))
+
+
+def encode(params: Mapping[str, Any]) -> str:
+    """`{"fields": {"TITLE": "Заказ & co"}}` → `fields%5BTITLE%5D=%D0%97...%26%20co`.
+
+    Lists get explicit indexes (PHP reads `fm[0]` as a list and `fm[n0]` as a map, which
+    Bitrix24 treats differently). Empty lists and maps produce nothing, as in PHP."""
+    pairs: list[tuple[str, str]] = []
+    _pairs("", params, pairs)
+    return "&".join(
+        f"{quote(key, safe='[]')}={value if isinstance(value, Raw) else quote(value, safe='')}"
+        for key, value in pairs
+    )
+
+
+def _path(key: str) -> list[str]:
+    """`data[FIELDS][ID]` → ["data", "FIELDS", "ID"]; `a[]` → ["a", ""]."""
+    head, bracket, rest = key.partition("[")
+    if not bracket or not head:
+        return [key]
+    parts = [head]
+    rest = "[" + rest
+    while rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            # PHP keeps an unterminated bracket as part of the last name.
+            parts[-1] += rest
+            break
+        parts.append(rest[1:end])
+        rest = rest[end + 1 :]
+    return parts
+
+
+def _insert(target: dict[str, Any], path: list[str], value: str) -> None:
+    node: Any = target
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        if part == "":
+            part = str(sum(1 for k in node if k.isdigit())) if isinstance(node, dict) else "0"
+        if last:
+            node[part] = value
+            return
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+
+
+def _listify(node: Any) -> Any:
+    """Maps keyed 0..n-1 become lists, as PHP's array_is_list would see them."""
+    if not isinstance(node, dict):
+        return node
+    converted = {key: _listify(value) for key, value in node.items()}
+    keys = list(converted)
+    if keys and keys == [str(i) for i in range(len(keys))]:
+        return [converted[k] for k in keys]
+    return converted
+
+
+def decode(body: str) -> dict[str, Any]:
+    """A form body (`event=…&data[FIELDS][ID]=7&auth[domain]=…`) as nested dicts and lists."""
+    result: dict[str, Any] = {}
+    for chunk in body.split("&"):
+        if not chunk:
+            continue
+        raw_key, _, raw_value = chunk.partition("=")
+        key = unquote_plus(raw_key)
+        if not key:
+            continue
+        _insert(result, _path(key), unquote_plus(raw_value))
+    converted = _listify(result)
+    return converted if isinstance(converted, dict) else {}

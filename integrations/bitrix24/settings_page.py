@@ -1,0 +1,136 @@
+"""The Bitrix24 sync settings page for business admins: connection, what syncs, pipeline and
+stage mapping, and "test connection" (run by a worker, never in the request).
+
+Secrets (webhook URL, application token, client secret) are write-only: the form says whether
+one is set and keeps it when the field is left empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from inbox import access
+from inbox.fields import mask_secret
+from integrations.bitrix24 import check, config, tasks
+from integrations.bitrix24.models import Bitrix24Settings
+
+SECRETS = ("webhook_url", "application_token", "client_secret")
+FIELDS = [
+    "is_active",
+    "mode",
+    "portal_url",
+    "client_id",
+    "entity",
+    "pipeline_id",
+    "handoff_stage",
+    "rate_limit",
+    "burst",
+    "technical_user_id",
+    "default_responsible_id",
+    "connector_id",
+    "line_id",
+    "sync_chats",
+    "sync_handoffs",
+    "sync_responsible",
+    "sync_back",
+    "sync_open_channels",
+]
+
+
+class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+    portal_url = forms.URLField(
+        required=False, assume_scheme="https", help_text="https://{portal} (local application)."
+    )
+    webhook_url = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="https://{portal}/rest/{user}/{code}/ — incoming webhook mode.",
+    )
+    application_token = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Checks the events Bitrix24 sends to /webhooks/bitrix24/.",
+    )
+    client_secret = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Local application mode.",
+    )
+
+    class Meta:
+        model = Bitrix24Settings
+        fields = FIELDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in SECRETS:
+            stored = getattr(self.instance, name, "") if self.instance.pk else ""
+            state = (
+                f"Set ({mask_secret(stored)}); leave empty to keep it." if stored else "Not set."
+            )
+            self.fields[name].help_text = f"{self.fields[name].help_text} {state}"
+
+    def options(self) -> dict[str, Any]:
+        """What `config.configure` should change: every field, secrets only when typed."""
+        options = {name: self.cleaned_data[name] for name in FIELDS}
+        if not options["portal_url"]:
+            options["portal_url"] = None  # webhook mode takes it from the webhook URL
+        for name in SECRETS:
+            if self.cleaned_data.get(name):
+                options[name] = self.cleaned_data[name]
+        return options
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bitrix24_settings(request: HttpRequest) -> HttpResponse:
+    businesses = list(access.administered_businesses(request.user))
+    if not businesses:
+        raise PermissionDenied("business admins only")
+    raw = request.GET.get("business", "")
+    business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
+    current = Bitrix24Settings.objects.filter(business=business).first() or Bitrix24Settings(
+        business=business, is_active=False
+    )
+    form = Bitrix24SettingsForm(request.POST or None, instance=current)
+    here = f"{request.path}?business={business.pk}"
+    action = request.POST.get("action", "save")
+    if request.method == "POST" and action == "test" and current.pk:
+        tasks.test_connection_task.delay(business.pk)
+        messages.info(request, "Testing the connection… the result appears below in a moment.")
+        return redirect(here)
+    if request.method == "POST" and action == "full_sync" and current.pk:
+        count = config.request_full_sync(business.pk)
+        messages.success(request, f"A checking sync of {count} chats is queued.")
+        return redirect(here)
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():  # a refused option leaves nothing half-saved
+                config.configure(business, **form.options())
+        except config.ConfigError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Saved the Bitrix24 settings of {business.name}.")
+            return redirect(here)
+    return render(
+        request,
+        "inbox/settings/bitrix24.html",
+        {
+            "form": form,
+            "business": business,
+            "businesses": businesses,
+            "configured": bool(current.pk),
+            "report": check.last_report(business.pk) if current.pk else None,
+            "checked_at": current.last_check_at,
+            "summary": config.describe(current) if current.pk else [],
+        },
+    )

@@ -1,0 +1,197 @@
+"""Celery tasks: every Bitrix24 call runs here, on the `integrations` queue, never in a request.
+
+Tasks take ids, call one function and declare their policy. The durable record of work is in
+the database (outbox rows), so a task that gives up, or is lost, loses nothing: the periodic
+sweep starts it again. Countdowns stay below the broker's visibility timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from celery import Task, shared_task
+from django.db.models import Q
+from django.utils import timezone
+
+from integrations.bitrix24 import check, imconnector, install, offline, outbox
+from integrations.bitrix24 import pull as pulling
+from integrations.bitrix24 import push as pushing
+from integrations.bitrix24 import reconcile as reconciliation
+from integrations.bitrix24.errors import PermanentError, TransientError
+from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, CrmLink, PendingPull
+
+log = logging.getLogger(__name__)
+
+QUEUE = "integrations"
+MAX_COUNTDOWN = 240.0
+POLICY: dict[str, Any] = {
+    "queue": QUEUE,
+    "acks_late": True,
+    "max_retries": 100,
+    "soft_time_limit": 300,
+    "time_limit": 330,
+}
+
+
+def _retry(task: Task, exc: TransientError | None, delay: float) -> None:  # type: ignore[type-arg]
+    raise task.retry(exc=exc, countdown=max(1.0, min(MAX_COUNTDOWN, delay)))
+
+
+@shared_task(bind=True, name="bitrix24.push", **POLICY)
+def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
+    """Sync due chats and handoffs of one business to Bitrix24."""
+    try:
+        report = pushing.drain(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+    except PermanentError as exc:
+        log.error("bitrix24.push_failed", extra={"business_id": business_id, "code": exc.code})
+        return {}
+    if report.next_due is not None:
+        _retry(self, None, report.next_due)
+    return asdict(report)
+
+
+@shared_task(bind=True, name="bitrix24.pull", **POLICY)
+def pull(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
+    """Re-read entities Bitrix24 said changed and apply them to the inbox."""
+    try:
+        report = pulling.drain(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+    except PermanentError as exc:
+        log.error("bitrix24.pull_failed", extra={"business_id": business_id, "code": exc.code})
+        return {}
+    return asdict(report)
+
+
+@shared_task(name="bitrix24.event_received", queue=QUEUE, acks_late=True, time_limit=60)
+def event_received(business_id: int, event: str, entity_id: int) -> None:
+    """An outbound event named an entity: record it, then re-read it (batched with others)."""
+    entity = pulling.entity_of_event(event)
+    if entity is None:
+        return
+    pulling.mark_remote_change(business_id, entity, entity_id, event=event)
+    pull.delay(business_id)
+
+
+@shared_task(bind=True, name="bitrix24.offline", **POLICY)
+def offline_task(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
+    """Local-application mode: move the portal's offline queue into pending pulls."""
+    try:
+        count = offline.process_offline(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+    except PermanentError as exc:
+        log.error("bitrix24.offline_failed", extra={"business_id": business_id, "code": exc.code})
+        return 0
+    if count:
+        pull.delay(business_id)
+    return count
+
+
+@shared_task(bind=True, name="bitrix24.reconcile", **POLICY)
+def reconcile_task(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
+    """List entities modified since the checkpoint (what events lost) and apply them."""
+    try:
+        report = reconciliation.reconcile(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+    except PermanentError as exc:
+        log.error("bitrix24.reconcile_failed", extra={"business_id": business_id, "code": exc.code})
+        return {}
+    return {"seen": report.seen, "applied": report.applied}
+
+
+@shared_task(bind=True, name="bitrix24.connector_send", **POLICY)
+def connector_send(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
+    """Send pending customer messages to Bitrix24 Open Channels."""
+    try:
+        return imconnector.send_pending(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+
+
+@shared_task(bind=True, name="bitrix24.operator_replies", **POLICY)
+def operator_replies(self: Task, business_id: int, messages: list[dict[str, Any]]) -> int:  # type: ignore[type-arg]
+    """Operator replies from Open Channels: send them to WhatsApp and acknowledge delivery."""
+    imconnector.record_operator_messages(business_id, messages)
+    try:
+        return imconnector.deliver_pending(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+        raise
+
+
+@shared_task(bind=True, name="bitrix24.app_installed", **POLICY)
+def app_installed(self: Task, business_id: int) -> None:  # type: ignore[type-arg]
+    """Verify a fresh local-application install and bind its events."""
+    try:
+        install.complete_install(business_id)
+    except TransientError as exc:
+        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+
+
+@shared_task(name="bitrix24.test_connection", queue=QUEUE, time_limit=120)
+def test_connection_task(business_id: int) -> dict[str, Any]:
+    """The settings page's "test connection": the report is stored on the settings row."""
+    return check.store_report(business_id, check.test_connection(business_id))
+
+
+@shared_task(name="bitrix24.sweep", queue=QUEUE, time_limit=60)
+def sweep() -> int:
+    """Start workers for outbox rows that are due (lost enqueues, retries after a give-up)."""
+    now = timezone.now()
+    due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    active = set(
+        Bitrix24Settings.objects.filter(is_active=True).values_list("business_id", flat=True)
+    )
+    pushes = set(
+        CrmLink.objects.filter(due, free, needs_sync=True).values_list("business_id", flat=True)
+    )
+    pulls = set(PendingPull.objects.filter(due, free).values_list("business_id", flat=True))
+    connector = set(
+        ConnectorMessage.objects.filter(due, state=ConnectorMessage.State.PENDING).values_list(
+            "business_id", flat=True
+        )
+    )
+    for business_id in pushes & active:
+        push.delay(business_id)
+    for business_id in pulls & active:
+        pull.delay(business_id)
+    for business_id in connector & active:
+        connector_send.delay(business_id)
+        operator_replies.delay(business_id, [])
+    return len(pushes | pulls | connector)
+
+
+@shared_task(name="bitrix24.reconcile_all", queue=QUEUE, time_limit=60)
+def reconcile_all() -> int:
+    ids = list(
+        Bitrix24Settings.objects.filter(is_active=True, sync_back=True).values_list(
+            "business_id", flat=True
+        )
+    )
+    for business_id in ids:
+        reconcile_task.delay(business_id)
+    return len(ids)
+
+
+@shared_task(name="bitrix24.offline_all", queue=QUEUE, time_limit=60)
+def offline_all() -> int:
+    ids = list(
+        Bitrix24Settings.objects.filter(
+            is_active=True, sync_back=True, mode=Bitrix24Settings.Mode.APP
+        ).values_list("business_id", flat=True)
+    )
+    for business_id in ids:
+        offline_task.delay(business_id)
+    return len(ids)
