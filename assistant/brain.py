@@ -17,6 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+import redis
 from django.conf import settings
 
 from assistant import catalogue
@@ -126,6 +127,11 @@ def decide_with_model(
     except ModelOutputError as exc:
         summary = "The assistant's model gave an unusable answer; please reply to the customer."
         return fallback_handoff(turn, "model_error", summary), "fallback", str(exc)
+    except redis.ConnectionError:
+        # Redis (where the breakers and admission slots live) is away for a moment: not the
+        # model's fault. The turn task retries; a handoff here would give a customer to a person
+        # for a one-second blip.
+        raise
     except Exception as exc:  # a customer is never left without an answer
         log.exception("assistant.model_path_crashed", extra={"chat_id": turn.chat_id})
         summary = "The assistant failed; please reply to the customer."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from assistant.llm import LLMClient
-from assistant.resilience import OPEN, replica_id, replica_label
+from assistant.resilience import OPEN, replica_label
 
 
 def breaker_states() -> dict[str, str]:
@@ -13,8 +13,9 @@ def breaker_states() -> dict[str, str]:
     if not settings.LLM_BASE_URL:
         return {}
     client = LLMClient.from_settings()
+    # The client keys each breaker by the replica's base URL (RedisGuard hashes it itself).
     return {
-        replica_label(url): client.guard.state(replica_id(url))
+        replica_label(url): client.guard.state(url)
         for endpoint in client.endpoints
         for url in endpoint.base_urls
     }

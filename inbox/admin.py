@@ -14,6 +14,7 @@ from django.http import HttpRequest
 
 from inbox.fields import mask_secret
 from inbox.models import (
+    Alert,
     Business,
     Channel,
     Chat,
@@ -83,7 +84,7 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
 
 @admin.register(Business)
 class BusinessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("name", "timezone", "created_at")
+    list_display = ("name", "timezone", "retention_days", "created_at")
     search_fields = ("name",)
     inlines = [MembershipInline]
 
@@ -176,7 +177,7 @@ class MessageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("id", "chat", "direction", "author", "kind", "status", "created_at")
     list_filter = ("direction", "author", "kind", "status", "channel")
     search_fields = ("text", "transcript", "provider_message_id")
-    readonly_fields = ("created_at",)
+    readonly_fields = ("created_at", "purged_at")
     raw_id_fields = ("chat", "sent_by")
 
 
@@ -199,6 +200,35 @@ class HandoffAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ("reason",)
     search_fields = ("summary",)
     raw_id_fields = ("chat",)
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Alerts are raised and resolved by `inbox/alerts.py`; here they are read, and an operator
+    may mark one resolved (the next check raises it again if the cause is still there)."""
+
+    list_display = ("raised_at", "kind", "subject", "business", "resolved_at", "last_notified_at")
+    list_filter = ("kind", ("resolved_at", admin.EmptyFieldListFilter), "business")
+    search_fields = ("subject", "message")
+    readonly_fields = (
+        "business",
+        "kind",
+        "subject",
+        "message",
+        "raised_at",
+        "last_notified_at",
+    )
+    actions = ["mark_resolved"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Mark selected alerts resolved")
+    def mark_resolved(self, request: HttpRequest, queryset: Any) -> None:
+        from inbox import alerts
+
+        for alert in queryset.filter(resolved_at__isnull=True):
+            alerts.resolve_alert(alert.business_id, alert.kind, subject=alert.subject)
 
 
 # --- JSON API tokens and the admin login's rate limit (dashboard) -----------------------------

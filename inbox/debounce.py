@@ -55,6 +55,9 @@ def schedule(chat_id: int, delay: float | None = None) -> str:
 
 
 def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
+    """Schedule after commit. If Redis is away at that moment the turn is not lost: the
+    consumer cannot acknowledge the event either, and its replay re-arms the turn
+    (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last safety net."""
     transaction.on_commit(lambda: schedule(chat_id, delay), robust=True)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 MessageKind = Literal[
@@ -95,3 +96,14 @@ def event_from_json(raw: str | bytes) -> Event:
     if kind == "status":
         return StatusEvent(**data)
     raise ValueError(f"unknown event type {kind!r}")
+
+
+def provider_datetime(provider_ts: int) -> datetime | None:
+    """The provider's Unix timestamp as a time, or None when it is missing or impossible (a
+    fuzzed or broken payload can carry 1e20: no reason to lose the message over it)."""
+    if provider_ts <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(provider_ts, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return None

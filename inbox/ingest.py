@@ -15,12 +15,13 @@ Two halves, split by the one hot path of the product:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import redis
@@ -30,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from inbox import attachments, debounce, outbound, ownership, realtime
-from inbox.events import Event, InboundEvent, StatusEvent
+from inbox.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.models import Channel, Chat, Message, Owner
 from inbox.redis import get_redis
 from integrations.bitrix24 import hooks as crm_hooks
@@ -135,6 +136,7 @@ class Accepted:
 
 def accept(event: Event) -> Accepted:
     """Store one event. Safe to call twice with the same event (the second is a no-op)."""
+    event = storable(event)
     if isinstance(event, StatusEvent):
         message = outbound.apply_status(event)
         if message is None:
@@ -143,10 +145,39 @@ def accept(event: Event) -> Accepted:
     return _accept_message(event)
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
+
+
+def storable(event: Event) -> Event:
+    """The event with every NUL character replaced by U+FFFD. JSON allows "\\u0000" in a
+    customer's text or name; PostgreSQL text and jsonb do not, and the whole event would fail
+    (and end in the dead-letter stream, unanswered) over one invisible character."""
+    changes = {
+        f.name: _without_nul(getattr(event, f.name))
+        for f in dataclasses.fields(event)
+        if isinstance(getattr(event, f.name), str | list | dict)
+    }
+    if isinstance(event, InboundEvent) and event.media is not None:
+        media = event.media
+        changes["media"] = dataclasses.replace(
+            media,
+            ref=_without_nul(media.ref),
+            mime_type=_without_nul(media.mime_type),
+            sha256=_without_nul(media.sha256),
+            filename=_without_nul(media.filename),
+        )
+    return dataclasses.replace(event, **changes)
+
+
 def _provider_time(event: InboundEvent) -> datetime:
-    if event.provider_ts > 0:
-        return datetime.fromtimestamp(event.provider_ts, tz=UTC)
-    return timezone.now()
+    return provider_datetime(event.provider_ts) or timezone.now()
 
 
 @dataclass(frozen=True)
@@ -211,6 +242,8 @@ def _accept_message(event: InboundEvent) -> Accepted:
                 return applied
         message = _store(chat, event)
         if message is None:
+            if not event.from_me:
+                _rearm_unanswered(chat, event)
             return Accepted(None, chat.pk, "duplicate")
         if message.media_ref and message.kind in attachments.KEPT_KINDS:
             attachments.fetch_on_commit(message.pk)
@@ -275,6 +308,24 @@ def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None
         return
     if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
         debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+
+
+def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:
+    """A replayed event whose message is stored but still unanswered: the first time round, its
+    turn may never have been scheduled (Redis went away right after the commit, and the event was
+    not acknowledged, so it comes back). Scheduling again is harmless: the debounce runs one turn
+    over whatever is pending, and the send path answers each message once."""
+    stored = (
+        Message.objects.filter(
+            channel_id=event.channel_id, provider_message_id=event.provider_message_id
+        )
+        .values_list("pk", "kind")
+        .first()
+    )
+    if stored is None or chat.owner != Owner.BOT or stored[0] <= chat.answered_up_to:
+        return
+    if stored[1] in TURN_KINDS and stored[1] not in VOICE_KINDS:
+        debounce.schedule_on_commit(chat.pk)
 
 
 def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:

@@ -53,8 +53,13 @@ HANDOFFS = Counter("inbox_handoffs_total", "Chats handed to a human, by reason",
 WEBSOCKETS = Gauge(
     "inbox_websocket_connections", "Open dashboard websockets", multiprocess_mode="livesum"
 )
+# "mostrecent": the value the last check wrote wins; "max" would keep a resolved alert's count
+# alive in the file of whichever process set it last.
 ALERTS_ACTIVE = Gauge(
-    "inbox_alerts_active", "Alerts currently raised, by kind", ["kind"], multiprocess_mode="max"
+    "inbox_alerts_active",
+    "Alerts currently raised, by kind",
+    ["kind"],
+    multiprocess_mode="mostrecent",
 )
 
 
@@ -104,6 +109,16 @@ def _oldest_celery_age(client: redis.Redis, queue: str) -> float:
     except (ValueError, KeyError, TypeError):
         return 0.0
     return max(0.0, time.time() - published)
+
+
+def oldest_job_ages(client: redis.Redis) -> dict[str, float]:
+    """Seconds the oldest waiting job has waited, per queue (the ingest stream and Celery's)."""
+    from inbox.ingest_worker import oldest_pending_age_seconds
+
+    ages = {"ingest": oldest_pending_age_seconds(client)}
+    for queue in CELERY_QUEUES:
+        ages[queue] = _oldest_celery_age(client, queue)
+    return ages
 
 
 def registry() -> CollectorRegistry:

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from inbox.fields import EncryptedTextField
 
@@ -18,6 +19,12 @@ class Business(models.Model):
     name = models.CharField(max_length=200, unique=True)
     timezone = models.CharField(
         max_length=64, default="UTC", help_text="Working hours are read in this time zone."
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Purge message text, media and transcripts older than this many days; "
+        "empty = the installation's RETENTION_DAYS, 0 = keep forever.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -260,6 +267,9 @@ class Message(models.Model):
     payload = models.JSONField(default=dict, blank=True)
     provider_timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Set when the retention period removed the content (text, media, transcript); the row stays
+    # so the conversation's shape and its audit trail remain (inbox/retention.py).
+    purged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -371,6 +381,54 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
+
+
+class Alert(models.Model):
+    """Something an operator must look at: a silent number, a backlog, the model or the CRM down.
+
+    At most one open alert per (business, kind, subject); raised and resolved only through
+    `inbox/alerts.py`. `business` is empty for installation-wide alerts (queues, model server)."""
+
+    class Kind(models.TextChoices):
+        CHANNEL_SILENT = "channel_silent", "Channel silent during working hours"
+        QUEUE_BACKLOG = "queue_backlog", "Oldest job waiting too long"
+        LLM_BREAKER_OPEN = "llm_breaker_open", "Model server unavailable (breaker open)"
+        CRM_SYNC_FAILING = "crm_sync_failing", "Bitrix24 sync failing"
+
+    business = models.ForeignKey(
+        Business, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    subject = models.CharField(
+        max_length=200, blank=True, help_text="What is affected: channel:<id>, a queue, a replica."
+    )
+    message = models.TextField()
+    raised_at = models.DateTimeField(default=timezone.now, db_index=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    last_notified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-raised_at"]
+        constraints = [
+            # Two constraints because NULL business ids are distinct in a plain unique index.
+            models.UniqueConstraint(
+                fields=["business", "kind", "subject"],
+                condition=Q(resolved_at__isnull=True, business__isnull=False),
+                name="alert_unique_open",
+            ),
+            models.UniqueConstraint(
+                fields=["kind", "subject"],
+                condition=Q(resolved_at__isnull=True, business__isnull=True),
+                name="alert_unique_open_global",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.subject}".strip()
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
 
 
 class ApiToken(models.Model):

@@ -17,16 +17,16 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
+import redis
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from inbox import metrics, ownership, realtime
-from inbox.events import StatusEvent
+from inbox.events import StatusEvent, provider_datetime
 from inbox.models import Chat, Message, Owner
 from inbox.redis import get_redis
 from integrations.transports import SendError, transport_for
@@ -221,13 +221,18 @@ def _bot_still_owns(chat_id: int) -> bool:
 
 
 def _mark_sent(message: Message, provider_id: str) -> SendOutcome:
-    if message.sent_by_bot:
-        remember_bot_sent(message.chat_id, provider_id)
+    # The row first: it is the durable record of what went out (and, with sent_by_bot, what
+    # recognises the echo when Redis has forgotten). Redis being away must not lose it.
     Message.objects.filter(pk=message.pk, status=Message.Status.SENDING).update(
         provider_message_id=provider_id, status=Message.Status.SENT, status_at=timezone.now()
     )
     metrics.REPLIES_SENT.labels(author=message.author).inc()
-    _apply_early_statuses(message.channel_id, provider_id)
+    try:
+        if message.sent_by_bot:
+            remember_bot_sent(message.chat_id, provider_id)
+        _apply_early_statuses(message.channel_id, provider_id)
+    except redis.RedisError:
+        log.warning("send.redis_unavailable_after_send", extra={"message_id": message.pk})
     realtime.message_changed(message.pk)
     return SendOutcome(True, "sent", message.pk, provider_id)
 
@@ -280,7 +285,7 @@ def apply_status(event: StatusEvent) -> Message | None:
 
 
 def _apply_status_to(message_id: int, event: StatusEvent) -> None:
-    at = datetime.fromtimestamp(event.provider_ts, tz=UTC) if event.provider_ts else timezone.now()
+    at = provider_datetime(event.provider_ts) or timezone.now()
     if event.status == "deleted":
         return
     new = Message.Status(event.status)

@@ -176,6 +176,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task whose worker died is handed to another worker after this many seconds.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300),
+    # How often each worker looks for such tasks. kombu 5.7 scans only on every 10th tick of
+    # 10 s by default, which adds up to 100 s to the timeout above; scan on every tick.
+    "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
+    "unacked_restore_throttle": 1,
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
@@ -210,6 +214,10 @@ if not DEBUG and not TESTING:
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+    if not SECURE_HSTS_PRELOAD:
+        # Preloading is a commitment for the whole domain, made by its owner (SECURE_HSTS_PRELOAD=1
+        # then submit it to the browsers' list); not preloading is a choice, not a misconfiguration.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 # --- i18n, static, media --------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -342,6 +350,31 @@ LLM_FALLBACK_SEND_CACHE_SALT = env_bool("LLM_FALLBACK_SEND_CACHE_SALT", LLM_SEND
 LLM_CONTEXT_BUDGET_TOKENS = env_int("LLM_CONTEXT_BUDGET_TOKENS", 8000)
 LLM_RETRIEVAL_ITEMS = env_int("LLM_RETRIEVAL_ITEMS", 40)
 LLM_HISTORY_MESSAGES = env_int("LLM_HISTORY_MESSAGES", 30)
+
+# --- Alerts (inbox/alerts.py) ---------------------------------------------------------------
+# Raise an alert when a queue's oldest job has waited longer than this.
+ALERT_OLDEST_JOB_SECONDS = env_float("ALERT_OLDEST_JOB_SECONDS", 300.0)
+# Optional notifications when an alert is raised: a JSON POST and/or e-mails.
+ALERT_WEBHOOK_URL = env_str("ALERT_WEBHOOK_URL")
+ALERT_EMAILS = env_list("ALERT_EMAILS")
+# The same alert (business, kind, subject) notifies at most once per this many seconds, and
+# at most ALERT_NOTIFY_MAX_PER_HOUR notifications leave per hour in all.
+ALERT_NOTIFY_INTERVAL_SECONDS = env_int("ALERT_NOTIFY_INTERVAL_SECONDS", 3600)
+ALERT_NOTIFY_MAX_PER_HOUR = env_int("ALERT_NOTIFY_MAX_PER_HOUR", 30)
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "inbox@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+CELERY_BEAT_SCHEDULE["check-alerts"] = {"task": "inbox.check_alerts", "schedule": 60.0}
+
+# --- Data retention (inbox/retention.py) ----------------------------------------------------
+# Message text, media files and transcripts older than this many days are purged (the rows
+# stay, marked purged). 0 = keep forever; Business.retention_days overrides it per business.
+RETENTION_DAYS = env_int("RETENTION_DAYS", 0)
+CELERY_BEAT_SCHEDULE["purge-old-data"] = {"task": "inbox.purge_old_data", "schedule": 3600.0}
 
 # --- Login rate limit (inbox/login_limit.py) -------------------------------------------------
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)

@@ -40,3 +40,33 @@ def resume_unanswered_chats() -> int:
     if chat_ids:
         log.warning("turn.resumed", extra={"count": len(chat_ids)})
     return len(chat_ids)
+
+
+@shared_task(name="inbox.check_alerts", queue="default", ignore_result=True, time_limit=55)
+def check_alerts() -> None:
+    """Every minute: raise and resolve the alerts the inbox checks by itself."""
+    from inbox import alerts
+
+    alerts.check_all()
+
+
+@shared_task(
+    name="inbox.notify_alert",
+    queue="default",
+    ignore_result=True,
+    acks_late=True,
+    time_limit=60,
+)
+def notify_alert(alert_id: int) -> None:
+    """Announce a newly raised alert (webhook, e-mail); rate-limited in `alerts.notify`."""
+    from inbox import alerts
+
+    alerts.notify(alert_id)
+
+
+@shared_task(name="inbox.purge_old_data", queue="default", ignore_result=True, time_limit=3000)
+def purge_old_data() -> None:
+    """Hourly: remove message content past the retention period (inbox/retention.py)."""
+    from inbox import retention
+
+    retention.purge()

@@ -23,6 +23,7 @@ Media: `GET <media_url>` with the bearer token.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -101,7 +102,9 @@ def normalise(body: Any, channel_id: int) -> tuple[list[InboundEvent], list[str]
                 kind=kind,  # type: ignore[arg-type]
                 text=_str(raw.get("text")),
                 media=media,
-                provider_ts=int(timestamp) if isinstance(timestamp, int | float) else 0,
+                provider_ts=int(timestamp)
+                if isinstance(timestamp, int | float) and math.isfinite(timestamp)
+                else 0,
                 customer_name=_str(raw.get("sender_name"))[:200]
                 if raw.get("from_me") is not True
                 else "",

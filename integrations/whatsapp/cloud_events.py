@@ -72,7 +72,7 @@ def _str(value: Any) -> str:
 def _timestamp(value: Any) -> int:
     try:
         return int(float(_str(value) or 0))
-    except ValueError:
+    except (ValueError, OverflowError):  # "abc", NaN; 1e999 and Infinity (JSON allows both)
         return 0
 
 

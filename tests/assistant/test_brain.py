@@ -106,3 +106,14 @@ def test_model_handoff_without_a_message_gets_the_polite_default(shop, settings,
     decision = brain.decide(shop_turn(shop, "manager please")).decision
     assert decision.reason == "asks_for_human"
     assert decision.reply_to_customer.startswith("Of course")
+
+
+def test_redis_away_is_not_a_model_failure_the_turn_retries(shop, settings, emu):
+    import redis
+
+    from inbox.embedded_redis import free_port
+
+    settings.LLM_BASE_URL = emu.base_url
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # breakers live in Redis
+    with pytest.raises(redis.ConnectionError):
+        brain.decide(shop_turn(shop, "office chair?"))

@@ -358,3 +358,52 @@ def test_a_chat_whose_turn_was_lost_is_resumed(channel: Channel) -> None:
     assert token is not None  # a fresh turn is queued for the stuck chat only
     assert get_redis().get(f"debounce:{answered.chat_id}") is not None  # (its own, from accept)
     assert fresh.chat_id is not None
+
+
+def test_a_turn_redis_could_not_schedule_is_scheduled_when_the_event_is_replayed(
+    channel: Channel, settings: object
+) -> None:
+    from inbox.embedded_redis import free_port
+
+    real = settings.REDIS_URL  # type: ignore[attr-defined]
+    # Redis goes away between the commit and the debounce: the message is stored, no turn is
+    # scheduled, and the consumer cannot acknowledge the entry, so it comes back.
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # type: ignore[attr-defined]
+    ingest.accept(_event(channel))
+    settings.REDIS_URL = real  # type: ignore[attr-defined]
+    message = Message.objects.get()
+    assert get_redis().get(f"debounce:{message.chat_id}") is None
+
+    replayed = ingest.accept(_event(channel))
+
+    assert replayed.outcome == "duplicate"
+    assert Message.objects.count() == 1
+    assert get_redis().get(f"debounce:{message.chat_id}") is not None
+    # Once answered, a replay schedules nothing.
+    get_redis().delete(f"debounce:{message.chat_id}")
+    Chat.objects.filter(pk=message.chat_id).update(answered_up_to=message.pk)
+    ingest.accept(_event(channel))
+    assert get_redis().get(f"debounce:{message.chat_id}") is None
+
+
+def test_nul_characters_from_a_customer_are_stored_not_dead_lettered(channel: Channel) -> None:
+    """JSON allows \\u0000; PostgreSQL text and jsonb refuse it. The message must still arrive."""
+    event = _event(channel, text="price\x00?", customer_name="Ai\x00gerim", extra={"note": "\x00"})
+
+    result = ingest.accept(event)
+
+    message = Message.objects.get(pk=result.message_id)
+    assert message.text == "price\ufffd?"
+    assert message.payload == {"note": "\ufffd"}
+    assert message.chat.customer_name == "Ai\ufffdgerim"
+
+
+def test_a_timestamp_too_far_in_the_future_is_stored_with_the_arrival_time(
+    channel: Channel,
+) -> None:
+    """fromtimestamp(1e20) raised in the consumer: the message went to the dead letters."""
+    result = ingest.accept(_event(channel, provider_ts=10**20))
+
+    message = Message.objects.get(pk=result.message_id)
+    assert message.provider_timestamp is not None
+    assert abs(message.provider_timestamp.timestamp() - time.time()) < 300

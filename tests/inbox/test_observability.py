@@ -164,7 +164,6 @@ class TestReadiness:
         self, client: Any, settings: Any
     ) -> None:
         from assistant.llm import LLMClient
-        from assistant.resilience import replica_id
 
         settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
         settings.LLM_BREAKER_FAILURES = 2
@@ -172,7 +171,8 @@ class TestReadiness:
         guard = LLMClient.from_settings().guard
         assert client.get("/readyz").status_code == 200
         for _ in range(2):
-            permit = guard.allow(replica_id("http://127.0.0.1:9/v1"))
+            # Keyed exactly as LLMClient keys it: by the replica's base URL.
+            permit = guard.allow("http://127.0.0.1:9/v1")
             assert permit is not None
             guard.failed(permit)
 

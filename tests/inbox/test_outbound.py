@@ -250,3 +250,23 @@ class TestMedia:
 
         with pytest.raises(MediaError, match="sha256"):
             transport_for(cloud_chat.channel).fetch_media(message)
+
+
+def test_a_sent_reply_is_recorded_even_when_redis_is_away_right_after_the_send(
+    cloud_chat: Chat, graph: GraphApiEmulator, settings: Any
+) -> None:
+    """The provider accepted the message: the row must say so, with its id (which also
+    recognises the echo), whatever Redis does; before, the row stayed 'sending' without an id."""
+    from inbox.embedded_redis import free_port
+
+    asked = _pending(cloud_chat)
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+
+    outcome = send_reply(cloud_chat.pk, "Yes, we deliver.", generated_at_version=1,
+                         answered_up_to=asked.pk)  # fmt: skip
+
+    (sent,) = graph.sent_to("77011234567")
+    reply = Message.objects.get(pk=outcome.message_id)
+    assert outcome.sent
+    assert (reply.status, reply.provider_message_id) == (Message.Status.SENT, sent.wamid)
+    assert reply.sent_by_bot

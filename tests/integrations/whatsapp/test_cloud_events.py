@@ -250,3 +250,27 @@ def test_normaliser_never_crashes_and_every_event_is_complete(
 def test_any_json_is_either_normalised_or_rejected_as_malformed(body: Any) -> None:
     with contextlib.suppress(MalformedWebhook):
         normalise(body, ROUTES)
+
+
+@pytest.mark.parametrize("timestamp", ["1e999", float("inf"), "Infinity", "NaN", "abc"])
+def test_impossible_timestamps_are_unknown_not_a_crash(timestamp: Any) -> None:
+    """JSON parsers accept Infinity and 1e999; int(inf) raised OverflowError → HTTP 500."""
+    message = text_message("77011234567", "hi")
+    message["timestamp"] = timestamp
+    body = json.loads(json.dumps(envelope(PNID, messages=[message])))
+
+    (event,) = normalise(body, ROUTES).events
+
+    assert event.provider_ts == 0
+
+
+@pytest.mark.parametrize("timestamp", [float("inf"), float("-inf"), float("nan")])
+def test_bridge_impossible_timestamps_are_unknown_not_a_crash(timestamp: float) -> None:
+    from integrations.whatsapp import bridge
+
+    raw = {"id": "B1", "chat_id": "77011234567@s.whatsapp.net", "kind": "text", "text": "hi",
+           "timestamp": timestamp}  # fmt: skip
+
+    (event,), _skipped = bridge.normalise(raw, 7)
+
+    assert event.provider_ts == 0
