@@ -11,7 +11,7 @@ from django.db import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from assistant import voice_notes
-from assistant.turn import take_turn
+from assistant.turn import TURN_TIME_LIMIT_SECONDS, take_turn
 from inbox import debounce, ownership, voice
 from inbox.models import Message
 
@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 @shared_task(
     name=debounce.TURN_TASK,
-    queue="assistant",
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(OperationalError, RedisConnectionError),
@@ -28,7 +27,7 @@ log = logging.getLogger(__name__)
     retry_backoff_max=60,
     max_retries=5,
     soft_time_limit=180,
-    time_limit=240,
+    time_limit=TURN_TIME_LIMIT_SECONDS,
     ignore_result=True,
 )
 def run_turn(chat_id: int, token: str) -> None:
@@ -56,7 +55,6 @@ TRANSCRIBE_BACKOFF = (5, 20, 60, 120, 240)
 
 @shared_task(
     name=voice.TRANSCRIBE_TASK,
-    queue="speech",
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,

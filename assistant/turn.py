@@ -30,6 +30,8 @@ from inbox.outbound import SendOutcome, send_reply
 
 log = logging.getLogger(__name__)
 
+TURN_TIME_LIMIT_SECONDS = 240  # the Celery task's hard time limit (assistant/tasks.py)
+
 SPEAKERS: dict[str, Speaker] = {
     Message.Author.CUSTOMER: "customer",
     Message.Author.BOT: "bot",
@@ -87,6 +89,13 @@ def take_turn(chat_id: int) -> Turn | None:
     pending = turns.collect(chat_id)
     if pending is None or pending.waiting_for_transcript:
         return None
+    # A turn "running" for longer than any turn may run (the task's hard time limit) lost its
+    # worker: record it as interrupted instead of leaving it running forever.
+    Turn.objects.filter(
+        chat=pending.chat,
+        outcome=Turn.Outcome.RUNNING,
+        started_at__lt=timezone.now() - timedelta(seconds=TURN_TIME_LIMIT_SECONDS),
+    ).update(outcome=Turn.Outcome.FAILED, model_error="interrupted", finished_at=timezone.now())
     turn = Turn.objects.create(
         chat=pending.chat,
         first_message_id=pending.messages[0].pk,

@@ -64,7 +64,6 @@ def fetch_on_commit(message_id: int) -> None:
 
 @shared_task(
     name=FETCH_TASK,
-    queue="default",
     bind=True,
     acks_late=True,
     max_retries=5,

@@ -27,6 +27,14 @@ app.conf.task_queues = [
     Queue("speech"),
     Queue("integrations"),
 ]
+# Which queue each task runs on, by name: one place for the routing rule (Celery 6 drops the
+# per-task `queue` attribute).
+app.conf.task_routes = {
+    "assistant.transcribe_voice": {"queue": "speech"},
+    "assistant.*": {"queue": "assistant"},
+    "bitrix24.*": {"queue": "integrations"},
+    "inbox.*": {"queue": "default"},
+}
 app.autodiscover_tasks()
 app.autodiscover_tasks(["inbox"], related_name="attachments")
 

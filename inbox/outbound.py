@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Literal
 
 import redis
@@ -329,3 +330,27 @@ def _apply_early_statuses(channel_id: int, provider_message_id: str) -> None:
         data = json.loads(raw)
         data.pop("type", None)
         _apply_status_to(message.pk, StatusEvent(**data))
+
+
+def settle_stuck_sends(*, older_than_seconds: float) -> int:
+    """Mark "sending" messages older than this as outcome unknown; see inbox.tasks."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    stuck = list(
+        Message.objects.filter(status=Message.Status.SENDING, status_at__lt=cutoff).values_list(
+            "pk", "chat_id", "sent_by_bot"
+        )[:500]
+    )
+    for message_id, chat_id, by_bot in stuck:
+        marked = Message.objects.filter(pk=message_id, status=Message.Status.SENDING).update(
+            status=Message.Status.UNKNOWN,
+            status_at=timezone.now(),
+            error_title="The worker stopped while sending: check with the customer whether "
+            "this message arrived.",
+        )
+        if not marked:
+            continue
+        realtime.message_changed(message_id)
+        if by_bot:
+            with contextlib.suppress(ownership.InvalidTransition):
+                ownership.request_human(chat_id, reason="send_unknown")
+    return len(stuck)

@@ -186,6 +186,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated lo
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
     "resume-unanswered-chats": {"task": "inbox.resume_unanswered_chats", "schedule": 60.0},
+    "settle-stuck-sends": {"task": "inbox.settle_stuck_sends", "schedule": 60.0},
+    "resume-stuck-transcriptions": {
+        "task": "inbox.resume_stuck_transcriptions",
+        "schedule": 300.0,
+    },
 }
 CELERY_TIMEZONE = "UTC"
 

@@ -6,12 +6,12 @@ import logging
 
 from celery import shared_task
 
-from inbox import debounce, ownership, turns
+from inbox import debounce, outbound, ownership, turns
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="inbox.release_idle_chats", queue="default", ignore_result=True)
+@shared_task(name="inbox.release_idle_chats", ignore_result=True)
 def release_idle_chats() -> int:
     """Give HUMAN chats back to the bot once their manager has been silent for the channel's
     idle-release hours. The bot writes nothing until the customer does."""
@@ -29,7 +29,7 @@ def release_idle_chats() -> int:
 RESUME_AFTER_SECONDS = 120
 
 
-@shared_task(name="inbox.resume_unanswered_chats", queue="default", ignore_result=True)
+@shared_task(name="inbox.resume_unanswered_chats", ignore_result=True)
 def resume_unanswered_chats() -> int:
     """Safety net: a bot chat whose customer messages have waited well past the debounce
     (the turn task was lost with a crashed process or a flushed broker) gets its turn now.
@@ -42,7 +42,7 @@ def resume_unanswered_chats() -> int:
     return len(chat_ids)
 
 
-@shared_task(name="inbox.check_alerts", queue="default", ignore_result=True, time_limit=55)
+@shared_task(name="inbox.check_alerts", ignore_result=True, time_limit=55)
 def check_alerts() -> None:
     """Every minute: raise and resolve the alerts the inbox checks by itself."""
     from inbox import alerts
@@ -52,7 +52,6 @@ def check_alerts() -> None:
 
 @shared_task(
     name="inbox.notify_alert",
-    queue="default",
     ignore_result=True,
     acks_late=True,
     time_limit=60,
@@ -64,9 +63,36 @@ def notify_alert(alert_id: int) -> None:
     alerts.notify(alert_id)
 
 
-@shared_task(name="inbox.purge_old_data", queue="default", ignore_result=True, time_limit=3000)
+@shared_task(name="inbox.purge_old_data", ignore_result=True, time_limit=3000)
 def purge_old_data() -> None:
     """Hourly: remove message content past the retention period (inbox/retention.py)."""
     from inbox import retention
 
     retention.purge()
+
+
+STUCK_SEND_SECONDS = 120
+STUCK_TRANSCRIPT_SECONDS = 900
+
+
+@shared_task(name="inbox.settle_stuck_sends", ignore_result=True)
+def settle_stuck_sends() -> int:
+    """A reply recorded as "sending" whose worker died mid-send may or may not have reached
+    the customer. It is never sent twice: it is marked "outcome unknown" and a bot reply's chat
+    goes to a human, who can see what happened and answer."""
+    settled = outbound.settle_stuck_sends(older_than_seconds=STUCK_SEND_SECONDS)
+    if settled:
+        log.warning("send.settled_unknown", extra={"count": settled})
+    return settled
+
+
+@shared_task(name="inbox.resume_stuck_transcriptions", ignore_result=True)
+def resume_stuck_transcriptions() -> int:
+    """Voice notes still "transcribing" long after they arrived (the task was lost): queue
+    their transcription again (it is idempotent)."""
+    from inbox import voice
+
+    message_ids = voice.stuck_transcriptions(STUCK_TRANSCRIPT_SECONDS)
+    for message_id in message_ids:
+        voice.transcribe(message_id)
+    return len(message_ids)

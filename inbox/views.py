@@ -14,8 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from inbox import access, actions, dashboard, fragments, realtime
-from inbox.models import Chat
+from inbox import access, actions, alerts, dashboard, fragments, realtime
+from inbox.models import Alert, Chat
 
 
 def _user(request: HttpRequest) -> User:
@@ -37,6 +37,15 @@ def _sequences(user: User) -> dict[str, int]:
     return {str(b): realtime.current_sequence(b) for b in access.visible_business_ids(user)}
 
 
+def _alerts(user: User) -> list[Alert]:
+    """Open alerts of the user's businesses and the installation-wide ones, once each."""
+    seen: dict[int, Alert] = {}
+    for business in access.visible_businesses(user):
+        for alert in alerts.active_alerts(business.pk):
+            seen.setdefault(alert.pk, alert)
+    return sorted(seen.values(), key=lambda alert: alert.raised_at, reverse=True)
+
+
 def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
     user = _user(request)
     seq = _sequences(user)
@@ -50,6 +59,7 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
         "pending": dashboard.pending_count(user),
         "open_chat": chat,
         "is_admin": access.is_any_business_admin(user),
+        "alerts": _alerts(user),
     }
     if chat is not None:
         view = dashboard.chat_view(chat)

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import transaction
+from django.utils import timezone
 
 from inbox.celery import app
+from inbox.models import Message
 
 TRANSCRIBE_TASK = "assistant.transcribe_voice"
 
 
+def transcribe(message_id: int) -> None:
+    app.send_task(TRANSCRIBE_TASK, args=[message_id], queue="speech")
+
+
 def transcribe_on_commit(message_id: int) -> None:
-    transaction.on_commit(
-        lambda: app.send_task(TRANSCRIBE_TASK, args=[message_id], queue="speech"), robust=True
+    # robust: a broker hiccup must not undo the stored message; the sweep
+    # (inbox.tasks.resume_stuck_transcriptions) queues a transcription that never got queued.
+    transaction.on_commit(lambda: transcribe(message_id), robust=True)
+
+
+def stuck_transcriptions(older_than_seconds: float, limit: int = 200) -> list[int]:
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return list(
+        Message.objects.filter(
+            transcript_status=Message.TranscriptStatus.PENDING,
+            created_at__lt=cutoff,
+            created_at__gt=cutoff - timedelta(days=1),
+        ).values_list("pk", flat=True)[:limit]
     )

@@ -15,6 +15,8 @@ from celery import Task, shared_task
 from django.db.models import Q
 from django.utils import timezone
 
+from inbox import alerts
+from inbox.models import Alert
 from integrations.bitrix24 import check, imconnector, install, offline, outbox
 from integrations.bitrix24 import pull as pulling
 from integrations.bitrix24 import push as pushing
@@ -24,10 +26,8 @@ from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, Crm
 
 log = logging.getLogger(__name__)
 
-QUEUE = "integrations"
 MAX_COUNTDOWN = 240.0
 POLICY: dict[str, Any] = {
-    "queue": QUEUE,
     "acks_late": True,
     "max_retries": 100,
     "soft_time_limit": 300,
@@ -39,17 +39,34 @@ def _retry(task: Task, exc: TransientError | None, delay: float) -> None:  # typ
     raise task.retry(exc=exc, countdown=max(1.0, min(MAX_COUNTDOWN, delay)))
 
 
+# Transient failures in a row before managers are told the CRM sync is failing.
+ALERT_AFTER_RETRIES = 3
+ALERT_KIND = Alert.Kind.CRM_SYNC_FAILING
+
+
+def _sync_failing(business_id: int, why: str) -> None:
+    alerts.raise_alert(business_id, ALERT_KIND, f"Bitrix24 sync is failing: {why}")
+
+
+def _sync_working(business_id: int) -> None:
+    alerts.resolve_alert(business_id, ALERT_KIND)
+
+
 @shared_task(bind=True, name="bitrix24.push", **POLICY)
 def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """Sync due chats and handoffs of one business to Bitrix24."""
     try:
         report = pushing.drain(business_id)
     except TransientError as exc:
+        if self.request.retries >= ALERT_AFTER_RETRIES:
+            _sync_failing(business_id, f"{exc.code or 'temporary error'} (retrying)")
         _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
         raise
     except PermanentError as exc:
         log.error("bitrix24.push_failed", extra={"business_id": business_id, "code": exc.code})
+        _sync_failing(business_id, f"{exc.code}: {exc.description}"[:300])
         return {}
+    _sync_working(business_id)
     if report.next_due is not None:
         _retry(self, None, report.next_due)
     return asdict(report)
@@ -69,7 +86,7 @@ def pull(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-a
     return asdict(report)
 
 
-@shared_task(name="bitrix24.event_received", queue=QUEUE, acks_late=True, time_limit=60)
+@shared_task(name="bitrix24.event_received", acks_late=True, time_limit=60)
 def event_received(business_id: int, event: str, entity_id: int) -> None:
     """An outbound event named an entity: record it, then re-read it (batched with others)."""
     entity = pulling.entity_of_event(event)
@@ -139,13 +156,13 @@ def app_installed(self: Task, business_id: int) -> None:  # type: ignore[type-ar
         _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
 
 
-@shared_task(name="bitrix24.test_connection", queue=QUEUE, time_limit=120)
+@shared_task(name="bitrix24.test_connection", time_limit=120)
 def test_connection_task(business_id: int) -> dict[str, Any]:
     """The settings page's "test connection": the report is stored on the settings row."""
     return check.store_report(business_id, check.test_connection(business_id))
 
 
-@shared_task(name="bitrix24.sweep", queue=QUEUE, time_limit=60)
+@shared_task(name="bitrix24.sweep", time_limit=60)
 def sweep() -> int:
     """Start workers for outbox rows that are due (lost enqueues, retries after a give-up)."""
     now = timezone.now()
@@ -173,7 +190,7 @@ def sweep() -> int:
     return len(pushes | pulls | connector)
 
 
-@shared_task(name="bitrix24.reconcile_all", queue=QUEUE, time_limit=60)
+@shared_task(name="bitrix24.reconcile_all", time_limit=60)
 def reconcile_all() -> int:
     ids = list(
         Bitrix24Settings.objects.filter(is_active=True, sync_back=True).values_list(
@@ -185,7 +202,7 @@ def reconcile_all() -> int:
     return len(ids)
 
 
-@shared_task(name="bitrix24.offline_all", queue=QUEUE, time_limit=60)
+@shared_task(name="bitrix24.offline_all", time_limit=60)
 def offline_all() -> int:
     ids = list(
         Bitrix24Settings.objects.filter(
