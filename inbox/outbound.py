@@ -170,7 +170,10 @@ def record_outbound(chat: Chat, text: str, *, author: str, manager: User | None)
         status_at=now,
     )
     Chat.objects.filter(pk=chat.pk).update(last_message_at=now)
-    realtime.message_created_on_commit(message.pk)
+    if not is_bot:
+        # A manager sees their reply at once ("sending"); a bot reply appears when `deliver`
+        # settles it a moment later (one push per reply instead of two).
+        realtime.message_created_on_commit(message.pk)
     return message
 
 
