@@ -19,6 +19,7 @@ business do) unless the endpoint is configured not to send it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -189,11 +190,16 @@ def grammar_schema() -> dict[str, Any]:
     return cast(dict[str, Any], strip(Decision.model_json_schema()))
 
 
+@functools.cache
+def _decision_schema() -> dict[str, Any]:
+    return Decision.model_json_schema()
+
+
 def response_format(mode: str) -> dict[str, Any]:
     if mode == "json_object":
         # llama.cpp's server turns `schema` into a grammar; others ignore the extra key.
         return {"type": "json_object", "schema": grammar_schema()}
-    schema = Decision.model_json_schema()
+    schema = _decision_schema()
     return {
         "type": "json_schema",
         "json_schema": {"name": "decision", "schema": schema, "strict": True},

@@ -12,7 +12,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from inbox.fields import mask_secret
+from inbox.forms import WriteOnlySecrets, secret_field
 from inbox.models import (
     Alert,
     Business,
@@ -24,19 +24,13 @@ from inbox.models import (
     OwnershipTransition,
 )
 
-SECRET_FIELDS = ("access_token", "bridge_token")
 
+class ChannelAdminForm(WriteOnlySecrets):
+    """A channel's settings; its tokens are write-only."""
 
-class ChannelAdminForm(forms.ModelForm):  # type: ignore[type-arg]
-    """Secrets are write-only: the form shows whether one is set, never its value, and an empty
-    input keeps the stored secret."""
-
-    access_token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
-    bridge_token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
+    secret_fields = ("access_token", "bridge_token")
+    access_token = secret_field()
+    bridge_token = secret_field()
     bridge_url = forms.URLField(required=False, assume_scheme="https")
 
     class Meta:
@@ -59,21 +53,6 @@ class ChannelAdminForm(forms.ModelForm):  # type: ignore[type-arg]
             "working_hours",
             "silent_alert_minutes",
         ]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name in SECRET_FIELDS:
-            stored = getattr(self.instance, name, "") if self.instance.pk else ""
-            self.fields[name].help_text = (
-                f"Set ({mask_secret(stored)}). Leave empty to keep it." if stored else "Not set."
-            )
-
-    def clean(self) -> dict[str, Any]:
-        cleaned: dict[str, Any] = super().clean() or {}
-        for name in SECRET_FIELDS:
-            if not cleaned.get(name) and self.instance.pk:
-                cleaned[name] = getattr(self.instance, name)
-        return cleaned
 
 
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]

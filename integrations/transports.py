@@ -6,8 +6,11 @@ knows which transport a chat uses: callers ask `transport_for(channel)`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+import httpx
 
 if TYPE_CHECKING:
     from inbox.models import Channel, Chat, Message
@@ -61,6 +64,19 @@ class Transport(Protocol):
     def fetch_media(self, message: Message) -> MediaBlob:
         """Download the attachment of an inbound message."""
         ...
+
+
+_http_clients: dict[int, httpx.Client] = {}
+
+
+def http_client() -> httpx.Client:
+    """One HTTP client per process for the transports: pooled connections, and one TLS context
+    instead of one per send (building it costs several milliseconds). Timeouts are per call."""
+    client = _http_clients.get(os.getpid())
+    if client is None:
+        client = httpx.Client(timeout=httpx.Timeout(15.0, connect=5.0))
+        _http_clients[os.getpid()] = client
+    return client
 
 
 def transport_for(channel: Channel) -> Transport:

@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from inbox.fields import mask_secret
+from inbox.forms import WriteOnlySecrets, secret_field
 from integrations.bitrix24 import config
 from integrations.bitrix24.models import (
     Bitrix24Settings,
@@ -30,22 +30,22 @@ SECRET_FIELDS = (
 )
 
 
-class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
-    webhook_url = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
-    application_token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
-    client_secret = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
-    access_token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
-    refresh_token = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), strip=True
-    )
+class Bitrix24Secrets(WriteOnlySecrets):
+    """Write-only secrets; a stored webhook URL is described by its portal, never its code."""
+
+    def secret_state(self, name: str, stored: str) -> str:
+        if name == "webhook_url":
+            return f"Set (portal {self.instance.portal_host})."
+        return super().secret_state(name, stored)
+
+
+class Bitrix24SettingsForm(Bitrix24Secrets):
+    secret_fields = SECRET_FIELDS
+    webhook_url = secret_field()
+    application_token = secret_field()
+    client_secret = secret_field()
+    access_token = secret_field()
+    refresh_token = secret_field()
     portal_url = forms.URLField(required=False, assume_scheme="https")
     oauth_server_url = forms.URLField(assume_scheme="https", initial="https://oauth.bitrix.info")
 
@@ -83,20 +83,6 @@ class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             "sync_open_channels",
         ]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name in SECRET_FIELDS:
-            stored = getattr(self.instance, name, "") if self.instance.pk else ""
-            if not stored:
-                self.fields[name].help_text = "Not set."
-            elif name == "webhook_url":
-                host = self.instance.portal_host
-                self.fields[name].help_text = f"Set (portal {host}). Leave empty to keep it."
-            else:
-                self.fields[
-                    name
-                ].help_text = f"Set ({mask_secret(stored)}). Leave empty to keep it."
-
     def clean_webhook_url(self) -> str:
         value = str(self.cleaned_data.get("webhook_url") or "")
         if not value:
@@ -107,10 +93,7 @@ class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             raise forms.ValidationError(str(exc)) from None
 
     def clean(self) -> dict[str, Any]:
-        cleaned: dict[str, Any] = super().clean() or {}
-        for name in SECRET_FIELDS:
-            if not cleaned.get(name) and self.instance.pk:
-                cleaned[name] = getattr(self.instance, name)
+        cleaned = super().clean()
         if cleaned.get("webhook_url") and not cleaned.get("technical_user_id"):
             cleaned["technical_user_id"] = config.parse_webhook_url(cleaned["webhook_url"]).user_id
         return cleaned

@@ -19,8 +19,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from inbox import access
-from inbox.fields import mask_secret
+from inbox.forms import secret_field
 from integrations.bitrix24 import check, config, tasks
+from integrations.bitrix24.admin import Bitrix24Secrets
 from integrations.bitrix24.models import Bitrix24Settings
 
 SECRETS = ("webhook_url", "application_token", "client_secret")
@@ -46,25 +47,14 @@ FIELDS = [
 ]
 
 
-class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+class Bitrix24SettingsForm(Bitrix24Secrets):
+    secret_fields = SECRETS
     portal_url = forms.URLField(
         required=False, assume_scheme="https", help_text="https://{portal} (local application)."
     )
-    webhook_url = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="https://{portal}/rest/{user}/{code}/ — incoming webhook mode.",
-    )
-    application_token = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Checks the events Bitrix24 sends to /webhooks/bitrix24/.",
-    )
-    client_secret = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Local application mode.",
-    )
+    webhook_url = secret_field("https://{portal}/rest/{user}/{code}/ — incoming webhook mode.")
+    application_token = secret_field("Checks the events Bitrix24 sends to /webhooks/bitrix24/.")
+    client_secret = secret_field("Local application mode.")
 
     class Meta:
         model = Bitrix24Settings
@@ -82,17 +72,9 @@ class Bitrix24SettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         "technical_user_id", "default_responsible_id", "rate_limit", "burst",
     ]  # fmt: skip
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name in SECRETS:
-            stored = getattr(self.instance, name, "") if self.instance.pk else ""
-            state = (
-                f"Set ({mask_secret(stored)}); leave empty to keep it." if stored else "Not set."
-            )
-            self.fields[name].help_text = f"{self.fields[name].help_text} {state}"
-
     def options(self) -> dict[str, Any]:
-        """What `config.configure` should change: every field, secrets only when typed."""
+        """What `config.configure` should change (secrets as typed, or as stored when left
+        empty)."""
         options = {name: self.cleaned_data[name] for name in FIELDS}
         if not options["portal_url"]:
             options["portal_url"] = None  # webhook mode takes it from the webhook URL

@@ -34,6 +34,7 @@ from integrations.transports import (
     MediaError,
     PermanentSendError,
     TransientSendError,
+    http_client,
 )
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
@@ -128,7 +129,7 @@ class BridgeTransport:
         url = self.channel.bridge_url.rstrip("/") + "/send"
         body = {"chat_id": chat.customer_key, "text": text, "id": client_message_id}
         try:
-            response = httpx.post(
+            response = http_client().post(
                 url, json=body, headers=self._headers(), timeout=httpx.Timeout(15.0, connect=5.0)
             )
         except httpx.TimeoutException as exc:
@@ -159,7 +160,7 @@ class BridgeTransport:
         if not message.media_ref:
             raise MediaError("the message has no media URL", permanent=True)
         try:
-            response = httpx.get(
+            response = http_client().get(
                 message.media_ref, headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)
             )
         except httpx.TransportError as exc:

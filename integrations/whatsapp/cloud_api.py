@@ -21,6 +21,7 @@ from integrations.transports import (
     PermanentSendError,
     SendError,
     TransientSendError,
+    http_client,
 )
 
 if TYPE_CHECKING:
@@ -96,7 +97,9 @@ class CloudApiTransport:
             payload["biz_opaque_callback_data"] = client_message_id
         url = f"{self.base}/{self.channel.phone_number_id}/messages"
         try:
-            response = httpx.post(url, json=payload, headers=self._headers(), timeout=_timeout())
+            response = http_client().post(
+                url, json=payload, headers=self._headers(), timeout=_timeout()
+            )
         except httpx.TimeoutException as exc:
             raise TransientSendError(
                 "the Graph API did not answer in time", code="timeout"
