@@ -80,9 +80,6 @@ class Knowledge:
             [f"{i.sku} {i.name} {i.description}" for i in self.items],
         )
 
-    def prices(self) -> set[tuple[Decimal, str]]:
-        return {(i.price, i.currency) for i in self.items}
-
 
 def merge(base: list[KnowledgeItem], overrides: list[KnowledgeItem]) -> tuple[KnowledgeItem, ...]:
     """The business's rows with the channel's rows laid over them (same key → replaced)."""

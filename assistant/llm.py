@@ -282,10 +282,6 @@ class LLMClient:
             temperature=settings.LLM_TEMPERATURE,
         )
 
-    @property
-    def primary_mode(self) -> str:
-        return self.endpoints[0].structured_output
-
     def complete_decision(
         self, messages_for: MessagesFor, *, business_id: int, prompt_version: str = "v1"
     ) -> Completion:

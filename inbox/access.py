@@ -48,10 +48,6 @@ def can_see_chat(user: User, chat_id: int) -> bool:
     return visible_chats(user).filter(pk=chat_id).exists()
 
 
-def is_business_admin(user: User, business_id: int) -> bool:
-    return memberships(user).filter(business_id=business_id, role=Membership.Role.ADMIN).exists()
-
-
 def visible_business_ids(user: User) -> list[int]:
     return list(visible_businesses(user).values_list("pk", flat=True))
 

@@ -45,12 +45,6 @@ class ListFilters:
     def active(self) -> bool:
         return bool(self.state or self.channel or self.q)
 
-    def as_query(self) -> str:
-        from urllib.parse import urlencode
-
-        pairs = {"state": self.state, "channel": self.channel or "", "q": self.q}
-        return urlencode({k: v for k, v in pairs.items() if v})
-
 
 def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
     """Waiting chats first, the longest-waiting on top; then the most recently active."""

@@ -426,10 +426,6 @@ class Alert(models.Model):
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.subject}".strip()
 
-    @property
-    def is_open(self) -> bool:
-        return self.resolved_at is None
-
 
 class ApiToken(models.Model):
     """A user's token for the JSON API (/api/v1/): the same permissions as that user has in the

@@ -94,10 +94,6 @@ def _log_key(business_id: int) -> str:
     return f"rt:log:{business_id}"
 
 
-def next_sequence(business_id: int) -> int:
-    return int(get_redis().incr(_seq_key(business_id)))
-
-
 def current_sequence(business_id: int) -> int:
     value = get_redis().get(_seq_key(business_id))
     return int(value) if value else 0

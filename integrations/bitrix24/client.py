@@ -310,22 +310,6 @@ class Bitrix24Client:
             )
         return outcome
 
-    def batch_groups(self, groups: Sequence[Sequence[Command]]) -> BatchResult:
-        """Pack command groups into as few batches as fit; a group (commands that refer to
-        each other with `$result[...]`) is never split across two requests."""
-        outcome = BatchResult()
-        current: list[Command] = []
-        for group in groups:
-            if len(group) > BATCH_LIMIT:
-                raise ValueError("a command group must fit in one batch")
-            if len(current) + len(group) > BATCH_LIMIT:
-                outcome.merge(self.batch(current))
-                current = []
-            current.extend(group)
-        if current:
-            outcome.merge(self.batch(current))
-        return outcome
-
     def iterate(
         self,
         method: str,
