@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.fields import IntegerField
@@ -45,6 +46,16 @@ class ListFilters:
     def active(self) -> bool:
         return bool(self.state or self.channel or self.q)
 
+    def query(self, offset: int) -> str:
+        """The list URL's query string for these filters, starting at `offset`."""
+        params = {"state": self.state, "channel": self.channel or "", "q": self.q}
+        return urlencode({**{k: v for k, v in params.items() if v}, "offset": offset})
+
+    @staticmethod
+    def offset_from_query(params: Any) -> int:
+        raw = str(params.get("offset", "")).strip()
+        return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
 
 def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
     """Waiting chats first, the longest-waiting on top; then the most recently active."""
@@ -59,7 +70,26 @@ def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
     )
 
 
-def chat_rows(user: User, filters: ListFilters, limit: int = LIST_LIMIT) -> list[Chat]:
+@dataclass(frozen=True)
+class ChatPage:
+    rows: list[Chat]
+    offset: int
+    next_offset: int | None  # None: this page reaches the end of the list
+
+
+def chat_page(user: User, filters: ListFilters, offset: int = 0) -> ChatPage:
+    """One page of the chat list. Offsets, not keys: the list's order moves with every message,
+    so a row may repeat across pages (the page drops repeats) but none is skipped for long."""
+    rows = chat_rows(user, filters, limit=LIST_LIMIT + 1, offset=offset)
+    more = len(rows) > LIST_LIMIT
+    return ChatPage(
+        rows=rows[:LIST_LIMIT], offset=offset, next_offset=offset + LIST_LIMIT if more else None
+    )
+
+
+def chat_rows(
+    user: User, filters: ListFilters, limit: int = LIST_LIMIT, offset: int = 0
+) -> list[Chat]:
     """The chats a user sees, filtered, with `last_message` attached for the preview."""
     chats = access.visible_chats(user).select_related("channel", "assigned_to")
     if filters.state:
@@ -79,7 +109,9 @@ def chat_rows(user: User, filters: ListFilters, limit: int = LIST_LIMIT) -> list
         .values("pk")[:1]
     )
     rows: list[Chat] = list(
-        _ordered(chats).annotate(last_id=Subquery(last_id, output_field=IntegerField()))[:limit]
+        _ordered(chats).annotate(last_id=Subquery(last_id, output_field=IntegerField()))[
+            offset : offset + limit
+        ]
     )
     attach_last_messages(rows)
     return rows

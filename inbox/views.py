@@ -46,13 +46,24 @@ def _alerts(user: User) -> list[Alert]:
     return sorted(seen.values(), key=lambda alert: alert.raised_at, reverse=True)
 
 
+def _list_context(request: HttpRequest) -> dict[str, Any]:
+    """The chat list's rows from the requested offset, and the query of its next page."""
+    filters = dashboard.ListFilters.from_query(request.GET)
+    offset = dashboard.ListFilters.offset_from_query(request.GET)
+    page = dashboard.chat_page(_user(request), filters, offset)
+    return {
+        "rows": page.rows,
+        "filters": filters,
+        "list_page": page,
+        "more_query": filters.query(page.next_offset) if page.next_offset else "",
+    }
+
+
 def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
     user = _user(request)
     seq = _sequences(user)
-    filters = dashboard.ListFilters.from_query(request.GET)
     context: dict[str, Any] = {
-        "rows": dashboard.chat_rows(user, filters),
-        "filters": filters,
+        **_list_context(request),
         "states": dashboard.STATES,
         "channels": list(access.visible_channels(user).order_by("name")),
         "seq_json": json.dumps(seq),
@@ -74,10 +85,11 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
 @login_required
 @require_GET
 def chat_list(request: HttpRequest) -> HttpResponse:
-    if _is_htmx(request) and request.headers.get("HX-Target") == "chat-list":
-        filters = dashboard.ListFilters.from_query(request.GET)
-        rows = dashboard.chat_rows(_user(request), filters)
-        return render(request, "inbox/_chat_list.html", {"rows": rows, "filters": filters})
+    target = request.headers.get("HX-Target") if _is_htmx(request) else None
+    if target == "chat-list":
+        return render(request, "inbox/_chat_list.html", _list_context(request))
+    if target == "chat-list-more":
+        return render(request, "inbox/_chat_list_page.html", _list_context(request))
     return render(request, "inbox/inbox.html", _page_context(request, None))
 
 

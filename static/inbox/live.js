@@ -305,6 +305,18 @@
     }
   });
 
+  // "Show more chats" appends the next page; a row that moved up meanwhile is already shown.
+  document.body.addEventListener("htmx:afterSettle", function () {
+    var items = document.getElementById("chat-list-items");
+    if (!items) return;
+    var seen = {};
+    Array.prototype.slice.call(items.children).forEach(function (row) {
+      if (seen[row.id]) row.remove(); else seen[row.id] = true;
+    });
+    decorate(items);
+    refreshList();
+  });
+
   setInterval(function () { waitingTimes(document); }, 30000);
   decorate(document);
   setPending(pending);

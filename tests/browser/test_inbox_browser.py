@@ -312,3 +312,62 @@ def test_two_managers_follow_one_chat_live(
     login_page = browser.new_context().new_page()
     login_page.goto(f"{stack}/accounts/login/")
     shot(login_page, "login")
+
+
+@pytest.fixture
+def web_only(subprocess_env: dict[str, str]) -> Iterator[str]:
+    group = ProcessGroup(subprocess_env)
+    try:
+        yield group.start_daphne("browser-list-web")
+    finally:
+        group.stop_all()
+
+
+def test_show_more_appends_the_next_page_without_repeating_a_row(
+    people: dict[str, Any], web_only: str, browser: Any, monkeypatch: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from inbox import realtime
+    from inbox.dashboard import LIST_LIMIT
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # as in the test above
+    now = timezone.now()
+    chats = Chat.objects.bulk_create(
+        Chat(
+            channel=people["channel"],
+            customer_key=f"7702{n:07d}",
+            customer_name=f"Listed {n:03d}",
+            last_message_at=now - timedelta(minutes=n),
+        )
+        for n in range(LIST_LIMIT + 3)
+    )
+    page = logged_in(browser, web_only, "boris")
+    rows = page.locator("#chat-list-items .chat-row")
+    assert rows.count() == LIST_LIMIT
+    wait_for(lambda: page.evaluate("window.inboxLive.connected"), timeout=20)
+
+    # The last chat on the second page writes again: it moves to the top, live, so the second
+    # page (counted from the database's new order) starts with a row the page already shows.
+    last = chats[-1]
+
+    def writes_again() -> bool:
+        Chat.objects.filter(pk=last.pk).update(last_message_at=timezone.now())
+        realtime.chat_changed(last.pk)
+        return True
+
+    in_thread(writes_again)
+    page.wait_for_function(
+        f"document.querySelector('#chat-list-items .chat-row').id === 'chat-row-{last.pk}'"
+    )
+    page.click("text=Show more chats")
+    page.wait_for_function(
+        "(() => { const ids = [...document.querySelectorAll('#chat-list-items .chat-row')]"
+        ".map(r => r.id); return ids.length > 201 && new Set(ids).size === ids.length; })()"
+    )
+
+    ids = page.eval_on_selector_all("#chat-list-items .chat-row", "rows => rows.map(r => r.id)")
+    assert len(ids) == len(set(ids)) == LIST_LIMIT + 3
+    assert page.locator("text=Show more chats").count() == 0

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from inbox import ownership
+from inbox import dashboard, ownership
 from inbox.models import Chat, Membership, Message, Owner, OwnershipTransition, Turn
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator
@@ -99,6 +99,40 @@ class TestChatList:
         assert "Erlan" in by_name
         assert "Dana" not in by_name
         assert partial.content.decode().lstrip().startswith('<div id="chat-list"')
+
+    def test_long_list_pages_with_show_more_keeping_filters(self, a: Tenant, b: Tenant) -> None:
+        now = timezone.now()
+        Chat.objects.bulk_create(
+            Chat(
+                channel=a.channel,
+                customer_key=f"7701{n:07d}",
+                customer_name=f"Bulk {n:03d}",
+                last_message_at=now - timedelta(minutes=n),
+            )
+            for n in range(1, dashboard.LIST_LIMIT + 6)
+        )
+        client = client_for(a.manager)
+
+        first = client.get("/inbox/").content.decode()
+        more = client.get(
+            "/inbox/?offset=200", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="chat-list-more"
+        ).content.decode()
+        filtered = client.get("/inbox/?q=bulk").content.decode()
+
+        assert first.count('class="chat-row ') == dashboard.LIST_LIMIT
+        assert "Bulk 001" in first
+        assert "Bulk 199" in first
+        assert "Bulk 200" not in first
+        assert "Show more chats" in first
+        assert 'hx-swap-oob="beforeend:#chat-list-items"' in more
+        # 205 bulk chats and the tenant's own chat, newest first: 200 on the first page.
+        assert more.count('class="chat-row ') == 6
+        assert "Bulk 200" in more
+        assert "Bulk 205" in more
+        assert "Bulk 199" not in more
+        assert "Show more chats" not in more
+        assert "Customer B" not in more
+        assert "q=bulk&amp;offset=200" in filtered
 
     def test_manager_with_assigned_channels_sees_only_those(self, a: Tenant) -> None:
         second = factories.channel(a.business, name="Wholesale")
