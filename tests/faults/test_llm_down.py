@@ -1,10 +1,12 @@
-"""Fault 3: the model server goes away, then comes back.
+"""Fault 3: the model server goes away for a minute, then comes back.
 
 While it is down the circuit breaker (shared by every worker through Redis) opens after a few
 failures; each chat whose turn cannot reach the model is handed to a person with a polite
 message (reason `model_unavailable`), and once open the breaker refuses at once instead of
 making every customer wait for timeouts. After the cool-down one probe goes through (half-open);
-its success closes the breaker and the bot answers again. The cool-down is shortened to 12 s.
+while the server is still down that probe fails and the breaker opens again; once the server is
+back, the next probe's success closes the breaker and the bot answers again. The cool-down is
+shortened to 12 s so a one-minute outage sees several failed probes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from tests.faults.helpers import (
 )
 from tests.processes import ProcessGroup, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+OUTAGE = 60.0
 COOLDOWN = 12.0
 
 
@@ -61,7 +64,16 @@ def _breaker() -> str:
     return state
 
 
-def test_model_down_hands_chats_to_people_then_the_breaker_recovers(
+def _opened_at(base_url: str) -> float:
+    return float(get_redis().hget(f"llm:breaker:{replica_id(base_url)}", "opened_at") or 0)
+
+
+def _wait_for_cooldown(opened_at: float) -> None:
+    wait_for(lambda: _redis_now() > opened_at + COOLDOWN, timeout=COOLDOWN + 5,
+             message="the cool-down")  # fmt: skip
+
+
+def test_model_down_for_a_minute_hands_chats_to_people_then_the_breaker_recovers(
     subprocess_env: dict[str, str], graph: GraphApiEmulator, llm: OpenAIEmulator, settings: Any
 ) -> None:
     started = time.monotonic()
@@ -75,8 +87,9 @@ def test_model_down_hands_chats_to_people_then_the_breaker_recovers(
         graph.webhook_url = f"{stack.web[0]}/webhooks/whatsapp/"
         channel, pnid = cloud_channel(graph)
 
-        # The model server stops: connections are refused.
+        # The model server stops: connections are refused, for a minute.
         llm.stop()
+        outage_started = time.monotonic()
         assert graph.deliver(message_body(pnid, customer(1), "Do you deliver to Astana?")) == 200
         first = _turn_of(channel.pk, customer(1))
 
@@ -90,35 +103,50 @@ def test_model_down_hands_chats_to_people_then_the_breaker_recovers(
         alerts.check_all()
         assert [a.kind for a in alerts.active_alerts(channel.business_id)] == ["llm_breaker_open"]
 
+        # Through the rest of the minute, each cool-down ends in one probe that fails: the
+        # breaker opens again and that customer, too, is handed to a person at once.
+        n = 1
+        while time.monotonic() - outage_started < OUTAGE:
+            opened_at = _opened_at(llm.base_url)
+            _wait_for_cooldown(opened_at)
+            n += 1
+            assert graph.deliver(message_body(pnid, customer(n), "Is the sofa in stock?")) == 200
+            turn = _turn_of(channel.pk, customer(n))
+            assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "model_unavailable")
+            assert _breaker() == "open"
+            assert _opened_at(llm.base_url) > opened_at  # the failed probe re-opened it
+            assert graph.sent_to(customer(n))[0].text == notice.text
+        assert n >= 4
+
         # The server is back, but the breaker is still cooling down: no request reaches it.
         llm.start()
-        assert graph.deliver(message_body(pnid, customer(2), "Is the sofa in stock?")) == 200
-        second = _turn_of(channel.pk, customer(2))
-        assert (second.outcome, second.reason) == (Turn.Outcome.HANDED_OFF, "model_unavailable")
+        n += 1
+        assert graph.deliver(message_body(pnid, customer(n), "Is the sofa in stock?")) == 200
+        turn = _turn_of(channel.pk, customer(n))
+        assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "model_unavailable")
         assert llm.chat_requests == []
 
         # After the cool-down, one probe goes through (half-open) and closes the breaker.
-        opened_at = float(get_redis().hget(f"llm:breaker:{replica_id(llm.base_url)}", "opened_at"))
-        wait_for(lambda: _redis_now() > opened_at + COOLDOWN, timeout=COOLDOWN + 5,
-                 message="the cool-down")  # fmt: skip
+        _wait_for_cooldown(_opened_at(llm.base_url))
         llm.script(Step.slow(2.0))  # a slow probe, so its half-open state can be seen
-        assert graph.deliver(message_body(pnid, customer(3), "How much is the oak table?")) == 200
+        n += 1
+        assert graph.deliver(message_body(pnid, customer(n), "How much is the oak table?")) == 200
         wait_for(lambda: _breaker() == "half_open", timeout=15, message="the half-open probe")
-        third = _turn_of(channel.pk, customer(3))
+        last = _turn_of(channel.pk, customer(n))
 
-        assert third.outcome == Turn.Outcome.ANSWERED
-        assert third.backend == "llm:primary"
+        assert last.outcome == Turn.Outcome.ANSWERED
+        assert last.backend == "llm:primary"
         assert _breaker() == "closed"
-        assert "oak table" in graph.sent_to(customer(3))[0].text
+        assert "oak table" in graph.sent_to(customer(n))[0].text
         alerts.check_all()
         assert alerts.active_alerts(channel.business_id) == []
-        assert sorted(Handoff.objects.values_list("reason", flat=True)) == [
-            "model_unavailable",
-            "model_unavailable",
-        ]
+        reasons = list(Handoff.objects.values_list("reason", flat=True))
+        assert reasons == ["model_unavailable"] * (n - 1)  # everyone but the last customer
+        assert Chat.objects.filter(channel=channel, owner=Owner.PENDING_HUMAN).count() == n - 1
     finally:
         group.stop_all()
-    print(f"\n[fault 3] model server down and back: {time.monotonic() - started:.1f} s")
+    print(f"\n[fault 3] model server down for {OUTAGE:.0f} s and back: "
+          f"{time.monotonic() - started:.1f} s, {n - 1} customers handed to people")  # fmt: skip
 
 
 def _redis_now() -> float:
