@@ -73,7 +73,6 @@ def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
 @dataclass(frozen=True)
 class ChatPage:
     rows: list[Chat]
-    offset: int
     next_offset: int | None  # None: this page reaches the end of the list
 
 
@@ -82,9 +81,7 @@ def chat_page(user: User, filters: ListFilters, offset: int = 0) -> ChatPage:
     so a row may repeat across pages (the page drops repeats) but none is skipped for long."""
     rows = chat_rows(user, filters, limit=LIST_LIMIT + 1, offset=offset)
     more = len(rows) > LIST_LIMIT
-    return ChatPage(
-        rows=rows[:LIST_LIMIT], offset=offset, next_offset=offset + LIST_LIMIT if more else None
-    )
+    return ChatPage(rows=rows[:LIST_LIMIT], next_offset=offset + LIST_LIMIT if more else None)
 
 
 def chat_rows(
