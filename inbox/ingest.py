@@ -208,7 +208,7 @@ def _channel_info(channel_id: int) -> _ChannelInfo | None:
     return info
 
 
-def _locked_chat(event: InboundEvent) -> tuple[Chat, bool]:
+def _locked_chat(event: InboundEvent, business_id: int) -> tuple[Chat, bool]:
     """The event's chat, created if new, with its row locked for the rest of the transaction."""
     chats = Chat.objects.select_for_update(of=("self",)).select_related("channel", "assigned_to")
     lookup = {"channel_id": event.channel_id, "customer_key": event.chat_key}
@@ -222,7 +222,7 @@ def _locked_chat(event: InboundEvent) -> tuple[Chat, bool]:
             )
     except IntegrityError:
         return chats.get(**lookup), False  # another consumer created it meanwhile
-    crm_hooks.chat_created(created.pk)
+    crm_hooks.chat_created(created.pk, business_id=business_id)
     return chats.get(**lookup), True
 
 
@@ -232,7 +232,7 @@ def _accept_message(event: InboundEvent) -> Accepted:
         log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
         return Accepted(None, None, "ignored")
     with transaction.atomic():
-        chat, _created = _locked_chat(event)
+        chat, _created = _locked_chat(event, channel.business_id)
         if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
             # Our own reply coming back from the phone: the owner stays as it is.
             return Accepted(None, chat.pk, "duplicate")

@@ -21,6 +21,7 @@ from django.db import DatabaseError, close_old_connections, transaction
 from inbox import ingest, logs
 from inbox.events import Event, InboundEvent, event_from_json
 from inbox.redis import get_redis
+from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,10 @@ class IngestWorker:
         if not batch:
             return 0
         batch.sort(key=lambda item: _lock_order(item[2]))
+        with crm_hooks.settings_read_once():
+            return self._store_batch(batch)
+
+    def _store_batch(self, batch: list[tuple[Any, bytes, Event]]) -> int:
         if len(batch) == 1:
             self._one_by_one(batch)
             return 1

@@ -4,6 +4,9 @@ bucket, its `auth_connector`. OAuth tokens are refreshed here, one worker at a t
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 
 from django.db import transaction
@@ -94,7 +97,30 @@ def client_for(cfg: Bitrix24Settings) -> Bitrix24Client:
     )
 
 
+_read_once: ContextVar[dict[int, Bitrix24Settings | None] | None] = ContextVar(
+    "bitrix24_settings_read_once", default=None
+)
+
+
+@contextmanager
+def settings_read_once() -> Iterator[None]:
+    """Inside this block each business's settings are read from the database once. The ingest
+    consumer stores a batch of events in one transaction: one reading is as current as a
+    hundred, and most businesses have no sync at all."""
+    token = _read_once.set({})
+    try:
+        yield
+    finally:
+        _read_once.reset(token)
+
+
 def active_settings(business_id: int) -> Bitrix24Settings | None:
     """The business's sync settings when the sync is switched on and configured."""
+    memo = _read_once.get()
+    if memo is not None and business_id in memo:
+        return memo[business_id]
     cfg = Bitrix24Settings.objects.filter(business_id=business_id, is_active=True).first()
-    return cfg if cfg is not None and cfg.is_configured else None
+    active = cfg if cfg is not None and cfg.is_configured else None
+    if memo is not None:
+        memo[business_id] = active
+    return active

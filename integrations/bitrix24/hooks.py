@@ -13,14 +13,19 @@ import logging
 from inbox.models import Channel, Chat, Handoff, Message
 from integrations.bitrix24 import outbox
 from integrations.bitrix24.connection import active_settings
+from integrations.bitrix24.connection import settings_read_once as settings_read_once
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, HandoffSync
 
 log = logging.getLogger(__name__)
 
 
-def chat_created(chat_id: int) -> None:
+def chat_created(chat_id: int, *, business_id: int | None = None) -> None:
     """A new customer chat: find or create its contact and lead/deal, link the conversation.
-    Sandbox chats are a business trying its assistant, not customers: they never sync."""
+    Sandbox chats are a business trying its assistant, not customers: they never sync. With
+    `business_id` (the ingest consumer knows it) a business without a sync costs no query
+    inside `settings_read_once`."""
+    if business_id is not None and active_settings(business_id) is None:
+        return
     chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
     if chat is None or chat.channel.kind == Channel.Kind.SANDBOX:
         return

@@ -407,3 +407,45 @@ def test_a_timestamp_too_far_in_the_future_is_stored_with_the_arrival_time(
     message = Message.objects.get(pk=result.message_id)
     assert message.provider_timestamp is not None
     assert abs(message.provider_timestamp.timestamp() - time.time()) < 300
+
+
+class TestCrmHooksInABatch:
+    """The consumer tells the Bitrix24 sync about new chats; a batch reads each business's sync
+    settings once, not once per event."""
+
+    def _batch(self, channel: Channel, chats: int, per_chat: int) -> list[InboundEvent]:
+        return [
+            _event(channel, provider_message_id=f"wamid.c{c}m{m}", chat_key=f"770100{c:05d}")
+            for m in range(per_chat)
+            for c in range(chats)
+        ]
+
+    def test_new_chats_of_a_synced_business_are_queued_for_the_crm(self, channel: Channel) -> None:
+        from integrations.bitrix24 import config
+        from integrations.bitrix24.models import CrmLink
+        from tests.emulators.bitrix24 import Bitrix24Emulator
+
+        with Bitrix24Emulator() as portal:
+            config.configure(channel.business, webhook_url=portal.webhook_url)
+            other = factories.channel(kind=Channel.Kind.CLOUD_API)  # a business without a sync
+            ingest.enqueue(self._batch(channel, 3, 2) + self._batch(other, 2, 1))
+
+            assert IngestWorker(name="crm", block_ms=10).step() == 8
+
+        assert Chat.objects.count() == 5
+        linked = CrmLink.objects.values_list("chat__channel_id", flat=True)
+        assert sorted(linked) == [channel.pk] * 3
+
+    def test_a_batch_reads_the_sync_settings_once(self, channel: Channel) -> None:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        ingest.enqueue(self._batch(channel, 10, 3))
+        worker = IngestWorker(name="crm-once", block_ms=10)
+
+        with CaptureQueriesContext(connection) as queries:
+            assert worker.step() == 30
+
+        settings_reads = [q for q in queries if "bitrix24_bitrix24settings" in q["sql"]]
+        assert len(settings_reads) == 1
+        assert Message.objects.count() == 30
