@@ -123,4 +123,7 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # Started in the background by a script, SIGINT arrives ignored; Ctrl-C / kill -INT must
+    # still stop everything.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(run())
