@@ -6,7 +6,9 @@ Blocked when the reply (answer, clarify or handoff message alike) contains
 - an amount of money that is not a list price of this channel, nor list price × a quantity
   mentioned in the chat, nor the sum of other backed amounts in the same reply (an order total),
   nor an amount written in the business rules or item descriptions, nor one a manager wrote in
-  this chat (a human already committed to it);
+  this chat (a human already committed to it). When the sentence that holds the amount names
+  products, only their prices back it: "the oak table is 54 000" is blocked when 54 000 is the
+  coffee table's price;
 - a percentage (a discount) not written in the business rules or item descriptions;
 - a delivery or readiness deadline ("tomorrow", "in 2 days", "до пятницы") not written there;
 - a phrase from the business's forbidden promises (an entry starting with "re:" is a regex).
@@ -94,6 +96,7 @@ class Amount:
     value: Decimal
     currency: str
     text: str
+    start: int = 0  # where it stands in the text
 
 
 def find_amounts(text: str) -> list[Amount]:
@@ -112,7 +115,9 @@ def find_amounts(text: str) -> list[Amount]:
         if mult:
             value *= MULTIPLIERS.get(mult.lower()[0], 1000)
         currency = find_currency(groups["pre"] or groups["post"] or groups["post3"] or "")
-        amounts.append(Amount(value.quantize(Decimal("0.01")), currency, match.group(0).strip()))
+        amounts.append(
+            Amount(value.quantize(Decimal("0.01")), currency, match.group(0).strip(), match.start())
+        )
     return amounts
 
 
@@ -140,18 +145,28 @@ def _unbacked_amounts(
         return []
     conversation = [e.text for e in [*turn.history, *turn.pending]]
     quantities = _quantities([*conversation, reply])
-    backed: set[tuple[Decimal, str]] = set()
-    for item in knowledge.items:
-        for qty in quantities:
-            backed.add(((item.price * qty).quantize(Decimal("0.01")), item.currency))
+
+    def list_prices(indices: range | set[int]) -> set[tuple[Decimal, str]]:
+        items = [knowledge.items[i] for i in indices]
+        return {
+            ((item.price * qty).quantize(Decimal("0.01")), item.currency)
+            for item in items
+            for qty in quantities
+        }
+
+    agreed: set[tuple[Decimal, str]] = set()
     for amount in find_amounts(reference):
-        backed.add((amount.value, amount.currency))
+        agreed.add((amount.value, amount.currency))
     for entry in turn.history:
         if entry.speaker == "manager":
             for amount in find_amounts(entry.text):
-                backed.add((amount.value, amount.currency))
+                agreed.add((amount.value, amount.currency))
+    every_price = list_prices(range(len(knowledge.items)))
+    sentences = _sentences(reply)
 
     def is_backed(amount: Amount) -> bool:
+        named = _named_items(knowledge, _sentence_at(sentences, reply, amount.start))
+        backed = agreed | (list_prices(named) if named else every_price)
         return any(
             value == amount.value and (not amount.currency or not cur or cur == amount.currency)
             for value, cur in backed
@@ -165,6 +180,29 @@ def _unbacked_amounts(
         shown = format_money(amount.value, amount.currency)
         result.append(Finding("price", f"price {shown} not in the price list"))
     return result
+
+
+SENTENCE_END_RE = re.compile(r"[.!?;]+(?=\s)|\n+")
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence or line; a decimal point is not an end."""
+    spans, start = [], 0
+    for match in SENTENCE_END_RE.finditer(text):
+        spans.append((start, match.end()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return spans
+
+
+def _sentence_at(spans: list[tuple[int, int]], text: str, position: int) -> str:
+    return next((text[a:b] for a, b in spans if a <= position < b), text)
+
+
+def _named_items(knowledge: Knowledge, sentence: str) -> set[int]:
+    """The items a sentence names: each thing named resolves to the items that explain its
+    words best ("oak table" to the oak tables, not to every table)."""
+    return {match.index for group in knowledge.catalogue.resolve(sentence) for match in group}
 
 
 def _is_sum_of(amount: Amount, parts: list[Amount]) -> bool:

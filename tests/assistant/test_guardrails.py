@@ -34,6 +34,25 @@ def test_list_prices_and_quantity_totals_are_allowed():
     assert result == guardrails.GuardrailResult(allowed=True, blocked=[])
 
 
+def test_another_products_price_is_not_backed_for_the_product_named():
+    # 45 000 is a list price, but the office chair's, not the sofa's.
+    result = verdict("The Sofa Milano costs 45 000 KZT.", "how much is the sofa?")
+    assert result.blocked == ["price 45 000 KZT not in the price list"]
+    assert not verdict("The oak table is 28 000 KZT", "oak table price?").allowed
+    # Each sentence is checked against what it names; an unnamed total is a sum.
+    assert verdict(
+        "The office chair is 45 000 KZT. The sofa Milano is 310 000 KZT. Together 355 000 KZT.",
+        "chair and sofa?",
+    ).allowed
+    # Products named together in one sentence back each other's prices.
+    assert verdict(
+        "We have the Oak dining table 160 for 120 000 KZT and the 200 one for 150 000 KZT.",
+        "oak tables?",
+    ).allowed
+    # Delivery from the business rules may share a sentence with a product.
+    assert verdict("The sofa Milano is 310 000 KZT, delivery 2 000 KZT.", "sofa?").allowed
+
+
 def test_invented_price_is_blocked_with_a_readable_finding():
     result = verdict("Good news: the sofa costs 15 000 KZT today.")
     assert not result.allowed
