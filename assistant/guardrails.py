@@ -145,31 +145,25 @@ def _unbacked_amounts(
         return []
     conversation = [e.text for e in [*turn.history, *turn.pending]]
     quantities = _quantities([*conversation, reply])
-
-    def list_prices(indices: range | set[int]) -> set[tuple[Decimal, str]]:
-        items = [knowledge.items[i] for i in indices]
-        return {
-            ((item.price * qty).quantize(Decimal("0.01")), item.currency)
-            for item in items
-            for qty in quantities
-        }
-
-    agreed: set[tuple[Decimal, str]] = set()
-    for amount in find_amounts(reference):
-        agreed.add((amount.value, amount.currency))
-    for entry in turn.history:
-        if entry.speaker == "manager":
-            for amount in find_amounts(entry.text):
-                agreed.add((amount.value, amount.currency))
-    every_price = list_prices(range(len(knowledge.items)))
+    agreed = [
+        *find_amounts(reference),
+        *(a for e in turn.history if e.speaker == "manager" for a in find_amounts(e.text)),
+    ]
+    every_item = range(len(knowledge.items))
     sentences = _sentences(reply)
+    named_in: dict[str, set[int]] = {}
 
     def is_backed(amount: Amount) -> bool:
-        named = _named_items(knowledge, _sentence_at(sentences, reply, amount.start))
-        backed = agreed | (list_prices(named) if named else every_price)
+        if any(_same_money(amount, a.value, a.currency) for a in agreed):
+            return True
+        sentence = _sentence_at(sentences, reply, amount.start)
+        if sentence not in named_in:
+            named_in[sentence] = _named_items(knowledge, sentence)
+        named = named_in[sentence]
+        items = [knowledge.items[i] for i in (named or every_item)]
+        prices = {(item.price, item.currency) for item in items}
         return any(
-            value == amount.value and (not amount.currency or not cur or cur == amount.currency)
-            for value, cur in backed
+            _is_list_price(amount.value / qty, amount.currency, prices) for qty in quantities
         )
 
     ok = [a for a in amounts if is_backed(a)]
@@ -203,6 +197,20 @@ def _named_items(knowledge: Knowledge, sentence: str) -> set[int]:
     """The items a sentence names: each thing named resolves to the items that explain its
     words best ("oak table" to the oak tables, not to every table)."""
     return {match.index for group in knowledge.catalogue.resolve(sentence) for match in group}
+
+
+def _same_money(amount: Amount, value: Decimal, currency: str) -> bool:
+    """Equal values; a missing currency on either side matches any."""
+    return value == amount.value and (
+        not amount.currency or not currency or currency == amount.currency
+    )
+
+
+def _is_list_price(unit: Decimal, currency: str, prices: set[tuple[Decimal, str]]) -> bool:
+    """Whether `unit` (an amount divided by a quantity) is the price of one of these items."""
+    if currency:
+        return (unit, currency) in prices or (unit, "") in prices
+    return any(price == unit for price, _ in prices)
 
 
 def _is_sum_of(amount: Amount, parts: list[Amount]) -> bool:

@@ -189,6 +189,12 @@ class Catalogue:
         numbers = [t for t in tokens if t.word.isdigit()]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
+        # Which name stems each content token matches, computed once over the vocabulary
+        # rather than once per item (names share most of their words).
+        matching_stems = [
+            {s for s in self.vocabulary if stems_match(t.stem, s, t.stem not in self.vocabulary)}
+            for t in content
+        ]
         matches: list[ItemMatch] = []
         for index, stems in enumerate(self.name_stems):
             if self.skus[index] and len(self.skus[index]) >= 3 and self.skus[index] in compounds:
@@ -209,9 +215,8 @@ class Catalogue:
                             number_positions.add(t.position)
                             break
                     continue
-                for t in content:
-                    fuzzy = t.stem not in self.vocabulary
-                    if stems_match(t.stem, s, fuzzy):
+                for t, stems_of_t in zip(content, matching_stems, strict=True):
+                    if s in stems_of_t:
                         matched += self.idf.get(s, 1.0)
                         positions.add(t.position)
                         break
