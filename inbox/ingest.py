@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import redis
@@ -255,7 +256,7 @@ def _accept_message(event: InboundEvent) -> Accepted:
             _customer_wrote(chat, message, channel)
             realtime.new_message_on_commit(message, chat)
             crm_hooks.customer_message(message.pk, business_id=channel.business_id)
-    _touch_channel(event.channel_id)
+    _touch_channel_on_commit(event.channel_id)
     return Accepted(message.pk, chat.pk, "stored")
 
 
@@ -356,12 +357,17 @@ def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:
     return Accepted(message.pk, chat.pk, outcome)
 
 
-def _touch_channel(channel_id: int) -> None:
+def _touch_channel_on_commit(channel_id: int) -> None:
     """Last-event time per channel feeds the silent-number alert; written at most every 30 s
-    (per process, and in the database)."""
+    (per process, and in the database), after the commit: inside the consumer's batch the
+    update would hold the channel's row lock, shared by every consumer, until the batch ends."""
     if _touched.get(channel_id, 0.0) > time.monotonic() - 30:
         return
     _touched[channel_id] = time.monotonic()
+    transaction.on_commit(partial(_touch_channel, channel_id))
+
+
+def _touch_channel(channel_id: int) -> None:
     now = timezone.now()
     Channel.objects.filter(pk=channel_id, last_event_at__isnull=True).update(last_event_at=now)
     Channel.objects.filter(pk=channel_id, last_event_at__lt=now - timedelta(seconds=30)).update(

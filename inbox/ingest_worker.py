@@ -25,6 +25,11 @@ from integrations.bitrix24 import hooks as crm_hooks
 
 log = logging.getLogger(__name__)
 
+
+class BatchAborted(DatabaseError):
+    """An event of a batch failed; the batch's transaction is rolled back."""
+
+
 FAILURES_KEY = "ingest:failures"
 
 
@@ -117,11 +122,12 @@ class IngestWorker:
 
     def process_batch(self, entries: list[tuple[Any, dict[bytes, bytes]]]) -> int:
         """Accept a batch of entries in one transaction (one commit instead of one per event),
-        each event in its own savepoint, then acknowledge those that were stored.
+        then acknowledge them all.
 
         Chats are locked in one order in every consumer — sorted by channel and customer, a
-        chat's own events keeping their order — so two consumers never deadlock. If the batch
-        cannot commit, its events are retried one transaction each."""
+        chat's own events keeping their order — so two consumers do not deadlock on them. If
+        any event fails, or the batch cannot commit, the batch is rolled back and its events
+        are stored one transaction each; a failing one is left pending for a retry."""
         close_old_connections()
         batch: list[tuple[Any, bytes, Event]] = []
         for entry_id, fields in entries:
@@ -141,23 +147,20 @@ class IngestWorker:
         if len(batch) == 1:
             self._one_by_one(batch)
             return 1
-        stored: list[Any] = []
-        failed: list[tuple[Any, bytes]] = []
         try:
             with transaction.atomic():
-                for entry_id, raw, event in batch:
-                    if self._accept(entry_id, event):
-                        stored.append(entry_id)
-                    else:
-                        failed.append((entry_id, raw))
+                for entry_id, _raw, event in batch:
+                    if not self._accept(entry_id, event):
+                        # The failure may have left the transaction unusable (a deadlock, an
+                        # update marked for rollback): committing the rest could silently roll
+                        # back events we would then acknowledge. Store them one by one instead.
+                        raise BatchAborted(f"entry {entry_id!r} failed")
         except DatabaseError:
             log.warning("ingest.batch_failed", extra={"size": len(batch)}, exc_info=True)
             close_old_connections()
             self._one_by_one(batch)
             return len(batch)
-        self._ack(*stored)
-        for entry_id, raw in failed:
-            self._failed(entry_id, raw)
+        self._ack(*(entry_id for entry_id, _raw, _event in batch))
         return len(batch)
 
     def _one_by_one(self, batch: list[tuple[Any, bytes, Event]]) -> None:

@@ -449,3 +449,54 @@ class TestCrmHooksInABatch:
         settings_reads = [q for q in queries if "bitrix24_bitrix24settings" in q["sql"]]
         assert len(settings_reads) == 1
         assert Message.objects.count() == 30
+
+
+_POISON_TRIGGER = {
+    # An update of one message row fails: as a deadlock or a lost connection would, outside any
+    # savepoint, which marks the consumer's whole batch transaction for rollback.
+    "postgresql": [
+        "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN "
+        "IF NEW.provider_message_id = 'wamid.poison' THEN RAISE EXCEPTION 'poisoned row'; END IF; "
+        "RETURN NEW; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER poison BEFORE UPDATE ON inbox_message FOR EACH ROW EXECUTE FUNCTION poison()",
+    ],
+    "sqlite": [
+        "CREATE TRIGGER poison BEFORE UPDATE ON inbox_message "
+        "WHEN NEW.provider_message_id = 'wamid.poison' BEGIN SELECT RAISE(ABORT, 'poisoned row'); END",
+    ],
+}
+_POISON_DROP = {
+    "postgresql": [
+        "DROP TRIGGER IF EXISTS poison ON inbox_message",
+        "DROP FUNCTION IF EXISTS poison()",
+    ],
+    "sqlite": ["DROP TRIGGER IF EXISTS poison"],
+}
+
+
+def test_an_event_that_breaks_the_batch_transaction_loses_no_other_event(
+    channel: Channel,
+) -> None:
+    from django.db import connection
+
+    TestStatuses()._outbound(channel, wamid="wamid.poison")
+    first = _event(channel, provider_message_id="wamid.in1", chat_key="77010000001", text="one")
+    second = _event(channel, provider_message_id="wamid.in2", chat_key="77010000002", text="two")
+    poisoned = StatusEvent(channel_id=channel.pk, provider_message_id="wamid.poison",
+                           status="delivered", provider_ts=int(time.time()))  # fmt: skip
+    ingest.enqueue([first, poisoned, second])
+    with connection.cursor() as cursor:
+        for sql in _POISON_TRIGGER[connection.vendor]:
+            cursor.execute(sql)
+    try:
+        assert IngestWorker(name="poison", block_ms=10).step() == 3
+    finally:
+        with connection.cursor() as cursor:
+            for sql in _POISON_DROP[connection.vendor]:
+                cursor.execute(sql)
+
+    assert sorted(Message.objects.filter(direction="in").values_list("text", flat=True)) == [
+        "one",
+        "two",
+    ]
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 1  # the status
