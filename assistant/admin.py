@@ -16,6 +16,12 @@ from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
+from assistant.knowledge.price_import import (
+    MAX_FILE_BYTES,
+    ImportRejected,
+    apply_price_list,
+    parse_price_file,
+)
 from assistant.models import (
     AssistantSettings,
     KnowledgeGap,
@@ -23,13 +29,7 @@ from assistant.models import (
     PriceList,
     PriceListVersion,
 )
-from assistant.price_import import (
-    MAX_FILE_BYTES,
-    ImportRejected,
-    apply_price_list,
-    parse_price_file,
-)
-from inbox.models import Business, Channel
+from inbox.conversations.models import Business, Channel
 
 UPLOAD_TTL_SECONDS = 3600
 

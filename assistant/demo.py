@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.models import AssistantSettings, PriceList
-from assistant.price_import import apply_price_list, parse_price_file
-from inbox.models import Business
+from inbox.conversations.models import Business
 
 DEMO_PRICE_LIST = Path(__file__).resolve().parent / "data" / "demo_price_list.csv"
 DEMO_RULES = (

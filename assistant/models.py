@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from inbox.models import Business, Channel, Handoff
+from inbox.conversations.models import Business, Channel, Handoff
 
 # Reasons the model (or the catalogue assistant) may choose, with what each means. A business
 # edits the descriptions, removes reasons or adds its own in AssistantSettings.handoff_reasons.

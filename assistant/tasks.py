@@ -10,10 +10,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from assistant import voice_notes
+from assistant.speech import voice_notes
 from assistant.turn import TURN_TIME_LIMIT_SECONDS, take_turn
-from inbox import debounce, ownership, voice
-from inbox.models import Message
+from inbox.conversations import debounce, ownership, voice
+from inbox.conversations.models import Message
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@
     too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
-    answer / clarify → inbox.outbound.send_reply(…, generated_at_version)
-    handoff          → inbox.handoff.hand_off(…, generated_at_version)
+    answer / clarify → inbox.conversations.outbound.send_reply(…, generated_at_version)
+    handoff          → inbox.conversations.handoff.hand_off(…, generated_at_version)
 
 Whether the reply goes out is decided at the last moment under the chat's row lock (owner still
 BOT, version unchanged, these messages not answered yet), so a manager taking over or a new
@@ -21,12 +21,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from assistant import brain, guardrails, replies
+from assistant.decision import brain, escalation, guardrails
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox import metrics, realtime, turns
-from inbox.handoff import HandoffOutcome, hand_off
-from inbox.models import Message, Turn
-from inbox.outbound import SendOutcome, send_reply
+from inbox.conversations import hooks, metrics, turns
+from inbox.conversations.handoff import HandoffOutcome, hand_off
+from inbox.conversations.models import Message, Turn
+from inbox.conversations.outbound import SendOutcome, send_reply
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def take_turn(chat_id: int) -> Turn | None:
         generated_at_version=pending.version,
     )
     started = time.monotonic()
-    realtime.publish_turn(pending.chat, running=True)
+    hooks.turn_running(pending.chat, running=True)
     try:
         _run(turn, pending)
     except Exception as exc:
@@ -112,7 +112,7 @@ def take_turn(chat_id: int) -> Turn | None:
         )
         raise
     finally:
-        realtime.publish_turn(pending.chat, running=False)
+        hooks.turn_running(pending.chat, running=False)
     turn.latency_ms = (time.monotonic() - started) * 1000
     turn.finished_at = timezone.now()
     turn.save()
@@ -131,42 +131,28 @@ def take_turn(chat_id: int) -> Turn | None:
 
 def _run(turn: Turn, pending: turns.PendingTurn) -> None:
     turn_input = build_input(pending)
-    language = replies.language_for(turn_input)
-    cutoff = timedelta(minutes=pending.chat.channel.late_answer_cutoff_minutes)
     oldest = pending.messages[0]
-    age = timezone.now() - (oldest.provider_timestamp or oldest.created_at)
-    if age > cutoff:
-        # After an outage, don't answer an old question as if nothing happened.
-        minutes = int(age.total_seconds() // 60)
-        summary = (
-            f"The customer's message waited {minutes} min (late-answer cutoff "
-            f"{cutoff.total_seconds() / 60:.0f} min); a person should answer it."
-        )
-        _handoff(turn, pending, "late", summary, {}, replies.handoff_message("late", language))
+    late = escalation.too_late(
+        turn_input,
+        waited=timezone.now() - (oldest.provider_timestamp or oldest.created_at),
+        cutoff=timedelta(minutes=pending.chat.channel.late_answer_cutoff_minutes),
+    )
+    if late is not None:
+        _handoff(turn, pending, late)
         return
 
     result = brain.decide(turn_input)
-    decision = result.decision
     turn.backend = result.backend
     turn.model_error = result.model_error[:500]
-    turn.decision = decision.model_dump(mode="json")
-    turn.action = decision.action.value
-    turn.reason = decision.reason
+    turn.decision = result.decision.model_dump(mode="json")
+    turn.action = result.decision.action.value
+    turn.reason = result.decision.reason
 
-    verdict = guardrails.check(decision, turn_input)
-    if not verdict.allowed:
-        turn.guardrail_findings = verdict.blocked
-        summary = decision.summary or "The assistant's reply was blocked by a guardrail."
-        details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
-        _handoff(turn, pending, "guardrail", summary, decision.facts.model_dump(mode="json"),
-                 replies.handoff_message("guardrail", language), details)  # fmt: skip
-        return
+    verdict = guardrails.check(result.decision, turn_input)
+    turn.guardrail_findings = verdict.blocked
+    decision, details = escalation.guarded(result.decision, verdict, turn_input)
     if decision.action == Action.HANDOFF:
-        reason = decision.reason or "asks_for_human"
-        message = decision.reply_to_customer or replies.handoff_message(reason, language)
-        _handoff(
-            turn, pending, reason, decision.summary, decision.facts.model_dump(mode="json"), message
-        )
+        _handoff(turn, pending, decision, details)
         return
     _reply(turn, pending, decision)
 
@@ -191,20 +177,17 @@ def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> None:
 def _handoff(
     turn: Turn,
     pending: turns.PendingTurn,
-    reason: str,
-    summary: str,
-    facts: dict[str, Any],
-    message: str,
+    decision: Decision,
     details: dict[str, Any] | None = None,
 ) -> None:
     turn.action = turn.action or Action.HANDOFF.value
-    turn.reason = reason
+    turn.reason = decision.reason or escalation.DEFAULT_REASON
     outcome: HandoffOutcome = hand_off(
         pending.chat.pk,
-        reason=reason,
-        summary=summary,
-        facts=facts,
-        message_to_customer=message,
+        reason=turn.reason,
+        summary=decision.summary,
+        facts=decision.facts.model_dump(mode="json"),
+        message_to_customer=decision.reply_to_customer,
         generated_at_version=pending.version,
         answered_up_to=pending.answered_up_to,
         details=details,

@@ -44,9 +44,9 @@ BURST = [
 def wait_ready(graph: Any, procs: list[common.Proc], timeout: float = 90) -> None:
     """Before the clock starts: the Celery worker has announced itself and one webhook went all
     the way through the consumer (process start-up would otherwise stretch the first bursts)."""
-    from inbox.celery import HEARTBEAT_KEY
-    from inbox.models import Message
-    from inbox.redis import get_redis
+    from inbox.conversations.models import Message
+    from inbox.conversations.redis import get_redis
+    from inbox.site.celery import HEARTBEAT_KEY
     from tests.emulators.graph_api import envelope, text_message
 
     client = get_redis()
@@ -59,7 +59,7 @@ def wait_ready(graph: Any, procs: list[common.Proc], timeout: float = 90) -> Non
     )
     probe = text_message("77000000000", "probe")
     # A status-only webhook would not start a turn; a message to a human-owned chat neither.
-    from inbox.models import Chat, Owner
+    from inbox.conversations.models import Chat, Owner
 
     chat, _ = Chat.objects.get_or_create(
         channel__phone_number_id=PHONE_NUMBER_ID,
@@ -80,7 +80,7 @@ def wait_ready(graph: Any, procs: list[common.Proc], timeout: float = 90) -> Non
 
 
 def _channel_id() -> int:
-    from inbox.models import Channel
+    from inbox.conversations.models import Channel
 
     return int(Channel.objects.get(phone_number_id=PHONE_NUMBER_ID).pk)
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     common.setup_django()
     if not args.no_migrate:
         common.migrate()
-    from inbox.models import Chat, Turn
+    from inbox.conversations.models import Chat, Turn
     from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, sign, text_message
     from tests.emulators.openai_server import OpenAIEmulator
     from tests.processes import ingest_drained
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             LOG_LEVEL="WARNING",
         )
         server, base_url = common.start_server(
-            "uvicorn", "inbox.asgi:application", env, name="burst-uvicorn"
+            "uvicorn", "inbox.site.asgi:application", env, name="burst-uvicorn"
         )
         procs = [
             server,

@@ -37,7 +37,7 @@ __all__ = ["percentile"]
 def setup_django() -> None:
     """Settings from the environment, as the servers get them. TESTING only relaxes the
     development secrets (no SECRET_KEY needed); nothing in the hot paths reads it."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
     os.environ.setdefault("TESTING", "1")
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # this process's own logs; servers get theirs
     import django
@@ -81,7 +81,7 @@ def wait_until(
 def subprocess_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
     env.setdefault("TESTING", "1")
-    env.setdefault("DJANGO_SETTINGS_MODULE", "inbox.settings")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
     return env
 
 
@@ -419,7 +419,7 @@ def machine_info() -> dict[str, Any]:
         "load_generator": _wrk_version() if wrk_available() else PYTHON_GENERATOR,
     }
     with contextlib.suppress(Exception):
-        from inbox.redis import get_redis
+        from inbox.conversations.redis import get_redis
 
         info["redis_server"] = get_redis().info("server").get("redis_version")
     with contextlib.suppress(Exception):
@@ -450,7 +450,7 @@ def _wrk_version() -> str:
 
 def delete_keys(pattern: str) -> int:
     """UNLINK every key matching `pattern` in the benchmark's Redis database."""
-    from inbox.redis import get_redis
+    from inbox.conversations.redis import get_redis
 
     client = get_redis()
     removed = 0

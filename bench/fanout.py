@@ -3,17 +3,17 @@
     .venv/bin/python bench/fanout.py [--clients 10,100,500] [--mode auto|product|layer] [--out F]
 
 Real processes: daphne serving the webhook and the websockets, the ingest consumer storing each
-message and publishing it through `inbox.realtime` over the channel layer (Redis pub/sub). N
+message and publishing it through `inbox.web.realtime` over the channel layer (Redis pub/sub). N
 websocket clients, all of one business, are open while signed Cloud API webhooks arrive:
   steady: `--rate` messages/s for `--seconds`;  bursty: `--bursts` bursts of `--burst-size`
   messages sent at once, one second apart.
 Every client must receive every message's `message.changed` event. Reported per N and pattern:
 delivered events/s, events lost (must be 0) and p50/p99 from the webhook POST to the socket.
 
-Modes: `product` connects to the dashboard's own consumer (`/ws/inbox/` in inbox.asgi, session
+Modes: `product` connects to the dashboard's own consumer (`/ws/inbox/` in inbox.site.asgi, session
 login, Origin check); `layer` serves bench/fanout_app.py, a stand-in that keeps that consumer's
 group/forwarding contract, for a tree where the dashboard consumer is not there yet. `auto`
-picks `product` when `inbox.routing` exists.
+picks `product` when `inbox.site.routing` exists.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def product_headers(business: Any, base_url: str) -> dict[str, str]:
     from django.contrib.auth import get_user_model
     from django.test import Client as DjangoClient
 
-    from inbox.models import Membership
+    from inbox.conversations.models import Membership
 
     user, _ = get_user_model().objects.get_or_create(username="bench-fanout-manager")
     Membership.objects.get_or_create(user=user, business=business,
@@ -171,7 +171,7 @@ async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, 
 
 
 def _message_ids(wamids: list[str], timeout: float) -> dict[str, int]:
-    from inbox.models import Message
+    from inbox.conversations.models import Message
 
     def stored() -> dict[str, int]:
         rows = Message.objects.filter(provider_message_id__in=wamids)
@@ -188,17 +188,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     common.setup_django()
     if not args.no_migrate:
         common.migrate()
-    from inbox.models import Business
+    from inbox.conversations.models import Business
 
     mode = args.mode
     if mode == "auto":
-        mode = "product" if importlib.util.find_spec("inbox.routing") else "layer"
+        mode = "product" if importlib.util.find_spec("inbox.site.routing") else "layer"
     business, _ = Business.objects.get_or_create(name="Benchmark fan-out")
     from bench import fixtures
 
     fixtures.cloud_channel(business, PHONE_NUMBER_ID, debounce_seconds=60.0)
     env = common.subprocess_env(WHATSAPP_APP_SECRET=APP_SECRET, LOG_LEVEL="WARNING")
-    app = "inbox.asgi:application" if mode == "product" else "bench.fanout_app:application"
+    app = "inbox.site.asgi:application" if mode == "product" else "bench.fanout_app:application"
     server, base_url = common.start_server("daphne", app, env, name=f"fanout-{mode}")
     consumer = common.start("fanout-ingest", [sys.executable, "manage.py", "ingest_worker"], env)
     levels = []

@@ -1,10 +1,10 @@
 """Stand-in for the dashboard's websocket consumer, for `bench/fanout.py --mode layer`.
 
-It keeps the contract of `inbox/consumers.py` that fan-out depends on (join the business group
+It keeps the contract of `inbox/web/consumers.py` that fan-out depends on (join the business group
 over the channel layer, forward every `inbox.event` as `{"type": "event", "seq", "event",
 "chat", "data"}` after a `hello`) without its session auth and per-event permission checks. The
-HTTP side is the product's own (`inbox.asgi.http`: the webhook in front of Django), so events
-come from the real ingest path: webhook → stream → consumer → `inbox.realtime.publish`.
+HTTP side is the product's own (`inbox.site.asgi.http`: the webhook in front of Django), so events
+come from the real ingest path: webhook → stream → consumer → `inbox.web.realtime.publish`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.urls import path
 
-from inbox import realtime
-from inbox.asgi import http
+from inbox.site.asgi import http
+from inbox.web import realtime
 
 
 class StandInConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]

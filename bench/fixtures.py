@@ -33,9 +33,9 @@ def price_list_csv(items: int) -> bytes:
 
 def business_with_prices(name: str, items: int = 300) -> Any:
     """A business (created once per name) whose current price list has `items` rows."""
+    from assistant.knowledge.price_import import apply_price_list, parse_price_file
     from assistant.models import PriceList
-    from assistant.price_import import apply_price_list, parse_price_file
-    from inbox.models import Business
+    from inbox.conversations.models import Business
 
     business, _ = Business.objects.get_or_create(name=name)
     current = (
@@ -50,7 +50,7 @@ def business_with_prices(name: str, items: int = 300) -> Any:
 
 
 def cloud_channel(business: Any, phone_number_id: str, **fields: Any) -> Any:
-    from inbox.models import Channel
+    from inbox.conversations.models import Channel
 
     defaults = {
         "business": business,
@@ -78,7 +78,7 @@ HISTORY = [
 
 def chat_with_history(channel: Any, customer_key: str, history: int = 6) -> Any:
     """A BOT-owned chat with `history` answered messages and nothing pending yet."""
-    from inbox.models import Chat, Message
+    from inbox.conversations.models import Chat, Message
 
     chat = Chat.objects.create(
         channel=channel,
@@ -118,7 +118,7 @@ def customer_message(chat: Any, text: str) -> Any:
     """A pending customer message, stored as the consumer would (version bumped)."""
     from django.db.models import F
 
-    from inbox.models import Chat, Message
+    from inbox.conversations.models import Chat, Message
 
     now = timezone.now()
     message = Message.objects.create(

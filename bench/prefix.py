@@ -5,8 +5,8 @@
 A day of traffic for one channel is replayed in time order: `--chats` customers arrive between
 09:00 and 21:00, each with one to five turns minutes apart, so turns of different chats
 interleave as they do in a real inbox. Every turn goes through the product's prompt builder and
-LLM client (`assistant.brain.decide_with`) to the OpenAI-compatible emulator over HTTP, so the
-measured requests are the bytes a vLLM server would receive.
+LLM client (`assistant.decision.brain.decide_with`) to the OpenAI-compatible emulator over HTTP, so
+the measured requests are the bytes a vLLM server would receive.
 
 For each request: the longest byte-identical prefix shared with the previous request, of the
 prompt as a chat template lays it out. `shared_token_share` = sum of shared prefix tokens / sum
@@ -82,9 +82,9 @@ def shared_prefix(a: bytes, b: bytes) -> int:
 def replay(chats: int, budget: int | None, channel_id: int, business_id: int) -> dict[str, Any]:
     from django.conf import settings
 
-    from assistant import brain
-    from assistant.knowledge import assistant_settings, knowledge_for_channel
-    from assistant.llm import LLMClient
+    from assistant.decision import brain
+    from assistant.knowledge.effective import assistant_settings, knowledge_for_channel
+    from assistant.llm.client import LLMClient
     from assistant.schema import HistoryEntry, TurnInput
     from tests.emulators.openai_server import OpenAIEmulator, render_prompt
 
@@ -145,7 +145,7 @@ def replay(chats: int, budget: int | None, channel_id: int, business_id: int) ->
 def _list_fits(knowledge: Any) -> bool:
     from django.conf import settings
 
-    from assistant.prompt import estimate_tokens, render_items
+    from assistant.llm.prompt import estimate_tokens, render_items
 
     return estimate_tokens(render_items(knowledge.items)) <= settings.LLM_CONTEXT_BUDGET_TOKENS
 

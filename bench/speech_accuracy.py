@@ -7,8 +7,8 @@ ffmpeg), mixes white and babble noise at 10, 5 and 0 dB SNR, and transcribes eac
 catalogue prompt. Prints, per model and condition, the mean WER and the confidence range; the
 model load time and transcription time per second of audio; and how well a word probability
 threshold separates right words from wrong ones (words matched to the reference by edit
-distance). The figures in `assistant/speech.py`'s docstring and the test thresholds come from
-this script.
+distance). The figures in `assistant/speech/backend.py`'s docstring and the test thresholds come
+from this script.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
 os.environ.setdefault("TESTING", "1")
 
 import django
@@ -29,14 +29,14 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
-from assistant.audio import Pcm, decode  # noqa: E402
-from assistant.speech import Transcript, build_prompt  # noqa: E402
-from assistant.speech_embedded import (  # noqa: E402
+from assistant.speech.audio import Pcm, decode  # noqa: E402
+from assistant.speech.embedded import (  # noqa: E402
     EmbeddedWhisper,
     default_cpu_threads,
     load_model,
     model_folder,
 )
+from assistant.speech.transcribe import Transcript, build_prompt  # noqa: E402
 from tests.speech_samples import (  # noqa: E402
     CATALOGUE_WORDS,
     SENTENCES,

@@ -50,8 +50,8 @@ def emulator_model_seconds(llm: Any) -> float:
 def one_turn(
     chat: Any, graph: Any, llm: Any, delay: float, n: int, timeout: float = 30
 ) -> dict[str, float]:
-    from inbox import debounce
-    from inbox.models import Turn
+    from inbox.conversations import debounce
+    from inbox.conversations.models import Turn
 
     fixtures.customer_message(chat, TEXTS[n % len(TEXTS)])
     model_before = emulator_model_seconds(llm)

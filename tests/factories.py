@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 
-from inbox.models import Business, Channel, Chat, Membership, Message
+from inbox.conversations.models import Business, Channel, Chat, Membership, Message
 
 _seq = itertools.count(1)
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from django.db import connection
 
-from inbox.embedded_redis import free_port
+from inbox.site.embedded_redis import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG_DIR = ROOT / "var" / "test-logs"
@@ -106,7 +106,7 @@ class ProcessGroup:
                 "127.0.0.1",
                 "-p",
                 str(port),
-                "inbox.asgi:application",
+                "inbox.site.asgi:application",
             ],
         )
         import socket
@@ -148,8 +148,8 @@ class ProcessGroup:
 
 def ingest_drained() -> bool:
     """Everything the webhooks queued has been accepted by the ingest consumer."""
-    from inbox import ingest
-    from inbox.redis import get_redis
+    from inbox.conversations import ingest
+    from inbox.conversations.redis import get_redis
 
     client = get_redis()
     if client.xlen(ingest.STREAM):

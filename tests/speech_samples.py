@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from assistant.audio import SAMPLE_RATE, Pcm, decode
+from assistant.speech.audio import SAMPLE_RATE, Pcm, decode
 
 # Sentences a furniture shop's customers might send, and the catalogue words the shop's price
 # list gives the model as its prompt.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inbox.models import Channel, Chat, Message, Owner, Turn
+from inbox.conversations.models import Channel, Chat, Message, Owner, Turn
 from tests import factories
 from tests.emulators.bridge import BridgeEmulator
 from tests.emulators.graph_api import (

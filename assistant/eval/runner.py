@@ -28,12 +28,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from assistant import brain
-from assistant.guardrails import find_amounts, findings
-from assistant.knowledge import Knowledge, KnowledgeItem
-from assistant.llm import Completion, Endpoint, LLMClient, MessagesFor
+from assistant.decision import brain
+from assistant.decision.guardrails import find_amounts, findings
+from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
+from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings
-from assistant.resilience import NullGuard
 from assistant.schema import Action, HistoryEntry, TurnInput
 
 GOLDEN_PATH = Path(__file__).resolve().parent / "golden.json"

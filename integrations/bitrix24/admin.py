@@ -10,8 +10,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from inbox.forms import WriteOnlySecrets, secret_field
-from integrations.bitrix24 import config
+from inbox.web.forms import WriteOnlySecrets, secret_field
+from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import (
     Bitrix24Settings,
     ConnectorMessage,
@@ -20,6 +20,7 @@ from integrations.bitrix24.models import (
     PendingPull,
     UserLink,
 )
+from integrations.bitrix24.setup import config
 
 SECRET_FIELDS = (
     "webhook_url",
@@ -125,8 +126,6 @@ class Bitrix24SettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Test connection (runs in a worker; see Last check)")
     def test_connection(self, request: HttpRequest, queryset: QuerySet[Bitrix24Settings]) -> None:
-        from integrations.bitrix24 import tasks
-
         for cfg in queryset:
             tasks.test_connection_task.delay(cfg.business_id)
         self.message_user(request, "Connection test queued; reload to see the result.")
@@ -161,8 +160,6 @@ class CrmLinkAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Retry now")
     def retry_now(self, request: HttpRequest, queryset: QuerySet[CrmLink]) -> None:
-        from integrations.bitrix24 import tasks
-
         businesses = set(queryset.values_list("business_id", flat=True))
         queryset.update(needs_sync=True, next_attempt_at=None)
         for business_id in businesses:

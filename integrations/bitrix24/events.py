@@ -15,8 +15,11 @@ from typing import Any
 
 from django.db import transaction
 
-from integrations.bitrix24 import install, phpquery, pull
+from integrations.bitrix24 import tasks
+from integrations.bitrix24.inbound import pull
 from integrations.bitrix24.models import Bitrix24Settings
+from integrations.bitrix24.rest import phpquery
+from integrations.bitrix24.setup import install
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +79,6 @@ def _operator_messages(form: dict[str, Any], connector: str) -> list[dict[str, A
 
 def _dispatch(business_id: int, event: str, form: dict[str, Any]) -> bool:
     """Enqueue what this event asks for. Returns False if it could not be recorded anywhere."""
-    from integrations.bitrix24 import tasks
-
     if pull.entity_of_event(event):
         entity_id = _entity_id(form)
         if entity_id is None:
@@ -118,8 +119,6 @@ def receive(body: bytes) -> int:
         if business_id is None:
             log.warning("bitrix24.app_install_unmatched", extra={"portal": portal})
             return 403
-        from integrations.bitrix24 import tasks
-
         transaction.on_commit(lambda: tasks.app_installed.delay(business_id), robust=True)
         return 200
     businesses = matching_businesses(str(auth.get("application_token") or ""))

@@ -1,22 +1,40 @@
-"""What the inbox calls when something happens that the CRM should know about.
+"""The Bitrix24 sync's listener on the conversation core (`inbox.conversations.hooks`).
 
-Call these inside the transaction that made the change: they record the work in the database
-and enqueue the sync with `transaction.on_commit`, so a rolled-back chat never reaches the CRM
-and a committed one always does (a lost enqueue is picked up by the periodic sweep). They make
-no HTTP calls and do nothing when the business has no active Bitrix24 sync.
+Called inside the transaction that made the change: it records the work in the database and
+enqueues the sync with `transaction.on_commit`, so a rolled-back chat never reaches the CRM and
+a committed one always does (a lost enqueue is picked up by the periodic sweep). It makes no
+HTTP calls and does nothing when the business has no active Bitrix24 sync.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 
-from inbox.models import Channel, Chat, Handoff, Message
-from integrations.bitrix24 import outbox
-from integrations.bitrix24.connection import active_settings
-from integrations.bitrix24.connection import settings_read_once as settings_read_once
+from inbox.conversations import hooks
+from inbox.conversations.models import Channel, Chat, Handoff, Message
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, HandoffSync
+from integrations.bitrix24.rest.connection import active_settings, settings_read_once
+from integrations.bitrix24.sync import outbox
 
 log = logging.getLogger(__name__)
+
+
+class CrmSync(hooks.Listener):
+    def batch(self) -> AbstractContextManager[None]:
+        return settings_read_once()
+
+    def chat_created(self, chat_id: int, *, business_id: int) -> None:
+        chat_created(chat_id, business_id=business_id)
+
+    def handoff_created(self, handoff_id: int) -> None:
+        handoff_created(handoff_id)
+
+    def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
+        chat_assigned(chat_id)
+
+    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+        customer_message(message.pk, business_id=business_id)
 
 
 def chat_created(chat_id: int, *, business_id: int | None = None) -> None:

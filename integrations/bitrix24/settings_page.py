@@ -18,11 +18,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from inbox import access
-from inbox.forms import secret_field
-from integrations.bitrix24 import check, config, tasks
+from inbox.conversations import access
+from inbox.web.forms import secret_field
+from integrations.bitrix24 import tasks
 from integrations.bitrix24.admin import Bitrix24Secrets
 from integrations.bitrix24.models import Bitrix24Settings
+from integrations.bitrix24.setup import check, config
 
 SECRETS = ("webhook_url", "application_token", "client_secret")
 FIELDS = [

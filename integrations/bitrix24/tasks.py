@@ -15,14 +15,17 @@ from celery import Task, shared_task
 from django.db.models import Q
 from django.utils import timezone
 
-from inbox import alerts
-from inbox.models import Alert
-from integrations.bitrix24 import check, imconnector, install, offline, outbox
-from integrations.bitrix24 import pull as pulling
-from integrations.bitrix24 import push as pushing
-from integrations.bitrix24 import reconcile as reconciliation
-from integrations.bitrix24.errors import PermanentError, TransientError
+from inbox.conversations.models import Alert
+from inbox.upkeep import alerts
+from integrations.bitrix24.inbound import offline
+from integrations.bitrix24.inbound import pull as pulling
+from integrations.bitrix24.inbound import reconcile as reconciliation
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, CrmLink, PendingPull
+from integrations.bitrix24.openlines import imconnector
+from integrations.bitrix24.rest.errors import PermanentError, TransientError
+from integrations.bitrix24.setup import check, install
+from integrations.bitrix24.sync import outbox
+from integrations.bitrix24.sync import push as pushing
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ def _sync_working(business_id: int) -> None:
     alerts.resolve_alert(business_id, ALERT_KIND)
 
 
-@shared_task(bind=True, name="bitrix24.push", **POLICY)
+@shared_task(bind=True, name=outbox.PUSH_TASK, **POLICY)
 def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """Sync due chats and handoffs of one business to Bitrix24."""
     try:
@@ -126,7 +129,7 @@ def reconcile_task(self: Task, business_id: int) -> dict[str, Any]:  # type: ign
     return {"seen": report.seen, "applied": report.applied}
 
 
-@shared_task(bind=True, name="bitrix24.connector_send", **POLICY)
+@shared_task(bind=True, name=outbox.CONNECTOR_SEND_TASK, **POLICY)
 def connector_send(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
     """Send pending customer messages to Bitrix24 Open Channels."""
     try:

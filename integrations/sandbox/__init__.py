@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from integrations.transports import MediaBlob, MediaError
+from inbox.conversations.transports import MediaBlob, MediaError
 
 if TYPE_CHECKING:
-    from inbox.models import Channel, Chat, Message
+    from inbox.conversations.models import Channel, Chat, Message
 
 
 class SandboxTransport:

@@ -11,9 +11,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from inbox import access, ingest
-from inbox.events import InboundEvent
-from inbox.models import Channel, Chat, Message, Turn
+from inbox.conversations import access, ingest
+from inbox.conversations.events import InboundEvent
+from inbox.conversations.models import Channel, Chat, Message, Turn
 
 MAX_TEXT = 4096
 

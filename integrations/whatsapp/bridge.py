@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from inbox.events import MESSAGE_KINDS, InboundEvent, MediaRef
-from integrations.transports import (
+from inbox.conversations.events import MESSAGE_KINDS, InboundEvent, MediaRef
+from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
     PermanentSendError,
@@ -39,7 +39,7 @@ from integrations.transports import (
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
 if TYPE_CHECKING:
-    from inbox.models import Channel, Chat, Message
+    from inbox.conversations.models import Channel, Chat, Message
 
 MAX_EVENTS_PER_BODY = 1000
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from django.conf import settings
 
-from integrations.transports import (
+from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
     PermanentSendError,
@@ -25,7 +25,7 @@ from integrations.transports import (
 )
 
 if TYPE_CHECKING:
-    from inbox.models import Channel, Chat, Message
+    from inbox.conversations.models import Channel, Chat, Message
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import Any
 
-from inbox.events import DeliveryStatus, InboundEvent, MediaRef, MessageKind, StatusEvent
+from inbox.conversations.events import (
+    DeliveryStatus,
+    InboundEvent,
+    MediaRef,
+    MessageKind,
+    StatusEvent,
+)
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The webhook endpoints: the one hot path of the product, kept lean on purpose.
 
-These are plain ASGI callables mounted in `inbox/asgi.py` in front of Django: no middleware
+These are plain ASGI callables mounted in `inbox/site/asgi.py` in front of Django: no middleware
 stack, no thread hops, no Celery call before the 200. Per request: read the body (bounded),
 verify the signature or token, parse, normalise, and hand the events to `ingest.aenqueue`
 (dedup + durable queue in one Redis round trip). The only database read — which channel a
@@ -26,8 +26,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from inbox import ingest, logs, metrics
-from inbox.logs import correlation_id
+from inbox.conversations import ingest, logs, metrics
+from inbox.conversations.logs import correlation_id
+from inbox.conversations.models import Channel
 from integrations.whatsapp import bridge, cloud_events
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,6 @@ class RouteCache:
 
 
 def _lookup_numbers(numbers: set[str]) -> dict[str, int]:
-    from inbox.models import Channel
 
     try:
         rows = Channel.objects.filter(
@@ -135,7 +135,6 @@ def _lookup_numbers(numbers: set[str]) -> dict[str, int]:
 
 
 def _lookup_bridge_token(channel_id: int) -> str | None:
-    from inbox.models import Channel
 
     try:
         channel = Channel.objects.filter(

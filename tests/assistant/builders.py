@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from assistant.knowledge import Knowledge, KnowledgeItem
+from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.models import Availability
 from assistant.schema import HistoryEntry, TurnInput
 

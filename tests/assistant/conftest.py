@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.llm import Endpoint, LLMClient
-from assistant.resilience import RedisGuard
-from inbox.redis import get_redis
+from assistant.llm.client import Endpoint, LLMClient
+from assistant.llm.resilience import RedisGuard
+from inbox.conversations.redis import get_redis
 from tests.emulators.openai_server import OpenAIEmulator
 
 

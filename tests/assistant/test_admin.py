@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from assistant.models import PriceList
-from inbox.models import Handoff
+from inbox.conversations.models import Handoff
 from tests import factories
 
 pytestmark = pytest.mark.django_db

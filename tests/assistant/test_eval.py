@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from assistant.eval.runner import load_golden
-from assistant.money import format_money
+from assistant.knowledge.money import format_money
 from tests.emulators.openai_server import OpenAIEmulator, Step
 from tests.processes import ROOT
 

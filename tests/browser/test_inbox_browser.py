@@ -18,8 +18,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from inbox.handoff import hand_off
-from inbox.models import Channel, Chat, Membership, Message
+from inbox.conversations.handoff import hand_off
+from inbox.conversations.models import Channel, Chat, Membership, Message
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
 from tests.processes import ROOT, ProcessGroup, wait_for
@@ -159,8 +159,8 @@ def tone_ogg(seconds: float = 1.5) -> bytes:
 
 def voice_note(chat_id: int, audio: bytes) -> Message:
     """A transcribed voice note from the customer, kept as the pipeline keeps one."""
-    from inbox import attachments
-    from integrations.transports import MediaBlob
+    from inbox.conversations import attachments
+    from inbox.conversations.transports import MediaBlob
 
     chat = Chat.objects.select_related("channel").get(pk=chat_id)
     message = Message.objects.create(
@@ -330,8 +330,8 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
 
     from django.utils import timezone
 
-    from inbox import realtime
-    from inbox.dashboard import LIST_LIMIT
+    from inbox.web import live
+    from inbox.web.dashboard import LIST_LIMIT
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # as in the test above
     now = timezone.now()
@@ -355,7 +355,7 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
 
     def writes_again() -> bool:
         Chat.objects.filter(pk=last.pk).update(last_message_at=timezone.now())
-        realtime.chat_changed(last.pk)
+        live.chat_changed(last.pk)
         return True
 
     in_thread(writes_again)

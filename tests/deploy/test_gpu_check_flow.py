@@ -17,7 +17,7 @@ from pathlib import Path
 from django.core.management import get_commands
 
 from bench.perf_report import BEGIN, END
-from inbox.embedded_redis import free_port
+from inbox.site.embedded_redis import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from inbox.celery import app
+from inbox.site.celery import app
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -68,7 +68,7 @@ INT_FIELDS = {"id", "assignedById", "contactId", "categoryId", "createdBy", "upd
 DATE_FIELDS = {"createdTime", "updatedTime"}
 
 
-# --- PHP bracket form, written independently of integrations.bitrix24.phpquery -------------
+# --- PHP bracket form, written independently of integrations.bitrix24.rest.phpquery -------------
 
 
 def parse_php(body: str) -> dict[str, Any]:

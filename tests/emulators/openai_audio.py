@@ -253,7 +253,7 @@ def parse_multipart(path: str, headers: dict[str, str], body: bytes) -> Received
 
 def refused_base_url() -> str:
     """A base URL where nothing listens (a server that is down)."""
-    from inbox.embedded_redis import free_port
+    from inbox.site.embedded_redis import free_port
 
     return f"http://127.0.0.1:{free_port()}/v1"
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from inbox.models import Channel, Chat, Message, Turn
+from inbox.conversations.models import Channel, Chat, Message, Turn
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
 from tests.processes import ProcessGroup

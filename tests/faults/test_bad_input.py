@@ -23,11 +23,11 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from assistant.models import PriceList
-from inbox import ingest
-from inbox.asgi import application
-from inbox.ingest_worker import IngestWorker
-from inbox.models import Channel, Chat, Message
-from inbox.redis import get_redis
+from inbox.conversations import ingest
+from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.models import Channel, Chat, Message
+from inbox.conversations.redis import get_redis
+from inbox.site.asgi import application
 from integrations.whatsapp.webhooks import routes
 from tests import factories
 from tests.emulators.graph_api import contact, envelope, sign, text_message
@@ -258,7 +258,7 @@ def test_oversized_form_posts_and_uploads_are_refused_not_500(
     assert page.status_code == 400
     assert not Message.objects.exists()
 
-    from assistant import price_import
+    from assistant.knowledge import price_import
 
     big = SimpleUploadedFile(
         "p.csv", b"sku,name,price\n" + b"A,chair,1\n" * (price_import.MAX_FILE_BYTES // 10 + 1)

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from assistant import replies
-from assistant.health import breaker_states
-from assistant.resilience import replica_id
-from inbox import alerts
-from inbox.models import Chat, Handoff, Owner, Turn
-from inbox.redis import get_redis
+from assistant.decision import replies
+from assistant.llm.health import breaker_states
+from assistant.llm.resilience import replica_id
+from inbox.conversations.models import Chat, Handoff, Owner, Turn
+from inbox.conversations.redis import get_redis
+from inbox.upkeep import alerts
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import OpenAIEmulator, Step
 from tests.faults.helpers import (

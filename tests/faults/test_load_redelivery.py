@@ -22,9 +22,9 @@ import httpx
 import pytest
 from django.db.models import Max
 
-from inbox import ownership
-from inbox.models import Chat, Message, OwnershipTransition
-from inbox.redis import get_redis
+from inbox.conversations import ownership
+from inbox.conversations.models import Chat, Message, OwnershipTransition
+from inbox.conversations.redis import get_redis
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, sign
 from tests.emulators.openai_server import OpenAIEmulator

@@ -23,7 +23,7 @@ import pytest
 from django.test import Client
 from websockets.sync.client import connect as ws_connect
 
-from inbox.models import Chat, Message, Owner, Turn
+from inbox.conversations.models import Chat, Message, Owner, Turn
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, contact, echo_message, envelope, sign
 from tests.emulators.openai_server import OpenAIEmulator, Step

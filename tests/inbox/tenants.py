@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractUser
 from django.utils import timezone
 
-from inbox.models import Business, Channel, Chat, Handoff, Membership, Message
+from inbox.conversations.models import Business, Channel, Chat, Handoff, Membership, Message
 from tests import factories
 
 PASSWORD = "pw-for-tests-only"

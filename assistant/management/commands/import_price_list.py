@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.price_import import ImportPreview, apply_price_list, parse_price_file
-from inbox.models import Business, Channel
+from assistant.knowledge.price_import import ImportPreview, apply_price_list, parse_price_file
+from inbox.conversations.models import Business, Channel
 
 
 class Command(BaseCommand):

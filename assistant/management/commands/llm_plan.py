@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.capacity import (
+from assistant.capacity.model_specs import UnknownHardware, find_gpu, find_model, model_from_config
+from assistant.capacity.plan import (
     ASSISTANT_CONTEXT_TOKENS,
     ITL_TARGET_MS,
     Load,
@@ -16,7 +17,6 @@ from assistant.capacity import (
     format_plan,
     plan,
 )
-from assistant.model_specs import UnknownHardware, find_gpu, find_model, model_from_config
 
 
 def _think_range(value: str) -> tuple[float, float]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from inbox.models import Business
-from integrations.bitrix24 import config
+from inbox.conversations.models import Business
 from integrations.bitrix24.models import Bitrix24Settings
+from integrations.bitrix24.setup import config
 from tests import factories
 from tests.emulators.bitrix24 import Bitrix24Emulator
 

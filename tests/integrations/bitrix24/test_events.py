@@ -10,9 +10,9 @@ import httpx
 import pytest
 from django.test import Client
 
-from inbox.embedded_redis import free_port
-from integrations.bitrix24 import config, install
+from inbox.site.embedded_redis import free_port
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, PendingPull
+from integrations.bitrix24.setup import config, install
 from tests import factories
 from tests.emulators.bitrix24 import Bitrix24Emulator, encode_php
 from tests.integrations.bitrix24.conftest import connect
@@ -126,7 +126,7 @@ def test_with_the_broker_down_an_entity_event_is_kept_in_the_database(
             "127.0.0.1",
             "-p",
             str(port),
-            "inbox.asgi:application",
+            "inbox.site.asgi:application",
         ],
         env={"CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0"},  # nothing listens
     )

@@ -12,11 +12,13 @@ from datetime import datetime
 import pytest
 from django.db import transaction
 
-from inbox.embedded_redis import free_port
-from inbox.models import Channel, Chat, Handoff, Message
-from inbox.redis import get_redis
-from integrations.bitrix24 import hooks, imconnector, reconcile
+from inbox.conversations.models import Channel, Chat, Handoff, Message
+from inbox.conversations.redis import get_redis
+from inbox.site.embedded_redis import free_port
+from integrations.bitrix24 import hooks
+from integrations.bitrix24.inbound import reconcile
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, CrmLink, PendingPull
+from integrations.bitrix24.openlines import imconnector
 from integrations.bitrix24.tasks import MAX_COUNTDOWN
 from tests import factories
 from tests.emulators.bitrix24 import Bitrix24Emulator
@@ -278,7 +280,7 @@ def test_an_operator_reply_from_open_channels_reaches_whatsapp_and_is_acknowledg
     stack: dict[str, str], graph: GraphApiEmulator
 ) -> None:
     with Bitrix24Emulator() as portal:
-        from integrations.bitrix24 import config
+        from integrations.bitrix24.setup import config
 
         biz = factories.business()
         cfg = config.configure(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inbox.events import InboundEvent, StatusEvent, event_from_json
+from inbox.conversations.events import InboundEvent, StatusEvent, event_from_json
 from integrations.whatsapp.cloud_events import (
     MalformedWebhook,
     normalise,

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from django.test import override_settings
 
-from inbox import ingest
-from inbox.asgi import application
-from inbox.models import Channel
-from inbox.redis import get_redis
+from inbox.conversations import ingest
+from inbox.conversations.models import Channel
+from inbox.conversations.redis import get_redis
+from inbox.site.asgi import application
 from integrations.whatsapp.webhooks import routes
 from tests import factories
 from tests.emulators.graph_api import contact, envelope, sign, text_message

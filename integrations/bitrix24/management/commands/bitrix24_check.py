@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inbox.models import Business
-from integrations.bitrix24 import check
+from inbox.conversations.models import Business
+from integrations.bitrix24.setup import check
 
 
 class Command(BaseCommand):

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inbox.models import Business
-from integrations.bitrix24 import config
+from inbox.conversations.models import Business
+from integrations.bitrix24.setup import config
 
 
 class Command(BaseCommand):

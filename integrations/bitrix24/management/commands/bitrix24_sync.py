@@ -6,9 +6,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from inbox.models import Business
-from integrations.bitrix24 import config, push
-from integrations.bitrix24.errors import Bitrix24Error
+from inbox.conversations.models import Business
+from integrations.bitrix24.rest.errors import Bitrix24Error
+from integrations.bitrix24.setup import config
+from integrations.bitrix24.sync import push
 
 
 class Command(BaseCommand):

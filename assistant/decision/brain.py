@@ -1,0 +1,124 @@
+"""One turn in, one Decision out: picks the backend and never fails the turn for a model problem.
+
+    result = decide(turn)   # BrainResult(decision, backend, model_error, latency_ms)
+
+Backends: the offline catalogue assistant when `LLM_BASE_URL` is empty; otherwise the LLM
+client with its fallback chain (primary → secondary endpoint → a polite handoff with reason
+`model_unavailable`; invalid output after one repair → handoff with reason `model_error`).
+Whatever a backend says, the rules of `assistant.decision.escalation` have the last word on
+whether a person takes over (an unclear voice note, a model failure). Guardrails are not
+applied here: the turn checks the result with `assistant.decision.guardrails`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+
+from assistant.decision import catalogue, escalation
+from assistant.knowledge.effective import Knowledge, assistant_settings, knowledge_for_channel
+from assistant.llm.client import LLMClient, ModelOutputError, ModelUnavailable
+from assistant.llm.prompt import build_messages
+from assistant.models import AssistantSettings
+from assistant.schema import Decision, TurnInput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BrainResult:
+    decision: Decision
+    backend: str  # "catalogue" | "llm:<endpoint name>" | "fallback"
+    model_error: str  # empty when the backend answered normally
+    latency_ms: float
+
+
+def decide(turn: TurnInput) -> BrainResult:
+    """The decision for one turn, from the channel's effective price list and settings."""
+    knowledge = knowledge_for_channel(turn.channel_id)
+    config = assistant_settings(turn.business_id)
+    return decide_with(turn, knowledge, config)
+
+
+def decide_with(
+    turn: TurnInput,
+    knowledge: Knowledge,
+    config: AssistantSettings,
+    client: LLMClient | None = None,
+) -> BrainResult:
+    """`decide` with its inputs given (the eval and benchmarks call this directly). Without a
+    `client`, one is built from settings when LLM_BASE_URL is set; otherwise the catalogue
+    assistant answers."""
+    started = time.perf_counter()
+    if client is None and settings.LLM_BASE_URL:
+        client = default_client()
+    if client is None:
+        decision = catalogue.decide(turn, knowledge, config)
+        backend, model_error = "catalogue", ""
+    else:
+        decision, backend, model_error = decide_with_model(client, turn, knowledge, config)
+    decision = escalation.unclear_voice(turn, escalation.normalise(decision, turn, config))
+    latency_ms = (time.perf_counter() - started) * 1000
+    log.info(
+        "assistant.decided",
+        extra={
+            "chat_id": turn.chat_id,
+            "action": decision.action.value,
+            "reason": decision.reason,
+            "backend": backend,
+            "knowledge_version": knowledge.version,
+            "latency_ms": round(latency_ms, 1),
+            "model_error": model_error[:200],
+        },
+    )
+    return BrainResult(decision, backend, model_error, latency_ms)
+
+
+def decide_with_model(
+    client: LLMClient, turn: TurnInput, knowledge: Knowledge, config: AssistantSettings
+) -> tuple[Decision, str, str]:
+    """(decision, backend, model_error) from the model; a handoff when it cannot give one."""
+
+    def messages_for(mode: str) -> list[dict[str, str]]:
+        return build_messages(turn, knowledge, config, structured_output=mode)
+
+    try:
+        completion = client.complete_decision(
+            messages_for, business_id=turn.business_id, prompt_version=config.prompt_version
+        )
+    except ModelUnavailable as exc:
+        summary = "The assistant's model did not answer; please reply to the customer."
+        return escalation.model_failed(turn, "model_unavailable", summary), "fallback", str(exc)
+    except ModelOutputError as exc:
+        summary = "The assistant's model gave an unusable answer; please reply to the customer."
+        return escalation.model_failed(turn, "model_error", summary), "fallback", str(exc)
+    except redis.ConnectionError:
+        # Redis (where the breakers and admission slots live) is away for a moment: not the
+        # model's fault. The turn task retries; a handoff here would give a customer to a person
+        # for a one-second blip.
+        raise
+    except Exception as exc:  # a customer is never left without an answer
+        log.exception("assistant.model_path_crashed", extra={"chat_id": turn.chat_id})
+        summary = "The assistant failed; please reply to the customer."
+        return escalation.model_failed(turn, "model_error", summary), "fallback", repr(exc)[:500]
+    return completion.decision, f"llm:{completion.endpoint}", ""
+
+
+_clients: dict[tuple[object, ...], LLMClient] = {}
+
+
+def default_client() -> LLMClient:
+    """The client built from settings, once per process and configuration (it holds
+    connection pools)."""
+    key = tuple(
+        getattr(settings, name) for name in sorted(dir(settings)) if name.startswith("LLM_")
+    )
+    client = _clients.get(key)
+    if client is None:
+        _clients.clear()
+        client = _clients[key] = LLMClient.from_settings()
+    return client

@@ -1,0 +1,105 @@
+"""Why a turn goes to a person instead of getting the bot's reply: the one place that decides
+it, and what the customer is told then.
+
+The backend (model or catalogue assistant) may itself hand off, with a business's reason
+(asks_for_human, ready_to_buy, complaint, …). On top of that, the system hands off:
+
+    late               the oldest pending message waited past the channel's late-answer cutoff
+    guardrail          the reply names a price, discount, deadline or promise nothing backs
+    voice_unclear      a voice note below the confidence threshold, the second time in a row
+                       (the first time the customer is asked to repeat it)
+    model_unavailable  no model endpoint answered
+    model_error        the model's answer was unusable, or the model path crashed
+
+Every handoff reaches the customer in their language (`assistant.decision.replies`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from assistant.decision.guardrails import GuardrailResult
+from assistant.decision.replies import handoff_message, is_text, language_for, text
+from assistant.models import SYSTEM_HANDOFF_REASONS, AssistantSettings
+from assistant.schema import Action, Decision, Facts, TurnInput
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REASON = "asks_for_human"
+
+
+def too_late(turn: TurnInput, *, waited: timedelta, cutoff: timedelta) -> Decision | None:
+    """After an outage, an old question is not answered as if nothing happened."""
+    if waited <= cutoff:
+        return None
+    minutes = int(waited.total_seconds() // 60)
+    summary = (
+        f"The customer's message waited {minutes} min (late-answer cutoff "
+        f"{cutoff.total_seconds() / 60:.0f} min); a person should answer it."
+    )
+    return _handoff(turn, "late", summary)
+
+
+def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
+    """Below the confidence threshold the customer is asked to repeat, whatever the backend
+    decided; if the bot's last message already asked that, a person takes over."""
+    confidence = turn.lowest_voice_confidence
+    if confidence is None or confidence >= turn.voice_confidence_threshold:
+        return decision
+    last_bot = next((e for e in reversed(turn.history) if e.speaker in ("bot", "manager")), None)
+    if (
+        last_bot is not None
+        and last_bot.speaker == "bot"
+        and is_text(last_bot.text, "clarify.voice")
+    ):
+        summary = f"Voice message not understood twice (confidence {confidence:.2f})."
+        return _handoff(turn, "voice_unclear", summary, decision.facts)
+    return Decision(
+        action=Action.CLARIFY,
+        reason="voice_unclear",
+        summary=decision.summary,
+        reply_to_customer=text("clarify.voice", language_for(turn)),
+        facts=decision.facts,
+    )
+
+
+def model_failed(turn: TurnInput, reason: str, summary: str) -> Decision:
+    """The handoff every failure of the model path ends in."""
+    return _handoff(turn, reason, summary)
+
+
+def normalise(decision: Decision, turn: TurnInput, config: AssistantSettings) -> Decision:
+    """A backend's handoff with its reason as a code and a message for the customer; an
+    unknown reason is kept but logged, so a business can add it to its list."""
+    if decision.action != Action.HANDOFF:
+        return decision
+    reason = decision.reason.strip().lower().replace(" ", "_")[:64] or DEFAULT_REASON
+    known = set(config.reason_codes()) | set(SYSTEM_HANDOFF_REASONS)
+    if reason not in known:
+        log.info("assistant.unknown_reason", extra={"reason": reason})
+    reply = decision.reply_to_customer.strip() or handoff_message(reason, language_for(turn))
+    return decision.model_copy(update={"reason": reason, "reply_to_customer": reply})
+
+
+def guarded(
+    decision: Decision, verdict: GuardrailResult, turn: TurnInput
+) -> tuple[Decision, dict[str, Any]]:
+    """The decision to act on once the guardrails have read it, and what the manager should
+    see of a blocked reply (the reply itself and the findings)."""
+    if verdict.allowed:
+        return decision, {}
+    summary = decision.summary or "The assistant's reply was blocked by a guardrail."
+    details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
+    return _handoff(turn, "guardrail", summary, decision.facts), details
+
+
+def _handoff(turn: TurnInput, reason: str, summary: str, facts: Facts | None = None) -> Decision:
+    return Decision(
+        action=Action.HANDOFF,
+        reason=reason,
+        summary=summary,
+        reply_to_customer=handoff_message(reason, language_for(turn)),
+        facts=facts or Facts(),
+    )

@@ -1,0 +1,506 @@
+"""The LLM client: the only module that imports `openai`.
+
+    client = LLMClient.from_settings()
+    completion = client.complete_decision(messages_for, business_id=7)
+
+`messages_for(structured_output)` builds the prompt for an endpoint's structured-output mode.
+The chain: endpoints in order (primary: LLM_BASE_URL, possibly several replicas; secondary:
+LLM_FALLBACK_BASE_URL). On an endpoint, each attempt goes to the replica with the fewest
+requests in flight whose breaker lets it through and which has an admission slot (waiting up to
+LLM_ADMISSION_WAIT_SECONDS for one); timeouts, connection errors, 429 and 5xx are retried up to
+LLM_MAX_RETRIES times with exponential backoff and full jitter, preferring another replica. When
+every attempt fails the next endpoint is tried; after the last, `ModelUnavailable`.
+
+Output is parsed and validated with pydantic; invalid output gets one repair request (the error
+is shown to the model); invalid again → `ModelOutputError`. Every request carries the business's
+`cache_salt` (vLLM prefix-cache isolation: businesses never share cache entries, all chats of one
+business do) unless the endpoint is configured not to send it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import openai
+from django.conf import settings
+from pydantic import ValidationError
+
+from assistant.llm import metrics
+from assistant.llm.prompt import repair_message
+from assistant.llm.resilience import STATE_VALUES, Guard, Lease, Permit, RedisGuard, replica_label
+from assistant.schema import Action, Decision
+from inbox.conversations.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+Messages = list[dict[str, str]]
+MessagesFor = Callable[[str], Messages]
+STRUCTURED_MODES = ("json_schema", "json_object")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str  # "primary" | "secondary"
+    base_urls: tuple[str, ...]
+    model: str
+    api_key: str
+    structured_output: str = "json_schema"
+    send_cache_salt: bool = True
+
+
+@dataclass(frozen=True)
+class Completion:
+    decision: Decision
+    endpoint: str
+    replica: str
+    latency_s: float  # the whole call, repair included
+    ttft_s: float | None  # first attempt's time to first token (streaming only)
+    tokens_in: int
+    tokens_out: int
+    repaired: bool
+    first_valid: bool
+
+
+class ModelUnavailable(Exception):
+    """No endpoint produced an answer (down, timing out, breaker open or no admission slot)."""
+
+
+class ModelOutputError(Exception):
+    """The model answered, but not with a valid Decision, even after one repair."""
+
+    def __init__(self, endpoint: str, error: str, raw: str) -> None:
+        super().__init__(f"{endpoint}: {error}")
+        self.endpoint = endpoint
+        self.raw = raw
+
+
+class _Transient(Exception):
+    """Worth retrying elsewhere: timeout, connection, 408/409/429/5xx."""
+
+
+class _Permanent(Exception):
+    """Retrying the same request on this endpoint cannot help: 400/401/403/404/422."""
+
+
+class _EndpointFailed(Exception):
+    pass
+
+
+@dataclass
+class _Raw:
+    content: str
+    replica: str
+    latency_s: float
+    ttft_s: float | None
+    tokens_in: int
+    tokens_out: int
+    finish_reason: str
+
+
+def cache_salt_for(business_id: int) -> str:
+    """A per-business salt for vLLM's prefix cache: stable, not guessable from the id."""
+    key = settings.SECRET_KEY.encode()
+    return hmac.new(key, f"inbox-cache-salt:{business_id}".encode(), hashlib.sha256).hexdigest()[
+        :32
+    ]
+
+
+def endpoints_from_settings() -> list[Endpoint]:
+    endpoints = []
+    primary = [u.strip().rstrip("/") for u in settings.LLM_BASE_URL.split(",") if u.strip()]
+    if primary:
+        endpoints.append(
+            Endpoint(
+                "primary",
+                tuple(primary),
+                settings.LLM_MODEL,
+                settings.LLM_API_KEY,
+                settings.LLM_STRUCTURED_OUTPUT,
+                settings.LLM_SEND_CACHE_SALT,
+            )
+        )
+    secondary = [
+        u.strip().rstrip("/") for u in settings.LLM_FALLBACK_BASE_URL.split(",") if u.strip()
+    ]
+    if secondary:
+        endpoints.append(
+            Endpoint(
+                "secondary",
+                tuple(secondary),
+                settings.LLM_FALLBACK_MODEL,
+                settings.LLM_FALLBACK_API_KEY,
+                settings.LLM_FALLBACK_STRUCTURED_OUTPUT,
+                settings.LLM_FALLBACK_SEND_CACHE_SALT,
+            )
+        )
+    return endpoints
+
+
+def parse_decision(content: str) -> tuple[Decision | None, str]:
+    """(decision, "") or (None, what is wrong), for the repair prompt."""
+    text = content.strip()
+    fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.DOTALL)
+    if fenced:
+        text = fenced.group(1)
+    if not text:
+        return None, "the answer was empty"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"the answer is not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(value, dict):
+        return None, "the answer must be a JSON object"
+    try:
+        decision = Decision.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'object'}: {e['msg']}" for e in exc.errors()
+        )
+        return None, f"the JSON does not match the format: {problems}"
+    if (
+        decision.action in (Action.ANSWER, Action.CLARIFY)
+        and not decision.reply_to_customer.strip()
+    ):
+        return None, "reply_to_customer is empty"
+    return decision, ""
+
+
+def grammar_schema() -> dict[str, Any]:
+    """The Decision schema without length limits: llama.cpp's schema-to-grammar converter
+    fails on a 2000-character maxLength ("failed to parse grammar"). Lengths are still
+    enforced by pydantic on the answer."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return cast(dict[str, Any], strip(Decision.model_json_schema()))
+
+
+@functools.cache
+def _decision_schema() -> dict[str, Any]:
+    return Decision.model_json_schema()
+
+
+def response_format(mode: str) -> dict[str, Any]:
+    if mode == "json_object":
+        # llama.cpp's server turns `schema` into a grammar; others ignore the extra key.
+        return {"type": "json_object", "schema": grammar_schema()}
+    schema = _decision_schema()
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "decision", "schema": schema, "strict": True},
+    }
+
+
+_clients: dict[tuple[int, str, str, float, float], openai.OpenAI] = {}
+
+
+def _openai_client(base_url: str, api_key: str, timeout: float, connect: float) -> openai.OpenAI:
+    """One client (connection pool) per replica per process; the pid keeps forked Celery
+    children from sharing their parent's sockets."""
+    key = (os.getpid(), base_url, api_key, timeout, connect)
+    client = _clients.get(key)
+    if client is None:
+        client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            max_retries=0,  # retries are ours: other replica, breaker, jitter
+            timeout=openai.Timeout(timeout, connect=connect),
+        )
+        _clients[key] = client
+    return client
+
+
+class LLMClient:
+    def __init__(
+        self,
+        endpoints: list[Endpoint],
+        guard: Guard,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 3.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        admission_wait: float = 5.0,
+        stream: bool = True,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("no LLM endpoint configured")
+        for endpoint in endpoints:
+            if endpoint.structured_output not in STRUCTURED_MODES:
+                raise ValueError(f"structured output must be one of {STRUCTURED_MODES}")
+        self.endpoints = endpoints
+        self.guard = guard
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff = backoff
+        self.admission_wait = admission_wait
+        self.stream = stream
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    @classmethod
+    def from_settings(cls, guard: Guard | None = None) -> LLMClient:
+
+        timeout = settings.LLM_TIMEOUT_SECONDS
+        return cls(
+            endpoints_from_settings(),
+            guard
+            or RedisGuard(
+                get_redis(),
+                failures=settings.LLM_BREAKER_FAILURES,
+                cooldown_seconds=settings.LLM_BREAKER_COOLDOWN_SECONDS,
+                max_in_flight=settings.LLM_MAX_IN_FLIGHT,
+                # A lease outlives the longest request, then frees itself if its worker died.
+                lease_seconds=timeout + settings.LLM_CONNECT_TIMEOUT_SECONDS + 5,
+            ),
+            timeout=timeout,
+            connect_timeout=settings.LLM_CONNECT_TIMEOUT_SECONDS,
+            max_retries=settings.LLM_MAX_RETRIES,
+            backoff=settings.LLM_RETRY_BACKOFF_SECONDS,
+            admission_wait=settings.LLM_ADMISSION_WAIT_SECONDS,
+            stream=settings.LLM_STREAM,
+            max_tokens=settings.LLM_MAX_TOKENS,
+            temperature=settings.LLM_TEMPERATURE,
+        )
+
+    def complete_decision(
+        self, messages_for: MessagesFor, *, business_id: int, prompt_version: str = "v1"
+    ) -> Completion:
+        """A validated Decision from the first endpoint of the chain that gives one."""
+        salt = cache_salt_for(business_id)
+        failures: list[str] = []
+        for position, endpoint in enumerate(self.endpoints):
+            try:
+                return self._decide_on(endpoint, messages_for, salt, prompt_version)
+            except _EndpointFailed as exc:
+                failures.append(f"{endpoint.name}: {exc}")
+                to = "secondary" if position + 1 < len(self.endpoints) else "handoff"
+                metrics.FALLBACKS.labels(endpoint.name, to).inc()
+                log.warning(
+                    "llm.endpoint_failed",
+                    extra={"endpoint": endpoint.name, "error": str(exc)[:300], "next": to},
+                )
+        raise ModelUnavailable("; ".join(failures))
+
+    # --- one endpoint -----------------------------------------------------------------------
+
+    def _decide_on(
+        self, endpoint: Endpoint, messages_for: MessagesFor, salt: str, prompt_version: str
+    ) -> Completion:
+        started = time.monotonic()
+        messages = messages_for(endpoint.structured_output)
+        first = self._request(endpoint, messages, salt)
+        decision, error = parse_decision(first.content)
+        tokens_in, tokens_out = first.tokens_in, first.tokens_out
+        final = first
+        if decision is None:
+            metrics.INVALID_OUTPUT.labels(endpoint.name, "first").inc()
+            log.info("llm.invalid_output", extra={"endpoint": endpoint.name, "error": error})
+            repair = [
+                *messages,
+                {"role": "assistant", "content": first.content[:4000]},
+                repair_message(prompt_version, error),
+            ]
+            final = self._request(endpoint, repair, salt)
+            tokens_in += final.tokens_in
+            tokens_out += final.tokens_out
+            decision, error = parse_decision(final.content)
+            if decision is None:
+                metrics.INVALID_OUTPUT.labels(endpoint.name, "repair").inc()
+                raise ModelOutputError(endpoint.name, error, final.content[:2000])
+        return Completion(
+            decision=decision,
+            endpoint=endpoint.name,
+            replica=replica_label(final.replica),
+            latency_s=time.monotonic() - started,
+            ttft_s=first.ttft_s,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            repaired=final is not first,
+            first_valid=final is first,
+        )
+
+    def _request(self, endpoint: Endpoint, messages: Messages, salt: str) -> _Raw:
+        """One successful response from some replica of the endpoint, or _EndpointFailed."""
+        last_error = last_failed = ""
+        avoid: set[str] = set()
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                metrics.RETRIES.labels(endpoint.name, last_failed).inc()
+                cap = self.backoff * (2 ** (attempt - 1))
+                time.sleep(random.uniform(0, cap))  # full jitter
+            slot = self._admit(endpoint, avoid)
+            if slot is None:
+                metrics.ADMISSION_REJECTED.labels(endpoint.name).inc()
+                raise _EndpointFailed(last_error or "every replica is open or at its limit")
+            permit, lease = slot
+            replica = permit.replica
+            try:
+                raw = self._call(endpoint, replica, messages, salt)
+            except _Transient as exc:
+                last_failed = replica_label(replica)
+                last_error = f"{last_failed}: {exc}"
+                self._record(permit, ok=False)
+                avoid.add(replica)
+                continue
+            except _Permanent as exc:
+                # The server is up but refuses this request: not its health, not retryable.
+                self._record(permit, ok=True)
+                raise _EndpointFailed(f"{replica_label(replica)}: {exc}") from exc
+            finally:
+                self.guard.release(lease)
+            self._record(permit, ok=True)
+            return raw
+        raise _EndpointFailed(last_error)
+
+    def _admit(self, endpoint: Endpoint, avoid: set[str]) -> tuple[Permit, Lease] | None:
+        """The least-loaded replica whose breaker allows a call and that has a free slot."""
+        deadline = time.monotonic() + self.admission_wait
+        while True:
+            loads = []
+            for url in endpoint.base_urls:
+                count = self.guard.in_flight(url)
+                metrics.IN_FLIGHT.labels(replica_label(url)).set(count)
+                loads.append((url in avoid, count, random.random(), url))
+            any_full = False
+            for _avoided, _count, _tie, url in sorted(loads):
+                permit = self.guard.allow(url)
+                metrics.BREAKER_STATE.labels(replica_label(url)).set(
+                    STATE_VALUES.get(self.guard.state(url), 0)
+                )
+                if permit is None:
+                    continue
+                lease = self.guard.acquire(url)
+                if lease is not None:
+                    return permit, lease
+                self.guard.give_back(permit)
+                any_full = True
+            if not any_full or time.monotonic() >= deadline:
+                return None
+            time.sleep(random.uniform(0.02, 0.08))
+
+    def _record(self, permit: Permit, ok: bool) -> None:
+        state = self.guard.succeeded(permit) if ok else self.guard.failed(permit)
+        metrics.BREAKER_STATE.labels(replica_label(permit.replica)).set(STATE_VALUES.get(state, 0))
+        if not ok and state == "open":
+            log.warning("llm.breaker_open", extra={"replica": replica_label(permit.replica)})
+
+    def _call(self, endpoint: Endpoint, replica: str, messages: Messages, salt: str) -> _Raw:
+        client = _openai_client(replica, endpoint.api_key, self.timeout, self.connect_timeout)
+        label = replica_label(replica)
+        extra_body: dict[str, Any] = {"cache_salt": salt} if endpoint.send_cache_salt else {}
+        kwargs: dict[str, Any] = {
+            "model": endpoint.model,
+            "messages": messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "response_format": response_format(endpoint.structured_output),
+            "extra_body": extra_body or None,
+        }
+        started = time.monotonic()
+        outcome = "error"
+        try:
+            if self.stream:
+                raw = self._streamed(client, kwargs, replica, started)
+            else:
+                raw = self._whole(client, kwargs, replica, started)
+            outcome = "ok"
+        except openai.APIStatusError as exc:
+            outcome = f"http_{exc.status_code}"
+            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                raise _Transient(f"HTTP {exc.status_code}") from exc
+            raise _Permanent(f"HTTP {exc.status_code}: {str(exc)[:200]}") from exc
+        except openai.APITimeoutError as exc:
+            outcome = "timeout"
+            raise _Transient("timeout") from exc
+        except openai.APIError as exc:
+            outcome = "connection"
+            raise _Transient(type(exc).__name__) from exc
+        except Exception as exc:
+            # httpx errors raised while reading a stream (read timeout, dropped connection).
+            if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2"):
+                outcome = "connection"
+                raise _Transient(type(exc).__name__) from exc
+            raise
+        finally:
+            metrics.REQUEST_SECONDS.labels(endpoint.name, label, outcome).observe(
+                time.monotonic() - started
+            )
+        if raw.ttft_s is not None:
+            metrics.TTFT_SECONDS.labels(endpoint.name, label).observe(raw.ttft_s)
+        metrics.TOKENS.labels(endpoint.name, "in").inc(raw.tokens_in)
+        metrics.TOKENS.labels(endpoint.name, "out").inc(raw.tokens_out)
+        return raw
+
+    def _streamed(
+        self, client: openai.OpenAI, kwargs: dict[str, Any], replica: str, started: float
+    ) -> _Raw:
+        parts: list[str] = []
+        ttft: float | None = None
+        tokens_in = tokens_out = 0
+        finish = ""
+        stream = client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True}
+        )
+        with cast(Any, stream) as chunks:
+            for chunk in chunks:
+                if time.monotonic() - started > self.timeout:
+                    # The read timeout is per chunk; a server dripping tokens must not hold
+                    # the turn longer than the whole-request timeout.
+                    raise _Transient("timeout (stream too slow)")
+                if chunk.choices:
+                    choice = chunk.choices[0]
+                    delta = choice.delta.content if choice.delta else None
+                    if delta:
+                        if ttft is None:
+                            ttft = time.monotonic() - started
+                        parts.append(delta)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+                if getattr(chunk, "usage", None):
+                    tokens_in = chunk.usage.prompt_tokens or 0
+                    tokens_out = chunk.usage.completion_tokens or 0
+        content = "".join(parts)
+        if not tokens_in:
+            tokens_in = _estimate(kwargs["messages"])
+            tokens_out = tokens_out or len(content) // 4
+        return _Raw(
+            content, replica, time.monotonic() - started, ttft, tokens_in, tokens_out, finish
+        )
+
+    def _whole(
+        self, client: openai.OpenAI, kwargs: dict[str, Any], replica: str, started: float
+    ) -> _Raw:
+        response = cast(Any, client.chat.completions.create(**kwargs))
+        choice = response.choices[0] if response.choices else None
+        content = (choice.message.content or "") if choice else ""
+        usage = response.usage
+        tokens_in = usage.prompt_tokens if usage else _estimate(kwargs["messages"])
+        tokens_out = usage.completion_tokens if usage else len(content) // 4
+        finish = (choice.finish_reason or "") if choice else ""
+        return _Raw(
+            content, replica, time.monotonic() - started, None, tokens_in, tokens_out, finish
+        )
+
+
+def _estimate(messages: Messages) -> int:
+    return sum(len(m.get("content", "")) for m in messages) // 4

@@ -1,0 +1,110 @@
+"""The shapes every transport normalises to before anything else touches an event.
+
+Transports (Cloud API webhook, linked-device bridge, sandbox) turn provider payloads into these
+and hand them to `inbox.conversations.ingest`; nothing past that point knows which provider sent
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+MessageKind = Literal[
+    "text",
+    "voice",
+    "audio",
+    "image",
+    "document",
+    "video",
+    "sticker",
+    "location",
+    "contacts",
+    "interactive",
+    "reaction",
+    "unsupported",
+]
+MESSAGE_KINDS: frozenset[str] = frozenset(MessageKind.__args__)  # type: ignore[attr-defined]
+
+DeliveryStatus = Literal["sent", "delivered", "read", "played", "failed", "deleted"]
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """Where to fetch an attachment: a provider media id (Cloud API) or a URL (bridge)."""
+
+    ref: str
+    mime_type: str = ""
+    sha256: str = ""
+    filename: str = ""
+    voice: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InboundEvent:
+    """One message on a chat, from the customer or (from_me) from the business number."""
+
+    channel_id: int
+    provider_message_id: str
+    chat_key: str  # wa_id, else the business-scoped user id, else the bridge's chat JID
+    from_me: bool
+    kind: MessageKind
+    text: str
+    media: MediaRef | None
+    provider_ts: int  # Unix seconds, as the provider stamped it
+    customer_name: str = ""
+    customer_phone: str = ""
+    # Kind-specific details: location, reaction target, quoted/edited/revoked message id...
+    extra: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"type": "message", **asdict(self)}, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEvent:
+    """A delivery update for a message the business sent (at least once, in any order)."""
+
+    channel_id: int
+    provider_message_id: str
+    status: DeliveryStatus
+    provider_ts: int
+    recipient: str = ""
+    error_code: str = ""
+    error_title: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"type": "status", **asdict(self)}, ensure_ascii=False)
+
+
+Event = InboundEvent | StatusEvent
+
+
+def event_from_json(raw: str | bytes) -> Event:
+    """Inverse of `to_json` for both event types. Raises ValueError on anything else."""
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("event must be a JSON object")
+    kind = data.pop("type", None)
+    if kind == "message":
+        media = data.pop("media", None)
+        return InboundEvent(media=MediaRef(**media) if media else None, **data)
+    if kind == "status":
+        return StatusEvent(**data)
+    raise ValueError(f"unknown event type {kind!r}")
+
+
+def provider_datetime(provider_ts: int) -> datetime | None:
+    """The provider's Unix timestamp as a time, or None when it is missing or impossible (a
+    fuzzed or broken payload can carry 1e20: no reason to lose the message over it)."""
+    if provider_ts <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(provider_ts, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return None

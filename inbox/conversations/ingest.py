@@ -1,0 +1,371 @@
+"""From a normalised event to a stored message: dedup, the durable queue, and `accept`.
+
+Two halves, split by the one hot path of the product:
+
+* `enqueue` / `aenqueue` run inside the webhook request. Per event, one Lua script in Redis drops
+  a duplicate (key per channel + provider message id, kept a day) or appends the event to a Redis
+  stream. The 200 goes back only after that, so an acknowledged event is in the queue (Redis runs
+  with an append-only file; see docs/ingest.md for the durability trade-off).
+* `accept` runs in the ingest consumer (`manage.py ingest_worker`), one event at a time, inside a
+  transaction. It is idempotent (the message table's unique constraint is the durable second
+  line of dedup), so an event delivered twice after a crash is stored once. The consumer
+  acknowledges a stream entry only after `accept` committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from inbox.conversations import attachments, debounce, hooks, outbound, ownership, voice
+from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
+from inbox.conversations.models import Channel, Chat, Message, Owner
+from inbox.conversations.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+STREAM = "ingest:events"
+DEAD_LETTER_STREAM = "ingest:dead"
+GROUP = "ingest"
+DEDUP_SECONDS = 86400
+
+# Kinds a customer sends that the assistant should answer. Reactions, stickers, revokes and
+# unsupported types are shown to managers but never start a turn.
+TURN_KINDS = frozenset(
+    {"text", "voice", "audio", "image", "document", "video", "location", "contacts", "interactive"}
+)
+VOICE_KINDS = frozenset({"voice", "audio"})
+
+# XADD before SET: if appending fails nothing is marked seen, so the provider's retry gets in.
+_ENQUEUE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[1])
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[2])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    accepted: int
+    duplicates: int
+
+
+def dedup_key(event: Event) -> str:
+    if isinstance(event, StatusEvent):
+        # Statuses are at-least-once too; the same status for the same message is one event.
+        return f"seen:{event.channel_id}:{event.provider_message_id}:{event.status}"
+    return f"seen:{event.channel_id}:{event.provider_message_id}"
+
+
+def enqueue(events: Sequence[Event], client: redis.Redis | None = None) -> EnqueueResult:
+    """Dedup and queue events (synchronous callers: the sandbox page, management commands)."""
+    if not events:
+        return EnqueueResult(0, 0)
+    client = client or get_redis()
+    script = client.register_script(_ENQUEUE_SCRIPT)
+    pipe = client.pipeline(transaction=False)
+    for event in events:
+        script(keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe)
+    results = pipe.execute()
+    accepted = sum(1 for r in results if r == 1)
+    return EnqueueResult(accepted, len(results) - accepted)
+
+
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, aioredis.Redis]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _async_client() -> aioredis.Redis:
+    """One async client per event loop (a connection pool cannot cross loops)."""
+    clients = _async_clients.setdefault(asyncio.get_running_loop(), {})
+    url = settings.REDIS_URL
+    if url not in clients:
+        clients[url] = aioredis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return clients[url]
+
+
+async def aenqueue(events: Sequence[Event]) -> EnqueueResult:
+    """`enqueue` for the webhook endpoints: no thread hop, one round trip for the whole body."""
+    if not events:
+        return EnqueueResult(0, 0)
+    client = _async_client()
+    script = client.register_script(_ENQUEUE_SCRIPT)
+    if len(events) == 1:
+        # The usual body (one message): EVALSHA straight away. A pipeline would first ask the
+        # server whether the script is loaded (SCRIPT EXISTS), a second round trip per webhook.
+        event = events[0]
+        result = await script(
+            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS]
+        )
+        return EnqueueResult(1, 0) if result == 1 else EnqueueResult(0, 1)
+    pipe = client.pipeline(transaction=False)
+    for event in events:
+        await script(
+            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe
+        )
+    results = await pipe.execute()
+    accepted = sum(1 for r in results if r == 1)
+    return EnqueueResult(accepted, len(results) - accepted)
+
+
+# --- accept: the consumer side ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Accepted:
+    message_id: int | None
+    chat_id: int | None
+    outcome: str  # stored | duplicate | status | status_early | edit | revoke | ignored
+
+
+def accept(event: Event) -> Accepted:
+    """Store one event. Safe to call twice with the same event (the second is a no-op)."""
+    event = storable(event)
+    if isinstance(event, StatusEvent):
+        message = outbound.apply_status(event)
+        if message is None:
+            return Accepted(None, None, "status_early")
+        return Accepted(message.pk, message.chat_id, "status")
+    return _accept_message(event)
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
+
+
+def storable(event: Event) -> Event:
+    """The event with every NUL character replaced by U+FFFD. JSON allows "\\u0000" in a
+    customer's text or name; PostgreSQL text and jsonb do not, and the whole event would fail
+    (and end in the dead-letter stream, unanswered) over one invisible character."""
+    changes = {
+        f.name: _without_nul(getattr(event, f.name))
+        for f in dataclasses.fields(event)
+        if isinstance(getattr(event, f.name), str | list | dict)
+    }
+    if isinstance(event, InboundEvent) and event.media is not None:
+        media = event.media
+        changes["media"] = dataclasses.replace(
+            media,
+            ref=_without_nul(media.ref),
+            mime_type=_without_nul(media.mime_type),
+            sha256=_without_nul(media.sha256),
+            filename=_without_nul(media.filename),
+        )
+    return dataclasses.replace(event, **changes)
+
+
+def _provider_time(event: InboundEvent) -> datetime:
+    return provider_datetime(event.provider_ts) or timezone.now()
+
+
+@dataclass(frozen=True)
+class _ChannelInfo:
+    business_id: int
+    debounce_seconds: float
+
+
+_CHANNEL_TTL_SECONDS = 5.0
+_channels: dict[int, tuple[float, _ChannelInfo | None]] = {}
+_touched: dict[int, float] = {}
+
+
+def _channel_info(channel_id: int) -> _ChannelInfo | None:
+    """The few channel settings accept needs, cached for a few seconds per process: the
+    consumer handles hundreds of events a second for a handful of channels."""
+    now = time.monotonic()
+    cached = _channels.get(channel_id)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    row = (
+        Channel.objects.filter(pk=channel_id, is_active=True)
+        .values_list("business_id", "debounce_seconds")
+        .first()
+    )
+    info = _ChannelInfo(*row) if row is not None else None
+    _channels[channel_id] = (now + _CHANNEL_TTL_SECONDS, info)
+    return info
+
+
+def _locked_chat(event: InboundEvent, business_id: int) -> tuple[Chat, bool]:
+    """The event's chat, created if new, with its row locked for the rest of the transaction."""
+    chats = Chat.objects.select_for_update(of=("self",)).select_related("channel", "assigned_to")
+    lookup = {"channel_id": event.channel_id, "customer_key": event.chat_key}
+    chat = chats.filter(**lookup).first()
+    if chat is not None:
+        return chat, False
+    try:
+        with transaction.atomic():
+            created = Chat.objects.create(
+                **lookup, customer_name=event.customer_name, customer_phone=event.customer_phone
+            )
+    except IntegrityError:
+        return chats.get(**lookup), False  # another consumer created it meanwhile
+    hooks.chat_created(created.pk, business_id=business_id)
+    return chats.get(**lookup), True
+
+
+def _accept_message(event: InboundEvent) -> Accepted:
+    channel = _channel_info(event.channel_id)
+    if channel is None:
+        log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
+        return Accepted(None, None, "ignored")
+    with transaction.atomic():
+        chat, _created = _locked_chat(event, channel.business_id)
+        if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
+            # Our own reply coming back from the phone: the owner stays as it is.
+            return Accepted(None, chat.pk, "duplicate")
+        if "revoke_of" in event.extra or "edit_of" in event.extra:
+            applied = _apply_edit_or_revoke(chat, event)
+            if applied is not None:
+                return applied
+        message = _store(chat, event)
+        if message is None:
+            if not event.from_me:
+                _rearm_unanswered(chat, event)
+            return Accepted(None, chat.pk, "duplicate")
+        if message.media_ref and message.kind in attachments.KEPT_KINDS:
+            attachments.fetch_on_commit(message.pk)
+        if event.from_me:
+            # A manager wrote from the phone (or the Business App): they own the chat now.
+            ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
+            hooks.message_changed(message.pk)
+        else:
+            _customer_wrote(chat, message, channel)
+            hooks.message_received(message, chat, business_id=channel.business_id)
+    _touch_channel_on_commit(event.channel_id)
+    return Accepted(message.pk, chat.pk, "stored")
+
+
+def _store(chat: Chat, event: InboundEvent) -> Message | None:
+    at = _provider_time(event)
+    media = event.media
+    fields: dict[str, Any] = {
+        "chat": chat,
+        "channel_id": event.channel_id,
+        "direction": Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND,
+        "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
+        "from_me": event.from_me,
+        "kind": event.kind,
+        "text": event.text,
+        "provider_message_id": event.provider_message_id,
+        "provider_timestamp": at,
+        "status": Message.Status.SENT if event.from_me else Message.Status.RECEIVED,
+        "payload": event.extra,
+    }
+    if media is not None:
+        fields.update(
+            media_ref=media.ref[:1024],
+            media_mime=media.mime_type[:128],
+            media_sha256=media.sha256[:128],
+            media_filename=media.filename[:255],
+        )
+    if event.kind in VOICE_KINDS and not event.from_me:
+        fields["transcript_status"] = Message.TranscriptStatus.PENDING
+    try:
+        with transaction.atomic():
+            return Message.objects.create(**fields)
+    except IntegrityError:
+        return None  # the durable dedup: this provider id is already stored
+
+
+def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None:
+    """A customer message makes any reply being prepared stale and (if the bot owns the
+    chat) starts or restarts the chat's debounce timer. The caller holds the row lock."""
+    at = message.provider_timestamp or timezone.now()
+    chat.version += 1
+    chat.unread_count += 1
+    chat.last_customer_at = at
+    chat.last_message_at = at
+    chat.save(update_fields=["version", "unread_count", "last_customer_at", "last_message_at"])
+    if message.kind in VOICE_KINDS and message.media_ref:
+        # The timer starts when the transcript is ready, not when the audio arrived.
+        voice.transcribe_on_commit(message.pk)
+        return
+    if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
+        debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+
+
+def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:
+    """A replayed event whose message is stored but still unanswered: the first time round, its
+    turn may never have been scheduled (Redis went away right after the commit, and the event was
+    not acknowledged, so it comes back). Scheduling again is harmless: the debounce runs one turn
+    over whatever is pending, and the send path answers each message once."""
+    stored = (
+        Message.objects.filter(
+            channel_id=event.channel_id, provider_message_id=event.provider_message_id
+        )
+        .values_list("pk", "kind")
+        .first()
+    )
+    if stored is None or chat.owner != Owner.BOT or stored[0] <= chat.answered_up_to:
+        return
+    if stored[1] in TURN_KINDS and stored[1] not in VOICE_KINDS:
+        debounce.schedule_on_commit(chat.pk)
+
+
+def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:
+    """Edits and deletions change the original message; None when we never saw the original
+    (then the event is stored as a message of its own)."""
+    target_id = event.extra.get("revoke_of") or event.extra.get("edit_of") or ""
+    original = Message.objects.filter(channel_id=event.channel_id, provider_message_id=target_id)
+    message = original.select_for_update().first()
+    if message is None or message.chat_id != chat.pk:
+        return None
+    payload = dict(message.payload)
+    if "revoke_of" in event.extra:
+        # Deleted for everyone: keep the row (the conversation's shape), drop the content.
+        payload["revoked"] = True
+        message.text = ""
+        message.transcript = ""
+        message.payload = payload
+        message.save(update_fields=["text", "transcript", "payload"])
+        outcome = "revoke"
+    else:
+        payload.setdefault("edits", []).append({"previous_text": message.text[:4096]})
+        payload["edited"] = True
+        message.text = event.text
+        message.payload = payload
+        message.save(update_fields=["text", "payload"])
+        outcome = "edit"
+    hooks.message_changed(message.pk)
+    return Accepted(message.pk, chat.pk, outcome)
+
+
+def _touch_channel_on_commit(channel_id: int) -> None:
+    """Last-event time per channel feeds the silent-number alert; written at most every 30 s
+    (per process, and in the database), after the commit: inside the consumer's batch the
+    update would hold the channel's row lock, shared by every consumer, until the batch ends."""
+    if _touched.get(channel_id, 0.0) > time.monotonic() - 30:
+        return
+    _touched[channel_id] = time.monotonic()
+    transaction.on_commit(partial(_touch_channel, channel_id))
+
+
+def _touch_channel(channel_id: int) -> None:
+    now = timezone.now()
+    Channel.objects.filter(pk=channel_id, last_event_at__isnull=True).update(last_event_at=now)
+    Channel.objects.filter(pk=channel_id, last_event_at__lt=now - timedelta(seconds=30)).update(
+        last_event_at=now
+    )

@@ -1,0 +1,217 @@
+"""The ingest consumer: reads the Redis stream the webhooks write, runs `ingest.accept` for each
+event, and acknowledges an entry only after its transaction committed.
+
+Several consumers may run (one consumer group). An entry whose consumer died is reclaimed by
+another after `claim_idle_ms`; an entry that keeps failing goes to a dead-letter stream after
+`max_attempts`, where it stays for an operator (it is never silently dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import redis
+from django.db import DatabaseError, close_old_connections, transaction
+
+from inbox.conversations import hooks, ingest, logs
+from inbox.conversations.events import Event, InboundEvent, event_from_json
+from inbox.conversations.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+
+class BatchAborted(DatabaseError):
+    """An event of a batch failed; the batch's transaction is rolled back."""
+
+
+FAILURES_KEY = "ingest:failures"
+
+
+def ensure_group(client: redis.Redis) -> None:
+    try:
+        client.xgroup_create(ingest.STREAM, ingest.GROUP, id="0", mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+def consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class IngestWorker:
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        batch: int = 100,
+        block_ms: int = 1000,
+        claim_idle_ms: int = 30_000,
+        max_attempts: int = 5,
+    ) -> None:
+        self.name = name or consumer_name()
+        self.batch = batch
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.max_attempts = max_attempts
+        self.stop_event = threading.Event()
+        self.redis = get_redis()
+        self._last_claim = 0.0
+        self._group_ready = False
+
+    def run(self) -> None:
+        log.info("ingest.worker_started", extra={"consumer": self.name})
+        while not self.stop_event.is_set():
+            try:
+                self.step()
+            except (redis.ConnectionError, redis.TimeoutError):
+                log.warning("ingest.redis_unavailable", exc_info=True)
+                self.stop_event.wait(1.0)
+            except redis.ResponseError:
+                # NOGROUP / UNBLOCKED: the stream or its group vanished (Redis restarted without
+                # its append-only file, or someone deleted the key). Recreate and carry on.
+                log.warning("ingest.stream_reset", exc_info=True)
+                self._group_ready = False
+                self.stop_event.wait(0.2)
+
+    def step(self) -> int:
+        """Process what is waiting (reclaimed entries first). Returns how many were handled."""
+        handled = 0
+        if not self._group_ready:
+            ensure_group(self.redis)
+            self._group_ready = True
+        if time.monotonic() - self._last_claim > self.claim_idle_ms / 2000:
+            self._last_claim = time.monotonic()
+            handled += self._reclaim()
+        response: Any = self.redis.xreadgroup(
+            ingest.GROUP, self.name, {ingest.STREAM: ">"}, count=self.batch, block=self.block_ms
+        )
+        for _stream, entries in response or []:
+            handled += self.process_batch(entries)
+        return handled
+
+    def _reclaim(self) -> int:
+        """Take over entries another (dead) consumer read but never acknowledged."""
+        handled = 0
+        start = "0-0"
+        while True:
+            result: Any = self.redis.xautoclaim(
+                ingest.STREAM,
+                ingest.GROUP,
+                self.name,
+                min_idle_time=self.claim_idle_ms,
+                start_id=start,
+                count=self.batch,
+            )
+            start, entries = result[0], result[1]
+            live = []
+            for entry_id, fields in entries:
+                if fields is None:  # deleted while pending
+                    self.redis.xack(ingest.STREAM, ingest.GROUP, entry_id)
+                else:
+                    live.append((entry_id, fields))
+            handled += self.process_batch(live)
+            if not entries or start in (b"0-0", "0-0"):
+                return handled
+
+    def process_batch(self, entries: list[tuple[Any, dict[bytes, bytes]]]) -> int:
+        """Accept a batch of entries in one transaction (one commit instead of one per event),
+        then acknowledge them all.
+
+        Chats are locked in one order in every consumer — sorted by channel and customer, a
+        chat's own events keeping their order — so two consumers do not deadlock on them. If
+        any event fails, or the batch cannot commit, the batch is rolled back and its events
+        are stored one transaction each; a failing one is left pending for a retry."""
+        close_old_connections()
+        batch: list[tuple[Any, bytes, Event]] = []
+        for entry_id, fields in entries:
+            raw = fields.get(b"e", b"")
+            try:
+                batch.append((entry_id, raw, event_from_json(raw)))
+            except (ValueError, TypeError):
+                log.error("ingest.unreadable_event", extra={"entry": str(entry_id)})
+                self._dead_letter(entry_id, raw, "unreadable")
+        if not batch:
+            return 0
+        batch.sort(key=lambda item: _lock_order(item[2]))
+        with hooks.batch():
+            return self._store_batch(batch)
+
+    def _store_batch(self, batch: list[tuple[Any, bytes, Event]]) -> int:
+        if len(batch) == 1:
+            self._one_by_one(batch)
+            return 1
+        try:
+            with transaction.atomic():
+                for entry_id, _raw, event in batch:
+                    if not self._accept(entry_id, event):
+                        # The failure may have left the transaction unusable (a deadlock, an
+                        # update marked for rollback): committing the rest could silently roll
+                        # back events we would then acknowledge. Store them one by one instead.
+                        raise BatchAborted(f"entry {entry_id!r} failed")
+        except DatabaseError:
+            log.warning("ingest.batch_failed", extra={"size": len(batch)}, exc_info=True)
+            close_old_connections()
+            self._one_by_one(batch)
+            return len(batch)
+        self._ack(*(entry_id for entry_id, _raw, _event in batch))
+        return len(batch)
+
+    def _one_by_one(self, batch: list[tuple[Any, bytes, Event]]) -> None:
+        for entry_id, raw, event in batch:
+            if self._accept(entry_id, event):
+                self._ack(entry_id)
+            else:
+                self._failed(entry_id, raw)
+
+    def _accept(self, entry_id: Any, event: Event) -> bool:
+        try:
+            with logs.bound(event.correlation_id):
+                ingest.accept(event)
+        except Exception:
+            log.exception("ingest.accept_failed", extra={"entry": str(entry_id)})
+            return False
+        return True
+
+    def _failed(self, entry_id: Any, raw: bytes) -> None:
+        """Left pending (reclaimed and retried after claim_idle_ms) until max_attempts."""
+        attempts = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
+        if attempts >= self.max_attempts:
+            self._dead_letter(entry_id, raw, "failed")
+
+    def _ack(self, *entry_ids: Any) -> None:
+        if not entry_ids:
+            return
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xack(ingest.STREAM, ingest.GROUP, *entry_ids)
+        pipe.xdel(ingest.STREAM, *entry_ids)
+        pipe.hdel(FAILURES_KEY, *entry_ids)
+        pipe.execute()
+
+    def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:
+        self.redis.xadd(ingest.DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})
+        self._ack(entry_id)
+
+
+def _lock_order(event: Event) -> tuple[int, int, str]:
+    """Messages first, grouped by chat (the rows they lock); statuses after."""
+    if isinstance(event, InboundEvent):
+        return (0, event.channel_id, event.chat_key)
+    return (1, event.channel_id, "")
+
+
+def oldest_pending_age_seconds(client: redis.Redis | None = None) -> float:
+    """Age of the oldest event not yet accepted (stream ids start with a ms timestamp)."""
+    client = client or get_redis()
+    first: Any = client.xrange(ingest.STREAM, count=1)
+    if not first:
+        return 0.0
+    entry_id = first[0][0]
+    text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    millis = int(text.split("-")[0])
+    return max(0.0, time.time() - millis / 1000)

@@ -1,0 +1,99 @@
+"""Structured logs: JSON lines, a correlation id carried from webhook to task to model call to
+send to CRM call, and no customer data (phone numbers and message text masked).
+
+The correlation id lives in a context variable. The webhook sets one per request and writes it
+into each event; the ingest consumer binds it while accepting; Celery carries it in a task header
+(see `inbox/site/celery.py`), so the turn, its model call, the send and the CRM sync all log it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
+
+correlation_id: ContextVar[str] = ContextVar("correlation_id", default="")
+
+# Seven or more digits, optionally with +, spaces, dashes or brackets between them: phone
+# numbers, wa_ids, JIDs. The last two digits are kept so operators can still tell chats apart.
+PHONE = re.compile(r"(?<![\w.])\+?\d(?:[\s\-()]?\d){6,}(?![\w.])")
+# Extra fields whose values are customer content, never logged as they are.
+CONTENT_KEYS = frozenset(
+    {"text", "body", "reply", "transcript", "message_text", "content", "summary"}
+)
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+}
+
+
+def new_correlation_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@contextmanager
+def bound(cid: str | None) -> Iterator[str]:
+    """Run a block with `cid` (or a fresh id) as the correlation id."""
+    value = cid or new_correlation_id()
+    token = correlation_id.set(value)
+    try:
+        yield value
+    finally:
+        correlation_id.reset(token)
+
+
+def mask_phone_numbers(text: str) -> str:
+    def mask(match: re.Match[str]) -> str:
+        digits = re.sub(r"\D", "", match.group(0))
+        return "…" + digits[-2:]
+
+    return PHONE.sub(mask, text)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_phone_numbers(value)
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    if isinstance(value, dict):
+        return {k: ("[masked]" if k in CONTENT_KEYS else _masked(v)) for k, v in value.items()}
+    return value
+
+
+class PrivacyFilter(logging.Filter):
+    """Adds the correlation id and masks customer data in every record, whatever logged it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.correlation_id = correlation_id.get()
+        if isinstance(record.msg, str):
+            record.msg = mask_phone_numbers(record.msg)
+        if record.args:
+            if isinstance(record.args, dict):
+                record.args = {k: _masked(v) for k, v in record.args.items()}
+            else:
+                record.args = tuple(_masked(a) for a in record.args)
+        for key, value in list(vars(record).items()):
+            if key in _STANDARD or key == "correlation_id":
+                continue
+            record.__dict__[key] = "[masked]" if key in CONTENT_KEYS else _masked(value)
+        return True
+
+
+class JsonLines(JsonFormatter):
+    """One JSON object per line: time, level, logger, event, correlation id, extra fields."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "rename_fields", {"levelname": "level", "name": "logger", "message": "event"}
+        )
+        kwargs.setdefault("timestamp", True)
+        super().__init__("%(levelname)s %(name)s %(message)s", *args, **kwargs)
+
+    def formatException(self, ei: Any) -> str:
+        return mask_phone_numbers(str(super().formatException(ei)))

@@ -1,0 +1,450 @@
+"""The conversation core: businesses, their channels, chats, messages and who owns each chat.
+
+`Chat.owner` is written only by `inbox/conversations/ownership.py`. Everything else reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from inbox.conversations.fields import EncryptedTextField
+
+
+class Business(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="Working hours are read in this time zone."
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Purge message text, media and transcripts older than this many days; "
+        "empty = the installation's RETENTION_DAYS, 0 = keep forever.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "businesses"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Channel(models.Model):
+    """One WhatsApp number (or the sandbox) of a business, with its own timing rules."""
+
+    class Kind(models.TextChoices):
+        CLOUD_API = "cloud_api", "WhatsApp Cloud API"
+        BRIDGE = "bridge", "Linked-device bridge"
+        SANDBOX = "sandbox", "Sandbox (test chat in the browser)"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="channels")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    is_active = models.BooleanField(default=True)
+
+    # Cloud API
+    phone_number_id = models.CharField(
+        max_length=64, blank=True, help_text="Cloud API phone number ID (from Meta)."
+    )
+    display_phone_number = models.CharField(max_length=32, blank=True)
+    access_token = EncryptedTextField(blank=True, help_text="Cloud API access token.")
+    # Linked-device bridge
+    bridge_url = models.URLField(blank=True, help_text="Base URL of the bridge's HTTP API.")
+    bridge_token = EncryptedTextField(
+        blank=True, help_text="Bearer token, both for events the bridge posts and for sends."
+    )
+
+    language = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="Language of most customers (e.g. en, ru); blank = detect.",
+    )
+    debounce_seconds = models.FloatField(
+        default=4.0, help_text="Wait this long after a customer's last message before answering."
+    )
+    idle_release_hours = models.FloatField(
+        default=4.0,
+        help_text="Give a chat back to the bot after this long without a manager message.",
+    )
+    late_answer_cutoff_minutes = models.FloatField(
+        default=30.0, help_text="Older customer messages go to a human instead of the bot."
+    )
+    voice_confidence_threshold = models.FloatField(
+        default=0.6, help_text="Below this transcript confidence the assistant asks to clarify."
+    )
+    working_hours = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='e.g. {"mon": ["09:00", "18:00"], …}; empty = always on.',
+    )
+    silent_alert_minutes = models.PositiveIntegerField(
+        default=120, help_text="Alert when no event arrives for this long during working hours."
+    )
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["business__name", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["phone_number_id"],
+                condition=~Q(phone_number_id=""),
+                name="channel_unique_phone_number_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.business.name} / {self.name}"
+
+
+class Membership(models.Model):
+    """A user's access to one business. Managers see only the channels they are assigned to,
+    or all channels of the business when none are assigned."""
+
+    class Role(models.TextChoices):
+        ADMIN = "admin", "Business admin"
+        MANAGER = "manager", "Manager"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MANAGER)
+    channels = models.ManyToManyField(
+        Channel,
+        blank=True,
+        related_name="assigned_memberships",
+        help_text="Leave empty to give access to every channel of the business.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "business"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.business} ({self.role})"
+
+
+class Owner(models.TextChoices):
+    BOT = "bot", "Bot"
+    PENDING_HUMAN = "pending_human", "Waiting for a human"
+    HUMAN = "human", "Human"
+
+
+class Chat(models.Model):
+    """One customer on one channel."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="chats")
+    customer_key = models.CharField(
+        max_length=128, help_text="wa_id, or the business-scoped user id when wa_id is empty."
+    )
+    customer_phone = models.CharField(max_length=32, blank=True)
+    customer_name = models.CharField(max_length=200, blank=True)
+
+    owner = models.CharField(max_length=16, choices=Owner.choices, default=Owner.BOT)
+    # Bumped by every customer message and every owner change: a reply generated at an older
+    # version is stale and is never sent.
+    version = models.PositiveBigIntegerField(default=0)
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_chats",
+    )
+    # Customer messages with an id at or below this were answered (by the bot or a human).
+    answered_up_to = models.PositiveBigIntegerField(default=0)
+    unread_count = models.PositiveIntegerField(default=0)
+    last_customer_at = models.DateTimeField(null=True, blank=True)
+    last_manager_at = models.DateTimeField(null=True, blank=True)
+    last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    owner_changed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "customer_key"], name="chat_unique_customer")
+        ]
+        indexes = [models.Index(fields=["owner", "owner_changed_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.customer_name or self.customer_key} on {self.channel.name}"
+
+    @property
+    def business_id(self) -> int:
+        return self.channel.business_id
+
+
+class Message(models.Model):
+    class Direction(models.TextChoices):
+        INBOUND = "in", "From the customer"
+        OUTBOUND = "out", "To the customer"
+        INTERNAL = "internal", "Internal note"
+
+    class Author(models.TextChoices):
+        CUSTOMER = "customer", "Customer"
+        BOT = "bot", "Assistant"
+        MANAGER = "manager", "Manager (inbox)"
+        PHONE = "phone", "Manager (from the phone)"
+        SYSTEM = "system", "System"
+
+    class Kind(models.TextChoices):
+        TEXT = "text", "Text"
+        VOICE = "voice", "Voice note"
+        AUDIO = "audio", "Audio file"
+        IMAGE = "image", "Image"
+        DOCUMENT = "document", "Document"
+        VIDEO = "video", "Video"
+        STICKER = "sticker", "Sticker"
+        LOCATION = "location", "Location"
+        CONTACTS = "contacts", "Contacts"
+        INTERACTIVE = "interactive", "Button or list reply"
+        REACTION = "reaction", "Reaction"
+        UNSUPPORTED = "unsupported", "Unsupported"
+        NOTE = "note", "Internal note"
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received"
+        PENDING = "pending", "Queued"
+        SENDING = "sending", "Sending"
+        SENT = "sent", "Sent"
+        DELIVERED = "delivered", "Delivered"
+        READ = "read", "Read"
+        PLAYED = "played", "Played"
+        FAILED = "failed", "Failed"
+        UNKNOWN = "unknown", "Outcome unknown"
+
+    class TranscriptStatus(models.TextChoices):
+        NONE = "", "No transcript"
+        PENDING = "pending", "Transcribing"
+        DONE = "done", "Transcribed"
+        FAILED = "failed", "Transcription failed"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="messages")
+    direction = models.CharField(max_length=8, choices=Direction.choices)
+    author = models.CharField(max_length=16, choices=Author.choices)
+    sent_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="sent_messages",
+    )
+    from_me = models.BooleanField(default=False, help_text="Sent from the business number.")
+    sent_by_bot = models.BooleanField(default=False)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TEXT)
+    text = models.TextField(blank=True)
+
+    media_ref = models.CharField(max_length=1024, blank=True, help_text="Provider media id or URL.")
+    media_mime = models.CharField(max_length=128, blank=True)
+    media_sha256 = models.CharField(max_length=128, blank=True)
+    media_filename = models.CharField(max_length=255, blank=True)
+    media_file = models.FileField(upload_to="media/%Y/%m/", blank=True)
+
+    transcript = models.TextField(blank=True)
+    transcript_status = models.CharField(
+        max_length=8, choices=TranscriptStatus.choices, default=TranscriptStatus.NONE, blank=True
+    )
+    transcript_confidence = models.FloatField(null=True, blank=True)
+    transcript_language = models.CharField(max_length=8, blank=True)
+    transcript_segments = models.JSONField(default=list, blank=True)
+
+    provider_message_id = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
+    status_at = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=32, blank=True)
+    error_title = models.CharField(max_length=500, blank=True)
+    # Kind-specific details: location, reaction target, quoted message, edit/revoke target...
+    payload = models.JSONField(default=dict, blank=True)
+    provider_timestamp = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Set when the retention period removed the content (text, media, transcript); the row stays
+    # so the conversation's shape and its audit trail remain (inbox/upkeep/retention.py).
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # The durable second line of dedup (the first is a Redis SET NX).
+            models.UniqueConstraint(
+                fields=["channel", "provider_message_id"],
+                condition=~Q(provider_message_id=""),
+                name="message_unique_provider_id",
+            )
+        ]
+        indexes = [models.Index(fields=["chat", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_author_display()} {self.kind} #{self.pk}"
+
+    @property
+    def content(self) -> str:
+        """What the message said, as text: the transcript stands in for a voice note."""
+        if self.kind in (self.Kind.VOICE, self.Kind.AUDIO) and self.transcript:
+            return self.transcript
+        return self.text
+
+
+class OwnershipTransition(models.Model):
+    """Audit row for every change of `Chat.owner`, written by `inbox/conversations/ownership.py`
+    only."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
+    from_owner = models.CharField(max_length=16, choices=Owner.choices)
+    to_owner = models.CharField(max_length=16, choices=Owner.choices)
+    cause = models.CharField(max_length=32)
+    reason = models.CharField(max_length=64, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    actor_label = models.CharField(
+        max_length=64, blank=True, help_text="bot, phone, system, or the manager's name."
+    )
+    version = models.PositiveBigIntegerField(help_text="Chat.version after the transition.")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.from_owner} → {self.to_owner} ({self.cause})"
+
+
+class Handoff(models.Model):
+    """The assistant's hand-over of a chat to a human: why, a summary, and what was collected.
+    The summary is generated once and kept, so every manager reads the same one."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="handoffs")
+    reason = models.CharField(max_length=64, db_index=True)
+    summary = models.TextField(blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    message_to_customer = models.TextField(blank=True)
+    details = models.JSONField(
+        default=dict, blank=True, help_text="e.g. the reply a guardrail blocked, and why."
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"handoff {self.reason} chat #{self.chat_id}"
+
+    def facts_items(self) -> list[dict[str, Any]]:
+        items = self.facts.get("items") if isinstance(self.facts, dict) else None
+        return list(items) if isinstance(items, list) else []
+
+
+class Turn(models.Model):
+    """One run of the assistant over a chat's pending customer messages: what it saw, what it
+    decided and what became of the reply. The record behind the sandbox review and metrics."""
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running", "Preparing a reply"
+        ANSWERED = "answered", "Answered"
+        CLARIFIED = "clarified", "Asked to clarify"
+        HANDED_OFF = "handed_off", "Handed to a human"
+        DROPPED_STALE = "dropped_stale", "Dropped: newer customer message"
+        DROPPED_OWNER = "dropped_owner", "Dropped: a human owns the chat"
+        ALREADY_ANSWERED = "already_answered", "Already answered"
+        SEND_FAILED = "send_failed", "Reply could not be sent"
+        FAILED = "failed", "Failed"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    first_message_id = models.PositiveBigIntegerField()
+    last_message_id = models.PositiveBigIntegerField()
+    generated_at_version = models.PositiveBigIntegerField()
+    outcome = models.CharField(max_length=24, choices=Outcome.choices, default=Outcome.RUNNING)
+    backend = models.CharField(max_length=64, blank=True)
+    action = models.CharField(max_length=16, blank=True)
+    reason = models.CharField(max_length=64, blank=True)
+    decision = models.JSONField(default=dict, blank=True)
+    guardrail_findings = models.JSONField(default=list, blank=True)
+    model_error = models.CharField(max_length=500, blank=True)
+    reply_message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
+
+
+class Alert(models.Model):
+    """Something an operator must look at: a silent number, a backlog, the model or the CRM down.
+
+    At most one open alert per (business, kind, subject); raised and resolved only through
+    `inbox/upkeep/alerts.py`. `business` is empty for installation-wide alerts (queues, model
+    server)."""
+
+    class Kind(models.TextChoices):
+        CHANNEL_SILENT = "channel_silent", "Channel silent during working hours"
+        QUEUE_BACKLOG = "queue_backlog", "Oldest job waiting too long"
+        LLM_BREAKER_OPEN = "llm_breaker_open", "Model server unavailable (breaker open)"
+        CRM_SYNC_FAILING = "crm_sync_failing", "Bitrix24 sync failing"
+
+    business = models.ForeignKey(
+        Business, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
+    )
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    subject = models.CharField(
+        max_length=200, blank=True, help_text="What is affected: channel:<id>, a queue, a replica."
+    )
+    message = models.TextField()
+    raised_at = models.DateTimeField(default=timezone.now, db_index=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    last_notified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-raised_at"]
+        constraints = [
+            # Two constraints because NULL business ids are distinct in a plain unique index.
+            models.UniqueConstraint(
+                fields=["business", "kind", "subject"],
+                condition=Q(resolved_at__isnull=True, business__isnull=False),
+                name="alert_unique_open",
+            ),
+            models.UniqueConstraint(
+                fields=["kind", "subject"],
+                condition=Q(resolved_at__isnull=True, business__isnull=True),
+                name="alert_unique_open_global",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.subject}".strip()
+
+
+class ApiToken(models.Model):
+    """A user's token for the JSON API (/api/v1/): the same permissions as that user has in the
+    inbox. Only the token's SHA-256 is stored; the token is shown once, when it is made."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=200, blank=True, help_text="What the token is for.")
+    prefix = models.CharField(max_length=16, help_text="The token's first characters.")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"

@@ -1,0 +1,360 @@
+"""Everything the business says to a customer goes out through here.
+
+`send_reply` is the bot's only way out: under the chat's row lock it checks that the bot still
+owns the chat and that nothing changed since the reply was generated (`Chat.version`), records
+the reply, and only then calls the transport. A reply that loses either check is dropped and the
+reason recorded. Managers' replies (`send_manager_reply`) move the chat to HUMAN first.
+
+Every id of a message the bot sent is remembered (a Redis set per chat, plus `sent_by_bot` on
+the row), so the echo of our own message is never mistaken for a manager taking over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+import redis
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from inbox.conversations import hooks, metrics, ownership
+from inbox.conversations.events import StatusEvent, provider_datetime
+from inbox.conversations.models import Chat, Message, Owner
+from inbox.conversations.redis import get_redis
+from inbox.conversations.transport_registry import transport_for
+from inbox.conversations.transports import SendError
+
+log = logging.getLogger(__name__)
+
+BOT_SENT_TTL_SECONDS = 7 * 86400
+EARLY_STATUS_TTL_SECONDS = 3600
+SEND_ATTEMPTS = 3
+SEND_BACKOFF_SECONDS = (0.5, 2.0)
+
+DropReason = Literal["sent", "stale", "not_bot_owner", "already_answered", "failed", "empty"]
+
+
+@dataclass(frozen=True)
+class SendOutcome:
+    sent: bool
+    reason: DropReason
+    message_id: int | None = None
+    provider_message_id: str = ""
+    error: str = ""
+
+
+# --- bot-sent ids ----------------------------------------------------------------------------
+
+
+def _bot_sent_key(chat_id: int) -> str:
+    return f"bot_sent:{chat_id}"
+
+
+def remember_bot_sent(chat_id: int, provider_message_id: str) -> None:
+    if not provider_message_id:
+        return
+    pipe = get_redis().pipeline()
+    pipe.sadd(_bot_sent_key(chat_id), provider_message_id)
+    pipe.expire(_bot_sent_key(chat_id), BOT_SENT_TTL_SECONDS)
+    pipe.execute()
+
+
+def is_bot_sent(chat_id: int, provider_message_id: str) -> bool:
+    """Did the bot send this message? Redis first; the row's `sent_by_bot` when Redis forgot."""
+    if get_redis().sismember(_bot_sent_key(chat_id), provider_message_id):
+        return True
+    return Message.objects.filter(
+        chat_id=chat_id, provider_message_id=provider_message_id, sent_by_bot=True
+    ).exists()
+
+
+# --- sending ---------------------------------------------------------------------------------
+
+
+def send_reply(
+    chat_id: int, text: str, *, generated_at_version: int, answered_up_to: int
+) -> SendOutcome:
+    """Send the bot's reply if the bot still owns the chat and the chat is still at the version
+    the reply was generated at. `answered_up_to` is the id of the newest customer message the
+    reply answers; it is recorded together with the reply, so the same messages are never
+    answered twice (even if the turn runs again after a crash)."""
+    text = text.strip()
+    if not text:
+        return SendOutcome(False, "empty")
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        if chat.owner != Owner.BOT:
+            _dropped(chat, "not_bot_owner", generated_at_version)
+            return SendOutcome(False, "not_bot_owner")
+        if chat.version != generated_at_version:
+            _dropped(chat, "stale", generated_at_version)
+            return SendOutcome(False, "stale")
+        if answered_up_to <= chat.answered_up_to:
+            # The same turn ran twice (a task redelivered after a worker died): answered once.
+            _dropped(chat, "already_answered", generated_at_version)
+            return SendOutcome(False, "already_answered")
+        message = record_outbound(chat, text, author=Message.Author.BOT, manager=None)
+        chat.answered_up_to = answered_up_to
+        chat.save(update_fields=["answered_up_to"])
+    return deliver(message.pk)
+
+
+def send_manager_reply(
+    chat_id: int, text: str, *, manager: User | None, source: str = "inbox"
+) -> SendOutcome:
+    """A manager's reply from the inbox (or another operator tool named by `source`): the chat
+    becomes HUMAN before anything is sent, so no bot reply in flight can follow it."""
+    text = text.strip()
+    if not text:
+        return SendOutcome(False, "empty")
+    ownership.manager_replied(chat_id, manager=manager)
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        message = record_outbound(chat, text, author=Message.Author.MANAGER, manager=manager)
+        message.payload = {"source": source}
+        message.save(update_fields=["payload"])
+        latest = chat.messages.filter(direction=Message.Direction.INBOUND).aggregate(m=Max("id"))
+        chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
+        chat.save(update_fields=["answered_up_to"])
+    return deliver(message.pk)
+
+
+def add_internal_note(chat_id: int, text: str, *, author: User | None = None) -> Message:
+    """A note only managers see (never sent to the customer)."""
+    with transaction.atomic():
+        chat = Chat.objects.select_related("channel").get(pk=chat_id)
+        note = Message.objects.create(
+            chat=chat,
+            channel=chat.channel,
+            direction=Message.Direction.INTERNAL,
+            author=Message.Author.MANAGER if author else Message.Author.SYSTEM,
+            sent_by=author,
+            kind=Message.Kind.NOTE,
+            text=text.strip(),
+            status=Message.Status.SENT,
+        )
+        hooks.message_changed(note.pk)
+    return note
+
+
+def record_outbound(chat: Chat, text: str, *, author: str, manager: User | None) -> Message:
+    """The reply's row, committed before the transport is called: a crash after sending can
+    never lead to sending the same reply again."""
+    transport = transport_for(chat.channel)
+    client_id = f"{uuid.uuid4().hex.upper()[:20]}" if transport.assigns_message_ids else ""
+    is_bot = author == Message.Author.BOT
+    if is_bot and client_id:
+        # Known before the send: the echo of this message may beat the send's response.
+        remember_bot_sent(chat.pk, client_id)
+    now = timezone.now()
+    message = Message.objects.create(
+        chat=chat,
+        channel=chat.channel,
+        direction=Message.Direction.OUTBOUND,
+        author=author,
+        sent_by=manager,
+        from_me=True,
+        sent_by_bot=is_bot,
+        kind=Message.Kind.TEXT,
+        text=text,
+        provider_message_id=client_id,
+        status=Message.Status.SENDING,
+        status_at=now,
+    )
+    Chat.objects.filter(pk=chat.pk).update(last_message_at=now)
+    if not is_bot:
+        # A manager sees their reply at once ("sending"); a bot reply appears when `deliver`
+        # settles it a moment later (one push per reply instead of two).
+        hooks.message_changed(message.pk)
+    return message
+
+
+def _dropped(chat: Chat, reason: str, generated_at_version: int) -> None:
+    metrics.REPLIES_DROPPED.labels(reason=reason).inc()
+    log.info(
+        "reply.dropped",
+        extra={
+            "chat_id": chat.pk,
+            "reason": reason,
+            "owner": chat.owner,
+            "version": chat.version,
+            "generated_at_version": generated_at_version,
+        },
+    )
+
+
+def deliver(message_id: int) -> SendOutcome:
+    """Hand a recorded outbound message to its transport, retrying transient failures a few
+    times. A bot reply whose chat a manager took over meanwhile is not retried."""
+    message = Message.objects.select_related("chat", "channel").get(pk=message_id)
+    transport = transport_for(message.channel)
+    error: SendError | None = None
+    for attempt in range(SEND_ATTEMPTS):
+        if attempt and message.sent_by_bot and not _bot_still_owns(message.chat_id):
+            error = SendError("not retried: a manager took over the chat", code="cancelled")
+            break
+        try:
+            provider_id = transport.send_text(
+                message.chat, message.text, client_message_id=message.provider_message_id
+            )
+        except SendError as exc:
+            error = exc
+            log.warning(
+                "send.failed",
+                extra={"message_id": message.pk, "code": exc.code, "permanent": exc.permanent},
+            )
+            if exc.permanent or attempt == SEND_ATTEMPTS - 1:
+                break
+            time.sleep(exc.retry_after or SEND_BACKOFF_SECONDS[min(attempt, 1)])
+            continue
+        return _mark_sent(message, provider_id)
+    assert error is not None
+    return _mark_failed(message, error)
+
+
+def _bot_still_owns(chat_id: int) -> bool:
+    return Chat.objects.filter(pk=chat_id, owner=Owner.BOT).exists()
+
+
+def _mark_sent(message: Message, provider_id: str) -> SendOutcome:
+    # The row first: it is the durable record of what went out (and, with sent_by_bot, what
+    # recognises the echo when Redis has forgotten). Redis being away must not lose it.
+    Message.objects.filter(pk=message.pk, status=Message.Status.SENDING).update(
+        provider_message_id=provider_id, status=Message.Status.SENT, status_at=timezone.now()
+    )
+    metrics.REPLIES_SENT.labels(author=message.author).inc()
+    try:
+        if message.sent_by_bot:
+            remember_bot_sent(message.chat_id, provider_id)
+        _apply_early_statuses(message.channel_id, provider_id)
+    except redis.RedisError:
+        log.warning("send.redis_unavailable_after_send", extra={"message_id": message.pk})
+    hooks.message_changed(message.pk)
+    return SendOutcome(True, "sent", message.pk, provider_id)
+
+
+def _mark_failed(message: Message, error: SendError) -> SendOutcome:
+    Message.objects.filter(pk=message.pk).update(
+        status=Message.Status.FAILED,
+        status_at=timezone.now(),
+        error_code=error.code[:32],
+        error_title=error.title[:500],
+    )
+    metrics.REPLIES_FAILED.labels(author=message.author, code=error.code[:32]).inc()
+    hooks.message_changed(message.pk)
+    if message.sent_by_bot and error.code != "cancelled":
+        # The customer did not get the bot's answer: a human has to look at this chat.
+        with contextlib.suppress(ownership.InvalidTransition):
+            ownership.request_human(message.chat_id, reason="send_failed")
+    return SendOutcome(False, "failed", message.pk, error=error.title)
+
+
+# --- delivery statuses -----------------------------------------------------------------------
+
+# A status only moves forward; statuses are at-least-once and arrive in any order.
+_RANK = {
+    Message.Status.SENDING: 0,
+    Message.Status.SENT: 1,
+    Message.Status.DELIVERED: 2,
+    Message.Status.READ: 3,
+    Message.Status.PLAYED: 4,
+    Message.Status.FAILED: 5,
+}
+
+
+def apply_status(event: StatusEvent) -> Message | None:
+    """Record a delivery status on our outbound message. None when we do not know the message
+    id yet (the status is kept and applied once the send's response is recorded)."""
+    message = (
+        Message.objects.filter(
+            channel_id=event.channel_id, provider_message_id=event.provider_message_id
+        )
+        .only("id", "status", "chat_id")
+        .first()
+    )
+    if message is None:
+        # The status can beat our own record of the wamid (the send's response): keep it.
+        _keep_early_status(event)
+        return None
+    _apply_status_to(message.pk, event)
+    return message
+
+
+def _apply_status_to(message_id: int, event: StatusEvent) -> None:
+    at = provider_datetime(event.provider_ts) or timezone.now()
+    if event.status == "deleted":
+        return
+    new = Message.Status(event.status)
+    lower = [status for status, rank in _RANK.items() if rank < _RANK[new]]
+    fields: dict[str, object] = {"status": new, "status_at": at}
+    if new == Message.Status.FAILED:
+        fields.update(error_code=event.error_code[:32], error_title=event.error_title[:500])
+        # A failure never overrides proof that the customer read the message.
+        lower = [s for s in lower if s not in (Message.Status.READ, Message.Status.PLAYED)]
+    updated = Message.objects.filter(pk=message_id, status__in=lower).update(**fields)
+    if updated:
+        hooks.message_changed(message_id)
+
+
+def _early_key(channel_id: int, provider_message_id: str) -> str:
+    return f"early_status:{channel_id}:{provider_message_id}"
+
+
+def _keep_early_status(event: StatusEvent) -> None:
+    key = _early_key(event.channel_id, event.provider_message_id)
+    pipe = get_redis().pipeline()
+    pipe.rpush(key, event.to_json())
+    pipe.expire(key, EARLY_STATUS_TTL_SECONDS)
+    pipe.execute()
+
+
+def _apply_early_statuses(channel_id: int, provider_message_id: str) -> None:
+    key = _early_key(channel_id, provider_message_id)
+    pipe = get_redis().pipeline()
+    pipe.lrange(key, 0, -1)
+    pipe.delete(key)
+    raw_events, _ = pipe.execute()
+    if not raw_events:
+        return
+    message = Message.objects.filter(
+        channel_id=channel_id, provider_message_id=provider_message_id
+    ).first()
+    if message is None:
+        return
+    for raw in raw_events:
+        data = json.loads(raw)
+        data.pop("type", None)
+        _apply_status_to(message.pk, StatusEvent(**data))
+
+
+def settle_stuck_sends(*, older_than_seconds: float) -> int:
+    """Mark "sending" messages older than this as outcome unknown; see inbox.upkeep.tasks."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    stuck = list(
+        Message.objects.filter(status=Message.Status.SENDING, status_at__lt=cutoff).values_list(
+            "pk", "chat_id", "sent_by_bot"
+        )[:500]
+    )
+    for message_id, chat_id, by_bot in stuck:
+        marked = Message.objects.filter(pk=message_id, status=Message.Status.SENDING).update(
+            status=Message.Status.UNKNOWN,
+            status_at=timezone.now(),
+            error_title="The worker stopped while sending: check with the customer whether "
+            "this message arrived.",
+        )
+        if not marked:
+            continue
+        hooks.message_changed(message_id)
+        if by_bot:
+            with contextlib.suppress(ownership.InvalidTransition):
+                ownership.request_human(chat_id, reason="send_unknown")
+    return len(stuck)

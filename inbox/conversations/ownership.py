@@ -1,0 +1,221 @@
+"""The ownership state machine: the only code that changes `Chat.owner`.
+
+    BOT ──request_human (assistant hands off)──────────▶ PENDING_HUMAN
+    BOT | PENDING_HUMAN ──manager_replied / take_over──▶ HUMAN
+    HUMAN | PENDING_HUMAN ──release (manual)──────────▶ BOT
+    HUMAN ──idle_release (no manager message for the channel's idle hours)──▶ BOT
+
+Every transition locks the chat row, checks the current state, bumps `Chat.version` (so a reply
+generated before it is never sent), writes an `OwnershipTransition` row and, after commit,
+tells the open dashboards. A transition to the state the chat is already in changes nothing and
+returns `False`; a transition that is not allowed from the current state raises
+`InvalidTransition` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from inbox.conversations import hooks
+from inbox.conversations.models import Chat, Message, Owner, OwnershipTransition
+
+log = logging.getLogger(__name__)
+
+
+class InvalidTransition(Exception):
+    """The chat is in a state this transition does not start from."""
+
+    def __init__(self, chat: Chat, cause: str, detail: str = "") -> None:
+        self.chat = chat
+        self.cause = cause
+        message = f"cannot {cause} chat #{chat.pk} while its owner is {chat.owner}"
+        super().__init__(f"{message}: {detail}" if detail else message)
+
+
+@dataclass(frozen=True)
+class Result:
+    chat: Chat
+    changed: bool
+
+
+def _actor_label(actor: User | None, fallback: str) -> str:
+    if actor is None:
+        return fallback
+    full_name = getattr(actor, "get_full_name", lambda: "")()
+    return str(full_name or actor.get_username())
+
+
+def _transition(
+    chat_id: int,
+    *,
+    cause: str,
+    allowed_from: Iterable[str],
+    to: str,
+    actor: User | None = None,
+    actor_label: str = "",
+    reason: str = "",
+    at: datetime | None = None,
+) -> Result:
+    at = at or timezone.now()
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        if chat.owner == to:
+            return Result(chat, changed=False)
+        if chat.owner not in allowed_from:
+            raise InvalidTransition(chat, cause)
+        _apply(chat, cause=cause, to=to, actor=actor, actor_label=actor_label, reason=reason, at=at)
+    return Result(chat, changed=True)
+
+
+def _apply(
+    chat: Chat,
+    *,
+    cause: str,
+    to: str,
+    actor: User | None,
+    actor_label: str,
+    reason: str,
+    at: datetime,
+) -> None:
+    """Write the new owner, the audit row and the dashboard push. Caller holds the row lock."""
+    from_owner = chat.owner
+    chat.owner = to
+    chat.version += 1
+    chat.owner_changed_at = at
+    fields = ["owner", "version", "owner_changed_at"]
+    if to == Owner.BOT:
+        # Whatever the customer wrote while a human owned the chat was the human's to answer:
+        # the bot starts from the next customer message and writes nothing before it.
+        latest = chat.messages.filter(direction=Message.Direction.INBOUND).aggregate(m=Max("id"))
+        chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
+        fields.append("answered_up_to")
+    chat.save(update_fields=fields)
+    OwnershipTransition.objects.create(
+        chat=chat,
+        from_owner=from_owner,
+        to_owner=to,
+        cause=cause,
+        reason=reason,
+        actor=actor if actor is not None and actor.pk else None,
+        actor_label=actor_label,
+        version=chat.version,
+    )
+    log.info(
+        "ownership.changed",
+        extra={"chat_id": chat.pk, "from": from_owner, "to": to, "cause": cause, "reason": reason},
+    )
+    hooks.chat_changed(chat.pk)
+
+
+def request_human(chat_id: int, *, reason: str) -> Result:
+    """The assistant hands the chat to a human (BOT → PENDING_HUMAN)."""
+    return _transition(
+        chat_id,
+        cause="request_human",
+        allowed_from=[Owner.BOT],
+        to=Owner.PENDING_HUMAN,
+        actor_label="bot",
+        reason=reason,
+    )
+
+
+def take_over(chat_id: int, *, manager: User) -> Result:
+    """A manager takes the chat from the inbox before writing (BOT | PENDING_HUMAN → HUMAN)."""
+    return _transition(
+        chat_id,
+        cause="take_over",
+        allowed_from=[Owner.BOT, Owner.PENDING_HUMAN],
+        to=Owner.HUMAN,
+        actor=manager,
+        actor_label=_actor_label(manager, "manager"),
+    )
+
+
+def manager_replied(
+    chat_id: int, *, manager: User | None = None, at: datetime | None = None
+) -> Result:
+    """A manager wrote to the customer: from the inbox (`manager` given) or from the phone.
+
+    Moves the chat to HUMAN from any state and restarts the idle-release clock, which is
+    measured from the last manager message."""
+    at = at or timezone.now()
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        changed = chat.owner != Owner.HUMAN
+        if changed:
+            _apply(
+                chat,
+                cause="manager_replied",
+                to=Owner.HUMAN,
+                actor=manager,
+                actor_label=_actor_label(manager, "phone"),
+                reason="",
+                at=at,
+            )
+        if chat.last_manager_at is None or at > chat.last_manager_at:
+            chat.last_manager_at = at
+            chat.save(update_fields=["last_manager_at"])
+    return Result(chat, changed=changed)
+
+
+def release(chat_id: int, *, manager: User | None) -> Result:
+    """A manager gives the chat back to the bot (HUMAN | PENDING_HUMAN → BOT).
+    The bot stays silent until the customer writes again."""
+    return _transition(
+        chat_id,
+        cause="release",
+        allowed_from=[Owner.HUMAN, Owner.PENDING_HUMAN],
+        to=Owner.BOT,
+        actor=manager,
+        actor_label=_actor_label(manager, "system"),
+    )
+
+
+def idle_release(chat_id: int, *, now: datetime | None = None) -> Result:
+    """Give a HUMAN chat back to the bot once no manager has written for the channel's
+    idle-release hours. Raises InvalidTransition if a manager wrote more recently."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        if chat.owner == Owner.BOT:
+            return Result(chat, changed=False)
+        if chat.owner != Owner.HUMAN:
+            raise InvalidTransition(chat, "idle_release")
+        idle_since = chat.last_manager_at or chat.owner_changed_at or chat.created_at
+        limit = timedelta(hours=chat.channel.idle_release_hours)
+        if now - idle_since < limit:
+            raise InvalidTransition(
+                chat, "idle_release", f"a manager was active {now - idle_since} ago"
+            )
+        _apply(
+            chat,
+            cause="idle_release",
+            to=Owner.BOT,
+            actor=None,
+            actor_label="system",
+            reason="",
+            at=now,
+        )
+    return Result(chat, changed=True)
+
+
+def idle_chat_ids(now: datetime | None = None) -> list[int]:
+    """HUMAN chats whose manager has been silent past their channel's idle-release hours."""
+    now = now or timezone.now()
+    ids = []
+    candidates = Chat.objects.filter(owner=Owner.HUMAN).select_related("channel")
+    for chat in candidates.only(
+        "id", "last_manager_at", "owner_changed_at", "created_at", "channel__idle_release_hours"
+    ):
+        idle_since = chat.last_manager_at or chat.owner_changed_at or chat.created_at
+        if now - idle_since >= timedelta(hours=chat.channel.idle_release_hours):
+            ids.append(chat.pk)
+    return ids

@@ -1,0 +1,82 @@
+"""The transport interface: how a chat's messages leave the inbox, whichever way the business
+is connected.
+
+A transport sends text to the customer and fetches attachments. The implementations live in
+`integrations/` (Cloud API, linked-device bridge, sandbox) and import this module; the core
+finds the one for a channel through `inbox.conversations.transport_registry`, so nothing here
+knows which transports exist.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import httpx
+
+if TYPE_CHECKING:
+    from inbox.conversations.models import Chat, Message
+
+
+class SendError(Exception):
+    """Sending failed. `permanent` errors will fail the same way again; transient ones may not."""
+
+    permanent = False
+
+    def __init__(self, title: str, *, code: str = "", retry_after: float | None = None) -> None:
+        super().__init__(f"{code}: {title}" if code else title)
+        self.code = code
+        self.title = title
+        self.retry_after = retry_after
+
+
+class TransientSendError(SendError):
+    permanent = False
+
+
+class PermanentSendError(SendError):
+    permanent = True
+
+
+class MediaError(Exception):
+    """An attachment could not be fetched; `permanent` as for SendError."""
+
+    def __init__(self, title: str, *, permanent: bool) -> None:
+        super().__init__(title)
+        self.title = title
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class MediaBlob:
+    content: bytes
+    mime_type: str
+    filename: str = ""
+
+
+class Transport(Protocol):
+    # True when this transport lets us choose the message id before sending (bridge, sandbox):
+    # the id is recorded before the send, so the echo of our own message can never arrive first.
+    assigns_message_ids: bool
+
+    def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
+        """Send `text` to the chat's customer; returns the provider's message id."""
+        ...
+
+    def fetch_media(self, message: Message) -> MediaBlob:
+        """Download the attachment of an inbound message."""
+        ...
+
+
+_http_clients: dict[int, httpx.Client] = {}
+
+
+def http_client() -> httpx.Client:
+    """One HTTP client per process for the transports: pooled connections, and one TLS context
+    instead of one per send (building it costs several milliseconds). Timeouts are per call."""
+    client = _http_clients.get(os.getpid())
+    if client is None:
+        client = httpx.Client(timeout=httpx.Timeout(15.0, connect=5.0))
+        _http_clients[os.getpid()] = client
+    return client

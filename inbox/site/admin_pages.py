@@ -1,0 +1,281 @@
+"""Settings pages for business admins (role `admin` of a business), not only the Django admin.
+
+Each view limits itself to the businesses the user administers (`inbox.conversations.access`): a
+manager gets 403, another business's channel is a 404.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from assistant.knowledge.effective import assistant_settings
+from assistant.knowledge.price_import import (
+    MAX_FILE_BYTES,
+    ImportRejected,
+    apply_price_list,
+    parse_price_file,
+)
+from assistant.models import AssistantSettings, PriceList, PriceListVersion
+from inbox.conversations import access
+from inbox.conversations.models import Business, Channel
+from inbox.site import channel_settings
+from inbox.web import dashboard
+
+REVIEW_REASONS = ("outside_knowledge_base", "guardrail")
+
+
+def _require_admin(request: HttpRequest) -> None:
+    if not access.is_any_business_admin(request.user):
+        raise PermissionDenied("business admins only")
+
+
+@login_required
+@require_GET
+def channels(request: HttpRequest) -> HttpResponse:
+    _require_admin(request)
+    rows = [
+        (channel, channel_settings.health(channel))
+        for channel in access.administered_channels(request.user)
+        .select_related("business")
+        .order_by("business__name", "name")
+    ]
+    return render(request, "inbox/settings/channels.html", {"rows": rows})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
+    _require_admin(request)
+    channel = (
+        access.administered_channels(request.user)
+        .select_related("business")
+        .filter(pk=channel_id)
+        .first()
+    )
+    if channel is None:
+        raise Http404("no such channel")
+    form = channel_settings.ChannelSettingsForm(request.POST or None, instance=channel)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Saved the settings of {channel.name}.")
+        return redirect("settings_channels")
+    return render(
+        request,
+        "inbox/settings/channel_edit.html",
+        {"channel": channel, "form": form, "health": channel_settings.health(channel)},
+    )
+
+
+@login_required
+@require_GET
+def review(request: HttpRequest) -> HttpResponse:
+    """Handoffs outside the price list and replies a guardrail blocked, newest first."""
+    _require_admin(request)
+    reason = request.GET.get("reason", "")
+    reasons = (reason,) if reason in REVIEW_REASONS else REVIEW_REASONS
+    page = Paginator(dashboard.review_handoffs(request.user, reasons), 50).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "inbox/settings/review.html",
+        {"page": page, "reason": reason, "reasons": REVIEW_REASONS},
+    )
+
+
+# --- price list (on assistant.knowledge.price_import) and assistant settings
+# ---------------------------
+
+UPLOAD_TTL_SECONDS = 3600
+
+
+class PriceUploadForm(forms.Form):
+    """Which list to replace (the business's, or one channel's override) and the file."""
+
+    target = forms.ChoiceField(label="List")
+    currency = forms.CharField(
+        required=False, max_length=8, help_text="Used when the file names no currency."
+    )
+    file = forms.FileField(help_text="CSV or XLSX with columns such as SKU, name, price.")
+
+    def __init__(self, *args: Any, businesses: list[Business], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices: list[tuple[str, str]] = []
+        for business in businesses:
+            choices.append((f"b{business.pk}", f"{business.name}: price list"))
+            for channel in business.channels.order_by("name"):
+                choices.append((f"c{channel.pk}", f"{business.name}: override for {channel.name}"))
+        target = self.fields["target"]
+        assert isinstance(target, forms.ChoiceField)
+        target.choices = choices
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_FILE_BYTES:
+            raise forms.ValidationError("The file is too large.")
+        return upload
+
+
+def _target(target: str, businesses: list[Business]) -> tuple[Business, Channel | None]:
+    """The business and (for an override) channel a target choice names, among the user's."""
+    by_id = {b.pk: b for b in businesses}
+    if target.startswith("b") and target[1:].isdigit() and int(target[1:]) in by_id:
+        return by_id[int(target[1:])], None
+    if target.startswith("c") and target[1:].isdigit():
+        channel = Channel.objects.filter(pk=int(target[1:]), business__in=businesses).first()
+        if channel is not None:
+            return by_id[channel.business_id], channel
+    raise Http404("no such price list")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def price_list(request: HttpRequest) -> HttpResponse:
+    """Upload → preview with row errors (nothing written) → apply (a new version, all or
+    nothing), through assistant.knowledge.price_import."""
+    _require_admin(request)
+    businesses = list(access.administered_businesses(request.user))
+    context: dict[str, Any] = {}
+    if request.method == "POST" and request.POST.get("token"):
+        return _apply_price_list(request, businesses)
+    form = PriceUploadForm(request.POST or None, request.FILES or None, businesses=businesses)
+    if request.method == "POST" and form.is_valid():
+        business, channel = _target(form.cleaned_data["target"], businesses)
+        upload = form.cleaned_data["file"]
+        data = upload.read()
+        preview = parse_price_file(data, upload.name, form.cleaned_data["currency"])
+        token = secrets.token_urlsafe(16)
+        cache.set(
+            f"inbox_price_upload:{token}",
+            {
+                "data": data,
+                "name": upload.name,
+                "currency": form.cleaned_data["currency"],
+                "target": form.cleaned_data["target"],
+                "user": request.user.pk,
+            },
+            UPLOAD_TTL_SECONDS,
+        )
+        context.update(
+            preview=preview,
+            rows=preview.rows[:200],
+            token=token,
+            business=business,
+            channel=channel,
+        )
+    lists = (
+        PriceList.objects.filter(business__in=businesses)
+        .select_related("business", "channel", "current_version")
+        .order_by("business__name", "channel__name")
+    )
+    history = (
+        PriceListVersion.objects.filter(price_list__business__in=businesses)
+        .select_related("price_list__channel", "price_list__business", "created_by")
+        .order_by("-created_at")[:30]
+    )
+    context.update(form=form, lists=lists, history=history)
+    return render(request, "inbox/settings/price_list.html", context)
+
+
+def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpResponse:
+    token = request.POST.get("token", "")[:64]
+    stored = cache.get(f"inbox_price_upload:{token}")
+    if not stored or stored.get("user") != request.user.pk:
+        messages.error(request, "The upload expired; choose the file again.")
+        return redirect("settings_price_list")
+    business, channel = _target(stored["target"], businesses)
+    preview = parse_price_file(stored["data"], stored["name"], stored["currency"])
+    try:
+        version = apply_price_list(preview, business, channel, request.user)
+    except ImportRejected as exc:
+        messages.error(request, f"Nothing was imported: {exc}")
+        return redirect("settings_price_list")
+    cache.delete(f"inbox_price_upload:{token}")
+    messages.success(request, f"Applied version {version.number} ({version.item_count} items).")
+    return redirect("settings_price_list")
+
+
+class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Handoff reasons as "code: description" lines and forbidden promises one per line, so a
+    business admin never edits JSON."""
+
+    reasons_text = forms.CharField(
+        label="Handoff reasons",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 7}),
+        help_text='One per line: "code: when to hand the chat to a manager".',
+    )
+    promises_text = forms.CharField(
+        label="Forbidden promises",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="One phrase per line; a reply containing one is never sent.",
+    )
+
+    class Meta:
+        model = AssistantSettings
+        fields = ["business_rules"]
+        widgets = {"business_rules": forms.Textarea(attrs={"rows": 8})}
+        labels = {"business_rules": "Tone and business rules"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reasons_text"].initial = "\n".join(
+            f"{r['code']}: {r['description']}" for r in self.instance.reasons()
+        )
+        self.fields["promises_text"].initial = "\n".join(self.instance.promises())
+
+    def clean_reasons_text(self) -> list[dict[str, str]]:
+        reasons = []
+        for number, line in enumerate(self.cleaned_data["reasons_text"].splitlines(), 1):
+            if not line.strip():
+                continue
+            code, _, description = line.partition(":")
+            code = code.strip().lower().replace(" ", "_")
+            if not code.replace("_", "").isalnum() or len(code) > 64:
+                raise forms.ValidationError(f"Line {number}: start with a short code, e.g. "
+                                            '"delivery_question: ...".')  # fmt: skip
+            reasons.append({"code": code, "description": description.strip()})
+        return reasons
+
+    def clean_promises_text(self) -> list[str]:
+        return [p.strip() for p in self.cleaned_data["promises_text"].splitlines() if p.strip()]
+
+    def save(self, commit: bool = True) -> AssistantSettings:
+        settings_row: AssistantSettings = super().save(commit=False)
+        settings_row.handoff_reasons = self.cleaned_data["reasons_text"]
+        settings_row.forbidden_promises = self.cleaned_data["promises_text"]
+        if commit:
+            settings_row.save()
+        return settings_row
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def assistant_settings_page(request: HttpRequest) -> HttpResponse:
+    _require_admin(request)
+    businesses = list(access.administered_businesses(request.user))
+    raw = request.GET.get("business", "")
+    business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
+    current = assistant_settings(business.pk)
+    form = AssistantSettingsForm(request.POST or None, instance=current)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Saved the assistant settings of {business.name}.")
+        return redirect(f"{request.path}?business={business.pk}")
+    return render(
+        request,
+        "inbox/settings/assistant.html",
+        {"form": form, "business": business, "businesses": businesses},
+    )

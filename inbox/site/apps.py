@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SiteConfig(AppConfig):
+    """The site shell. Its `ready` is the one place that wires the packages together: which
+    transports send for which channel kind, and who listens to the conversation core."""
+
+    name = "inbox.site"
+    label = "inbox_site"
+    verbose_name = "Site"
+
+    def ready(self) -> None:
+        # Inside ready(): the apps these modules' models belong to must be loaded first.
+        from inbox.conversations import hooks, transport_registry
+        from inbox.conversations.models import Channel
+        from inbox.web.live import DashboardPush
+        from integrations.bitrix24.hooks import CrmSync
+        from integrations.sandbox import SandboxTransport
+        from integrations.whatsapp.bridge import BridgeTransport
+        from integrations.whatsapp.cloud_api import CloudApiTransport
+
+        transport_registry.register(Channel.Kind.CLOUD_API, CloudApiTransport)
+        transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)
+        transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
+        hooks.subscribe(DashboardPush())
+        hooks.subscribe(CrmSync())

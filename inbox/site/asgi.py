@@ -1,0 +1,47 @@
+"""ASGI entry point: HTTP (Django, with the webhook endpoints in front of it) and websockets."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from inbox.site.routing import websocket_urlpatterns  # noqa: E402
+from integrations.whatsapp import webhooks  # noqa: E402
+
+BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
+
+
+async def http(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The webhook routes skip Django's middleware stack (see integrations/whatsapp/webhooks.py);
+    everything else is a normal Django request."""
+    path = scope["path"]
+    if path in ("/webhooks/whatsapp/", "/webhooks/whatsapp"):
+        await webhooks.cloud_api(scope, receive, send)
+        return
+    bridge = BRIDGE_PATH.match(path)
+    if bridge:
+        await webhooks.bridge_events(scope, receive, send, int(bridge.group(1)))
+        return
+    await django_asgi_app(scope, receive, send)
+
+
+application = ProtocolTypeRouter(
+    {
+        "http": http,
+        # Session auth (the same login as the pages) and an Origin check against ALLOWED_HOSTS,
+        # so another site cannot open a socket with a manager's cookies.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,87 @@
+"""The Celery application. Queues split by workload so each can be scaled on its own hosts.
+
+Two cross-cutting duties live here because they belong to every task: the correlation id
+travels in a task header (and is bound while the task runs), and each worker keeps a heartbeat
+key in Redis that `/readyz` reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from celery import Celery, signals
+from kombu import Queue
+
+from inbox.conversations.logs import correlation_id, new_correlation_id
+from inbox.conversations.redis import get_redis
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
+
+app = Celery("inbox")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = [
+    Queue("default"),
+    Queue("assistant"),
+    Queue("speech"),
+    Queue("integrations"),
+]
+# Which queue each task runs on, by name: one place for the routing rule (Celery 6 drops the
+# per-task `queue` attribute).
+app.conf.task_routes = {
+    "assistant.transcribe_voice": {"queue": "speech"},
+    "assistant.*": {"queue": "assistant"},
+    "bitrix24.*": {"queue": "integrations"},
+    "inbox.*": {"queue": "default"},
+}
+app.autodiscover_tasks()
+app.autodiscover_tasks(["inbox.conversations"], related_name="attachments")
+
+HEARTBEAT_KEY = "heartbeat:celery"  # sorted set: worker name → last beat (Unix seconds)
+HEARTBEAT_SECONDS = 10
+
+
+@signals.before_task_publish.connect
+def _carry_correlation_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+
+    if headers is not None:
+        headers.setdefault("cid", correlation_id.get())
+        headers.setdefault("published_at", time.time())
+
+
+_bound_tokens: dict[str, Any] = {}
+
+
+@signals.task_prerun.connect
+def _bind_correlation_id(task_id: str = "", task: Any = None, **kwargs: Any) -> None:
+
+    cid = getattr(task.request, "cid", None) if task is not None else None
+    _bound_tokens[task_id] = correlation_id.set(cid or new_correlation_id())
+
+
+@signals.task_postrun.connect
+def _unbind_correlation_id(task_id: str = "", **kwargs: Any) -> None:
+
+    token = _bound_tokens.pop(task_id, None)
+    if token is not None:
+        correlation_id.reset(token)
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
+    """Every worker announces itself every few seconds; `/readyz` wants at least one."""
+    name = getattr(sender, "hostname", None) or socket.gethostname()
+
+    def beat() -> None:
+
+        while True:
+            # Redis down: readiness reports it; the heartbeat resumes when Redis is back.
+            with contextlib.suppress(Exception):
+                get_redis().zadd(HEARTBEAT_KEY, {name: time.time()})
+            time.sleep(HEARTBEAT_SECONDS)
+
+    threading.Thread(target=beat, name="heartbeat", daemon=True).start()

@@ -1,0 +1,131 @@
+"""A channel's settings as its business admin edits them, and its health line.
+
+The form reuses the Django admin's `ChannelAdminForm` (credentials write-only: the page shows
+whether a secret is set, never its value; an empty input keeps it) without the fields an admin
+must not change from the inbox (which business owns the channel, its transport kind), and with
+working hours as a from/to pair per weekday instead of raw JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django import forms
+from django.core.validators import MinValueValidator
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from inbox.conversations.models import Channel
+from inbox.web.admin import ChannelAdminForm
+
+DAYS = [
+    ("mon", "Monday"),
+    ("tue", "Tuesday"),
+    ("wed", "Wednesday"),
+    ("thu", "Thursday"),
+    ("fri", "Friday"),
+    ("sat", "Saturday"),
+    ("sun", "Sunday"),
+]
+
+
+class ChannelSettingsForm(ChannelAdminForm):
+    class Meta(ChannelAdminForm.Meta):
+        fields = [
+            name
+            for name in ChannelAdminForm.Meta.fields
+            if name not in ("business", "kind", "working_hours")
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        hours = self.instance.working_hours if isinstance(self.instance.working_hours, dict) else {}
+        for day, label in DAYS:
+            span = hours.get(day) or ["", ""]
+            for index, part in enumerate(("from", "to")):
+                self.fields[f"wh_{day}_{part}"] = forms.TimeField(
+                    required=False,
+                    label=f"{label} {part}",
+                    initial=span[index] if len(span) == 2 else "",
+                    widget=forms.TimeInput(format="%H:%M", attrs={"type": "time"}),
+                )
+        for name in ("debounce_seconds", "idle_release_hours", "late_answer_cutoff_minutes"):
+            self.fields[name].validators.append(MinValueValidator(0))
+            self.fields[name].widget.attrs["min"] = "0"
+        self.fields["voice_confidence_threshold"].widget.attrs.update(
+            {"min": "0", "max": "1", "step": "0.05"}
+        )
+
+    def day_fields(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
+        return [(label, self[f"wh_{day}_from"], self[f"wh_{day}_to"]) for day, label in DAYS]
+
+    def clean_voice_confidence_threshold(self) -> float:
+        value = float(self.cleaned_data["voice_confidence_threshold"])
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("Between 0 and 1 (e.g. 0.6).")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        hours: dict[str, list[str]] = {}
+        for day, label in DAYS:
+            start: time | None = cleaned.get(f"wh_{day}_from")
+            end: time | None = cleaned.get(f"wh_{day}_to")
+            if start is None and end is None:
+                continue
+            if start is None or end is None or start >= end:
+                self.add_error(f"wh_{day}_from", f"{label}: give both times, the start first.")
+                continue
+            hours[day] = [start.strftime("%H:%M"), end.strftime("%H:%M")]
+        cleaned["working_hours"] = hours
+        return cleaned
+
+    def save(self, commit: bool = True) -> Channel:
+        channel: Channel = super().save(commit=False)
+        channel.working_hours = self.cleaned_data["working_hours"]
+        if commit:
+            channel.save()
+        return channel
+
+
+def in_working_hours(channel: Channel, now: datetime) -> bool:
+    """Empty working hours mean always on; a weekday without hours is closed."""
+    hours = channel.working_hours if isinstance(channel.working_hours, dict) else {}
+    if not hours:
+        return True
+    try:
+        zone = ZoneInfo(channel.business.timezone or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    local = now.astimezone(zone)
+    span = hours.get(DAYS[local.weekday()][0])
+    if not isinstance(span, list) or len(span) != 2:
+        return False
+    return str(span[0]) <= local.strftime("%H:%M") < str(span[1])
+
+
+@dataclass(frozen=True)
+class Health:
+    level: str  # ok | warn | idle
+    text: str
+
+
+def health(channel: Channel, now: datetime | None = None) -> Health:
+    """One line per channel: when it last heard anything, and whether that is too long ago."""
+    now = now or timezone.now()
+    if not channel.is_active:
+        return Health("idle", "Switched off")
+    if channel.last_event_at is None:
+        return Health("idle", "No event received yet")
+    ago = timesince(channel.last_event_at, now)
+    silent = now - channel.last_event_at > timedelta(minutes=channel.silent_alert_minutes)
+    if silent and in_working_hours(channel, now):
+        return Health(
+            "warn",
+            f"Silent for {ago}, longer than its {channel.silent_alert_minutes}-minute window: "
+            "is the phone online?",
+        )
+    return Health("ok", f"Last event {ago} ago")

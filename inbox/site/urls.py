@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from inbox.site import admin_pages, health, metrics_view
+from inbox.web import login_limit, media, views
+from inbox.web.api import api
+from integrations.bitrix24.settings_page import bitrix24_settings
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics_view.metrics_view, name="metrics"),
+    path("admin/", admin.site.urls),
+    path("accounts/login/", login_limit.login, name="login"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("inbox/", views.chat_list, name="chat_list"),
+    path("inbox/sandbox/", include("integrations.sandbox.urls")),
+    path("inbox/media/<int:message_id>/", media.message_media, name="message_media"),
+    path("inbox/chat/<int:chat_id>/", views.chat_detail, name="chat_detail"),
+    path("inbox/chat/<int:chat_id>/earlier/", views.chat_earlier, name="chat_earlier"),
+    path("inbox/chat/<int:chat_id>/history/", views.chat_history, name="chat_history"),
+    path("inbox/chat/<int:chat_id>/reply/", views.reply, name="chat_reply"),
+    path("inbox/chat/<int:chat_id>/note/", views.note, name="chat_note"),
+    path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
+    path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
+    path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
+    path("inbox/events/", views.events, name="inbox_events"),
+    path("inbox/review/", admin_pages.review, name="review"),
+    path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
+    path(
+        "inbox/settings/channels/<int:channel_id>/",
+        admin_pages.channel_edit,
+        name="settings_channel",
+    ),
+    path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
+    path(
+        "inbox/settings/assistant/",
+        admin_pages.assistant_settings_page,
+        name="settings_assistant",
+    ),
+    path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("api/v1/", api.urls),
+    path("", include("integrations.bitrix24.urls")),
+    path("", views.home, name="home"),
+]

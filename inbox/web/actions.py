@@ -1,0 +1,172 @@
+"""What a manager does to a chat, from the inbox page or the JSON API: one function per action.
+
+Each checks the user may see the chat (else `ChatNotFound`, shown as 404: another business's
+chat does not exist for this user), calls the domain function that owns the rule
+(`inbox.conversations.ownership`, `inbox.conversations.outbound`) and returns what changed and what
+to tell the manager. Every action is idempotent and safe when two managers click at once: the loser
+gets the current state and a notice, never an error. Replies and notes carry a client key, so a
+double click or a retried request sends once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+
+from inbox.conversations import access, assignment, hooks, outbound, ownership
+from inbox.conversations.models import Chat
+from inbox.conversations.redis import get_redis
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 4096
+IDEMPOTENCY_TTL_SECONDS = 86400
+
+
+class ChatNotFound(Exception):
+    """The chat does not exist or this user may not see it."""
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    chat: Chat
+    changed: bool
+    notice: str = ""
+    error: str = ""
+    message_id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def _chat(user: User, chat_id: int) -> Chat:
+    chat = access.visible_chat(user, chat_id)
+    if chat is None:
+        raise ChatNotFound(chat_id)
+    return chat
+
+
+def _reload(chat_id: int) -> Chat:
+    return Chat.objects.select_related("channel", "channel__business", "assigned_to").get(
+        pk=chat_id
+    )
+
+
+def _holder(chat: Chat) -> str:
+    if chat.assigned_to is not None:
+        return chat.assigned_to.get_full_name() or chat.assigned_to.get_username()
+    return "another manager"
+
+
+def _first_use(user: User, chat_id: int, kind: str, key: str) -> bool:
+    """False when this (user, chat, action, key) was seen before: the same click twice."""
+    if not key:
+        return True
+    redis_key = f"action:{kind}:{user.pk}:{chat_id}:{key[:64]}"
+    return bool(get_redis().set(redis_key, "1", nx=True, ex=IDEMPOTENCY_TTL_SECONDS))
+
+
+def take_over(user: User, chat_id: int) -> ActionResult:
+    """BOT | PENDING_HUMAN → HUMAN at once (a bot reply being prepared is then never sent);
+    the chat is assigned to the manager who took it when nobody has it yet."""
+    chat = _chat(user, chat_id)
+    try:
+        result = ownership.take_over(chat.pk, manager=user)
+    except ownership.InvalidTransition:
+        return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
+    assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
+    chat = _reload(chat.pk)
+    if result.changed:
+        log.info("inbox.taken_over", extra={"chat_id": chat.pk, "user_id": user.pk})
+        return ActionResult(chat, True)
+    return ActionResult(chat, False, notice=f"Already handled by {_holder(chat)}.")
+
+
+def release(user: User, chat_id: int) -> ActionResult:
+    """HUMAN | PENDING_HUMAN → BOT; the bot writes nothing until the customer does."""
+    chat = _chat(user, chat_id)
+    try:
+        result = ownership.release(chat.pk, manager=user)
+    except ownership.InvalidTransition:
+        return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
+    if result.changed:
+        assignment.unassign(chat.pk)
+        log.info("inbox.released", extra={"chat_id": chat.pk, "user_id": user.pk})
+        return ActionResult(_reload(chat.pk), True)
+    return ActionResult(_reload(chat.pk), False, notice="The bot already has this chat.")
+
+
+def assign(user: User, chat_id: int, assignee_id: int | None) -> ActionResult:
+    """Give the chat to a manager of its business who can see its channel (None: nobody)."""
+    chat = _chat(user, chat_id)
+    if assignee_id is not None and not access.can_be_assigned(assignee_id, chat):
+        return ActionResult(chat, False, error="That person cannot work on this chat.")
+    if chat.assigned_to_id == assignee_id:
+        return ActionResult(chat, False)
+    assignment.assign(chat.pk, assignee_id)
+    log.info("inbox.assigned", extra={"chat_id": chat.pk, "assignee_id": assignee_id})
+    return ActionResult(_reload(chat.pk), True)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(text: str) -> tuple[str, str]:
+    text = text.strip()
+    if not text:
+        return "", "Write a message first."
+    if "\x00" in text or not _encodable(text):
+        return "", "The message contains characters that cannot be sent."
+    if len(text) > MAX_TEXT:
+        return "", f"A message can be at most {MAX_TEXT} characters."
+    return text, ""
+
+
+def reply(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
+    """Send the manager's reply through the chat's transport; the chat becomes HUMAN first.
+    A failed send is reported with the provider's reason (the message row shows it too)."""
+    chat = _chat(user, chat_id)
+    text, problem = _text(text)
+    if problem:
+        return ActionResult(chat, False, error=problem)
+    if not _first_use(user, chat.pk, "reply", key):
+        return ActionResult(_reload(chat.pk), False, notice="This reply was already sent.")
+    outcome = outbound.send_manager_reply(chat.pk, text, manager=user, source="inbox")
+    chat = _reload(chat.pk)
+    if chat.assigned_to_id is None and assignment.assign(chat.pk, user.pk, only_if_unassigned=True):
+        chat = _reload(chat.pk)
+    if not outcome.sent:
+        return ActionResult(
+            chat, True, error=f"Not delivered: {outcome.error or outcome.reason}",
+            message_id=outcome.message_id,
+        )  # fmt: skip
+    return ActionResult(chat, True, message_id=outcome.message_id)
+
+
+def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
+    """An internal note, shown only to managers."""
+    chat = _chat(user, chat_id)
+    text, problem = _text(text)
+    if problem:
+        return ActionResult(chat, False, error=problem)
+    if not _first_use(user, chat.pk, "note", key):
+        return ActionResult(chat, False, notice="This note was already added.")
+    message = outbound.add_internal_note(chat.pk, text, author=user)
+    return ActionResult(chat, True, message_id=message.pk)
+
+
+def mark_read(user: User, chat: Chat) -> None:
+    """A manager opened the chat: its unread count goes to zero for everyone."""
+    if chat.unread_count and Chat.objects.filter(pk=chat.pk, unread_count__gt=0).update(
+        unread_count=0
+    ):
+        chat.unread_count = 0
+        hooks.chat_updated(chat.pk)

@@ -1,0 +1,357 @@
+"""The JSON API (/api/v1/) for scripts, integrations and monitoring.
+
+django-ninja: Django-native function views whose request and response shapes are pydantic
+models, from which it generates the OpenAPI 3 document at /api/v1/openapi.json. That is the
+whole reason for it over a hand-rolled dispatcher: the schema cannot drift from the code.
+
+Authentication is a per-user bearer token (`inbox/web/api_tokens.py`); permissions are the same as
+in the inbox, through `inbox.conversations.access` and the actions in `inbox.web.actions`: a chat of
+another business is a 404, exactly like a chat that does not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from django.db.models import Q
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import Field, NinjaAPI, Path, Query, Router, Schema
+from ninja.responses import Status
+from ninja.security import HttpBearer
+from pydantic import field_validator
+
+from inbox.conversations import access
+from inbox.conversations.models import Chat, Handoff, Message
+from inbox.web import actions, api_tokens, dashboard
+
+MAX_ID = 2**63 - 1
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+OwnerState = Literal["bot", "pending_human", "human"]
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        user = api_tokens.authenticate(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+api = NinjaAPI(
+    title="WhatsApp operator inbox API",
+    version="1",
+    description="Chats, messages, handoffs and the manager actions, with the inbox's permissions.",
+    auth=TokenAuth(),
+    urls_namespace="api",
+    openapi_url="/openapi.json",
+    docs_url=None,
+)
+router = Router()
+
+
+# --- schemas ---------------------------------------------------------------------------------
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class ChatOut(Schema):
+    id: int
+    business_id: int
+    channel_id: int
+    channel: str
+    customer_name: str
+    customer_phone: str
+    owner: OwnerState
+    version: int
+    assigned_to: int | None
+    unread_count: int
+    last_message_at: datetime | None
+    last_customer_at: datetime | None
+    last_manager_at: datetime | None
+    owner_changed_at: datetime | None
+
+    @staticmethod
+    def of(chat: Chat) -> ChatOut:
+        return ChatOut(
+            id=chat.pk,
+            business_id=chat.channel.business_id,
+            channel_id=chat.channel_id,
+            channel=chat.channel.name,
+            customer_name=chat.customer_name,
+            customer_phone=chat.customer_phone,
+            owner=chat.owner,  # type: ignore[arg-type]
+            version=chat.version,
+            assigned_to=chat.assigned_to_id,
+            unread_count=chat.unread_count,
+            last_message_at=chat.last_message_at,
+            last_customer_at=chat.last_customer_at,
+            last_manager_at=chat.last_manager_at,
+            owner_changed_at=chat.owner_changed_at,
+        )
+
+
+class MessageOut(Schema):
+    id: int
+    direction: Literal["in", "out", "internal"]
+    author: Literal["customer", "bot", "manager", "phone", "system"]
+    sent_by: int | None
+    kind: str
+    text: str
+    transcript: str
+    transcript_status: str
+    transcript_confidence: float | None
+    from_me: bool
+    sent_by_bot: bool
+    status: str
+    status_at: datetime | None
+    error_code: str
+    error_title: str
+    media_url: str | None
+    provider_timestamp: datetime | None
+    created_at: datetime
+
+    @staticmethod
+    def of(message: Message) -> MessageOut:
+        return MessageOut(
+            id=message.pk,
+            direction=message.direction,  # type: ignore[arg-type]
+            author=message.author,  # type: ignore[arg-type]
+            sent_by=message.sent_by_id,
+            kind=message.kind,
+            text=message.text,
+            transcript=message.transcript,
+            transcript_status=message.transcript_status,
+            transcript_confidence=message.transcript_confidence,
+            from_me=message.from_me,
+            sent_by_bot=message.sent_by_bot,
+            status=message.status,
+            status_at=message.status_at,
+            error_code=message.error_code,
+            error_title=message.error_title,
+            media_url=reverse("message_media", kwargs={"message_id": message.pk})
+            if message.media_ref
+            else None,
+            provider_timestamp=message.provider_timestamp,
+            created_at=message.created_at,
+        )
+
+
+class HandoffOut(Schema):
+    id: int
+    chat_id: int
+    reason: str
+    summary: str
+    facts: dict[str, Any]
+    message_to_customer: str
+    details: dict[str, Any]
+    created_at: datetime
+
+    @staticmethod
+    def of(handoff: Handoff) -> HandoffOut:
+        return HandoffOut(
+            id=handoff.pk,
+            chat_id=handoff.chat_id,
+            reason=handoff.reason,
+            summary=handoff.summary,
+            facts=handoff.facts if isinstance(handoff.facts, dict) else {},
+            message_to_customer=handoff.message_to_customer,
+            details=handoff.details if isinstance(handoff.details, dict) else {},
+            created_at=handoff.created_at,
+        )
+
+
+class ChatDetailOut(ChatOut):
+    messages: list[MessageOut]
+    handoff: HandoffOut | None
+
+
+class ActionOut(Schema):
+    chat: ChatOut
+    changed: bool
+    notice: str
+    error: str
+    message_id: int | None
+
+
+class TextIn(Schema):
+    text: str = Field(min_length=1, max_length=actions.MAX_TEXT)
+    idempotency_key: str = Field(
+        default="",
+        pattern=r"^[A-Za-z0-9_-]{0,64}$",
+        description="Send the same key again (a retry) and the reply is sent only once.",
+    )
+
+
+class AssignIn(Schema):
+    user_id: Id | None = Field(description="A manager of the chat's business; null: nobody.")
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ValueError("date out of range") from exc
+
+
+class ChatFilters(Schema):
+    owner: OwnerState | None = None
+    channel: Id | None = None
+    updated_since: datetime | None = Field(
+        default=None, description="Chats with a message or an owner change at or after this."
+    )
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0, le=100_000)
+
+    _aware_since = field_validator("updated_since")(_aware)
+
+
+def _plain(value: str | None) -> str | None:
+    """No NUL and no lone surrogates: the database cannot store or compare them."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("contains characters that are not allowed") from exc
+    if "\x00" in value:
+        raise ValueError("contains characters that are not allowed")
+    return value
+
+
+class HandoffFilters(Schema):
+    reason: str | None = Field(default=None, max_length=64)
+    _plain_reason = field_validator("reason")(_plain)
+    chat: Id | None = None
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0, le=100_000)
+
+
+# --- endpoints -------------------------------------------------------------------------------
+
+
+def _result(result: actions.ActionResult) -> ActionOut:
+    return ActionOut(
+        chat=ChatOut.of(result.chat),
+        changed=result.changed,
+        notice=result.notice,
+        error=result.error,
+        message_id=result.message_id,
+    )
+
+
+def _not_found() -> Status[ErrorOut]:
+    return Status(404, ErrorOut(detail="No such chat."))
+
+
+@router.get("/chats", response=list[ChatOut], summary="List chats", tags=["chats"])
+def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOut]:
+    chats = access.visible_chats(request.user).select_related("channel", "assigned_to")
+    if filters.owner:
+        chats = chats.filter(owner=filters.owner)
+    if filters.channel:
+        chats = chats.filter(channel_id=filters.channel)
+    if filters.updated_since:
+        since = filters.updated_since
+        chats = chats.filter(Q(last_message_at__gte=since) | Q(owner_changed_at__gte=since))
+    page = chats.order_by("-last_message_at", "-pk")[
+        filters.offset : filters.offset + filters.limit
+    ]
+    return [ChatOut.of(chat) for chat in page]
+
+
+@router.get(
+    "/chats/{chat_id}",
+    response={200: ChatDetailOut, 404: ErrorOut},
+    summary="One chat with its messages and handoff",
+    tags=["chats"],
+)
+def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    chat = access.visible_chat(request.user, chat_id)
+    if chat is None:
+        return _not_found()
+    messages, _ = dashboard.recent_messages(chat)
+    handoff = chat.handoffs.order_by("-pk").first()
+    return ChatDetailOut(
+        **ChatOut.of(chat).model_dump(),
+        messages=[MessageOut.of(m) for m in messages],
+        handoff=HandoffOut.of(handoff) if handoff else None,
+    )
+
+
+def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return _result(action(request.user, chat_id, *args, **kwargs))
+    except actions.ChatNotFound:
+        return _not_found()
+
+
+@router.post(
+    "/chats/{chat_id}/reply",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Send a manager reply (the chat becomes human-owned)",
+    tags=["actions"],
+)
+def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
+    return _act(request, actions.reply, chat_id, body.text, key=body.idempotency_key)
+
+
+@router.post(
+    "/chats/{chat_id}/note",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Add an internal note",
+    tags=["actions"],
+)
+def note(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
+    return _act(request, actions.note, chat_id, body.text, key=body.idempotency_key)
+
+
+@router.post(
+    "/chats/{chat_id}/take-over",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Take the chat from the bot",
+    tags=["actions"],
+)
+def take_over(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    return _act(request, actions.take_over, chat_id)
+
+
+@router.post(
+    "/chats/{chat_id}/release",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Give the chat back to the bot",
+    tags=["actions"],
+)
+def release(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    return _act(request, actions.release, chat_id)
+
+
+@router.post(
+    "/chats/{chat_id}/assign",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Assign the chat to a manager",
+    tags=["actions"],
+)
+def assign(request: HttpRequest, chat_id: Path[Id], body: AssignIn) -> Any:
+    return _act(request, actions.assign, chat_id, body.user_id)
+
+
+@router.get("/handoffs", response=list[HandoffOut], summary="List handoffs", tags=["handoffs"])
+def list_handoffs(request: HttpRequest, filters: Query[HandoffFilters]) -> list[HandoffOut]:
+    handoffs = Handoff.objects.filter(chat__in=access.visible_chats(request.user))
+    if filters.reason:
+        handoffs = handoffs.filter(reason=filters.reason)
+    if filters.chat:
+        handoffs = handoffs.filter(chat_id=filters.chat)
+    page = handoffs.order_by("-pk")[filters.offset : filters.offset + filters.limit]
+    return [HandoffOut.of(h) for h in page]
+
+
+api.add_router("/", router)

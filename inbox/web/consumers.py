@@ -1,0 +1,172 @@
+"""The inbox page's websocket: thin, and permission-checked on connect and on every subscription.
+
+One socket per open page. On connect the consumer joins the groups of the user's businesses
+(and of the chat named in `?chat=`, when the user may see it) and says hello with each
+business's current sequence number. It forwards events whose channel the user may see; for
+any other it forwards only the sequence number (`skip`), so the page never mistakes the
+filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
+membership removed while a page is open stops the pushes within that time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from inbox.conversations import access
+from inbox.web import dashboard, realtime
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+VISIBILITY_TTL = 30.0
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+def _db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """channels' database_sync_to_async (closes stale connections), typed."""
+    return database_sync_to_async(func)  # type: ignore[no-any-return]
+
+
+def _chat_id(raw: object) -> int | None:
+    text = str(raw).strip()
+    return int(text) if text.isdigit() and len(text) < 18 else None
+
+
+class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.chat_id: int | None = None
+        self.businesses: set[int] = set()
+        self.channels_visible: set[int] = set()
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        await self._load_visibility()
+        if not self.businesses:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        requested = query.get("chat", [""])[0]
+        if requested:
+            chat_id = _chat_id(requested)
+            if chat_id is None or not await self._can_see(chat_id):
+                log.info("ws.denied", extra={"user_id": self.user.pk, "chat_id": requested})
+                await self.close(code=CLOSE_FORBIDDEN)
+                return
+        for business_id in self.businesses:
+            await self.channel_layer.group_add(
+                realtime.business_group(business_id), self.channel_name
+            )
+        if requested:
+            await self._subscribe(int(requested))
+        await self.accept()
+        await self.send_json({"type": "hello", "seq": await self._sequences()})
+
+    async def disconnect(self, code: int) -> None:
+        for business_id in self.businesses:
+            await self.channel_layer.group_discard(
+                realtime.business_group(business_id), self.channel_name
+            )
+        if self.chat_id is not None:
+            await self.channel_layer.group_discard(
+                realtime.chat_group(self.chat_id), self.channel_name
+            )
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """`{"action": "subscribe", "chat": ID}` switches the open chat; `unsubscribe` closes
+        it. Every subscription is checked against the user's access, like a page load."""
+        if not isinstance(content, dict):
+            return
+        action = content.get("action")
+        if action == "subscribe":
+            chat_id = _chat_id(content.get("chat"))
+            if chat_id is None or not await self._can_see(chat_id):
+                await self.send_json({"type": "error", "error": "not_found"})
+                return
+            await self._unsubscribe()
+            await self._subscribe(chat_id)
+            await self.send_json({"type": "subscribed", "chat": chat_id})
+        elif action == "unsubscribe":
+            await self._unsubscribe()
+            await self.send_json({"type": "unsubscribed"})
+
+    async def inbox_event(self, message: dict[str, Any]) -> None:
+        business_id = message.get("business_id")
+        if business_id not in self.businesses:
+            return
+        chat_id = message.get("chat_id")
+        if message.get("scope") == "chat" and chat_id != self.chat_id:
+            return  # a copy for a chat this page no longer shows
+        if message.get("scope") == "business" and chat_id is not None and chat_id == self.chat_id:
+            return  # the chat group's fuller copy of the same event comes to this page
+        await self._refresh_visibility_if_stale()
+        if business_id not in self.businesses:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        channel_id = message.get("channel_id")
+        if channel_id is not None and channel_id not in self.channels_visible:
+            await self.send_json({"type": "skip", "seq": message["seq"], "business": business_id})
+            return
+        out: dict[str, Any] = {
+            "type": "event",
+            "seq": message["seq"],
+            "business": business_id,
+            "event": message["event"],
+            "chat": chat_id,
+            "data": message.get("data", {}),
+            "fragments": message.get("fragments", []),
+        }
+        if out["data"].get("owner_changed"):
+            out["pending"] = await self._pending()
+        await self.send_json(out)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    async def _subscribe(self, chat_id: int) -> None:
+        await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
+        self.chat_id = chat_id
+
+    async def _unsubscribe(self) -> None:
+        if self.chat_id is None:
+            return
+        chat_id, self.chat_id = self.chat_id, None
+        await self.channel_layer.group_discard(realtime.chat_group(chat_id), self.channel_name)
+
+    async def _load_visibility(self) -> None:
+        businesses, channels = await self._visibility()
+        self.businesses = businesses
+        self.channels_visible = channels
+        self.visibility_at = time.monotonic()
+
+    async def _refresh_visibility_if_stale(self) -> None:
+        if time.monotonic() - self.visibility_at < VISIBILITY_TTL:
+            return
+        await self._load_visibility()
+        if self.chat_id is not None and not await self._can_see(self.chat_id):
+            await self._unsubscribe()
+
+    @_db
+    def _visibility(self) -> tuple[set[int], set[int]]:
+        return set(access.visible_business_ids(self.user)), access.visible_channel_ids(self.user)
+
+    @_db
+    def _can_see(self, chat_id: int) -> bool:
+        return access.can_see_chat(self.user, chat_id)
+
+    @_db
+    def _pending(self) -> int:
+        return dashboard.pending_count(self.user)
+
+    @_db
+    def _sequences(self) -> dict[str, int]:
+        return {str(b): realtime.current_sequence(b) for b in sorted(self.businesses)}

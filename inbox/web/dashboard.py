@@ -1,0 +1,231 @@
+"""What the manager inbox shows: the chat list and one chat, read from the database.
+
+Selectors only (no writes). The page views, the websocket pushes (`inbox/web/fragments.py`) and the
+JSON API read through here, so a row looks the same whichever way it reached the browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.fields import IntegerField
+from django.utils import timezone
+
+from inbox.conversations import access
+from inbox.conversations.access import User
+from inbox.conversations.models import Chat, Handoff, Message, Owner, OwnershipTransition, Turn
+
+LIST_LIMIT = 200
+MESSAGES_SHOWN = 50
+# A turn still "running" after this long crashed; its indicator is not shown forever.
+TURN_INDICATOR_MAX_AGE = timedelta(minutes=5)
+STATES = [(Owner.PENDING_HUMAN, "Waiting"), (Owner.HUMAN, "Human"), (Owner.BOT, "Bot")]
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    state: str = ""
+    channel: int | None = None
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, params: Any) -> ListFilters:
+        state = str(params.get("state", "")).strip()
+        if state not in Owner.values:
+            state = ""
+        raw_channel = str(params.get("channel", "")).strip()
+        channel = int(raw_channel) if raw_channel.isdigit() and len(raw_channel) < 18 else None
+        q = str(params.get("q", "")).replace("\x00", "").encode("utf-8", "ignore").decode()
+        return cls(state=state, channel=channel, q=q.strip()[:100])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.state or self.channel or self.q)
+
+    def query(self, offset: int) -> str:
+        """The list URL's query string for these filters, starting at `offset`."""
+        params = {"state": self.state, "channel": self.channel or "", "q": self.q}
+        return urlencode({**{k: v for k, v in params.items() if v}, "offset": offset})
+
+    @staticmethod
+    def offset_from_query(params: Any) -> int:
+        raw = str(params.get("offset", "")).strip()
+        return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+
+def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
+    """Waiting chats first, the longest-waiting on top; then the most recently active."""
+    return chats.annotate(
+        rank=Case(When(owner=Owner.PENDING_HUMAN, then=Value(0)), default=Value(1)),
+        pending_since=Case(When(owner=Owner.PENDING_HUMAN, then=F("owner_changed_at"))),
+    ).order_by(
+        "rank",
+        F("pending_since").asc(nulls_last=True),
+        F("last_message_at").desc(nulls_last=True),
+        "-pk",
+    )
+
+
+@dataclass(frozen=True)
+class ChatPage:
+    rows: list[Chat]
+    next_offset: int | None  # None: this page reaches the end of the list
+
+
+def chat_page(user: User, filters: ListFilters, offset: int = 0) -> ChatPage:
+    """One page of the chat list. Offsets, not keys: the list's order moves with every message,
+    so a row may repeat across pages (the page drops repeats) but none is skipped for long."""
+    rows = chat_rows(user, filters, limit=LIST_LIMIT + 1, offset=offset)
+    more = len(rows) > LIST_LIMIT
+    return ChatPage(rows=rows[:LIST_LIMIT], next_offset=offset + LIST_LIMIT if more else None)
+
+
+def chat_rows(
+    user: User, filters: ListFilters, limit: int = LIST_LIMIT, offset: int = 0
+) -> list[Chat]:
+    """The chats a user sees, filtered, with `last_message` attached for the preview."""
+    chats = access.visible_chats(user).select_related("channel", "assigned_to")
+    if filters.state:
+        chats = chats.filter(owner=filters.state)
+    if filters.channel:
+        chats = chats.filter(channel_id=filters.channel)
+    if filters.q:
+        digits = "".join(ch for ch in filters.q if ch.isdigit())
+        match = Q(customer_name__icontains=filters.q)
+        if digits:
+            match |= Q(customer_phone__contains=digits) | Q(customer_key__contains=digits)
+        chats = chats.filter(match)
+    last_id = (
+        Message.objects.filter(chat=OuterRef("pk"))
+        .exclude(direction=Message.Direction.INTERNAL)
+        .order_by("-pk")
+        .values("pk")[:1]
+    )
+    rows: list[Chat] = list(
+        _ordered(chats).annotate(last_id=Subquery(last_id, output_field=IntegerField()))[
+            offset : offset + limit
+        ]
+    )
+    attach_last_messages(rows)
+    return rows
+
+
+def attach_last_messages(chats: list[Chat]) -> None:
+    ids = [getattr(chat, "last_id", None) for chat in chats]
+    if any(i is None for i in ids):
+        for chat in chats:
+            if getattr(chat, "last_id", None) is None:
+                chat.last_id = (  # type: ignore[attr-defined]
+                    chat.messages.exclude(direction=Message.Direction.INTERNAL)
+                    .order_by("-pk")
+                    .values_list("pk", flat=True)
+                    .first()
+                )
+    found = Message.objects.select_related("sent_by").in_bulk(
+        [i for i in (getattr(c, "last_id", None) for c in chats) if i]
+    )
+    for chat in chats:
+        chat.last_message = found.get(getattr(chat, "last_id", None) or 0)  # type: ignore[attr-defined]
+
+
+def chat_row(chat_id: int) -> Chat | None:
+    """One list row, as `chat_rows` builds it (for pushes: no user, tenant checked by the
+    consumer)."""
+    chat = Chat.objects.select_related("channel", "assigned_to").filter(pk=chat_id).first()
+    if chat is not None:
+        attach_last_messages([chat])
+    return chat
+
+
+def sort_key(chat: Chat) -> str:
+    """The row's place in the list as a string the browser sorts by, equal to `_ordered`."""
+    if chat.owner == Owner.PENDING_HUMAN and chat.owner_changed_at:
+        return f"0-{int(chat.owner_changed_at.timestamp() * 1000):015d}"
+    if chat.last_message_at:
+        return f"1-{10**15 - int(chat.last_message_at.timestamp() * 1000):015d}"
+    return f"2-{10**15 - chat.pk:015d}"
+
+
+def pending_count(user: User) -> int:
+    return access.visible_chats(user).filter(owner=Owner.PENDING_HUMAN).count()
+
+
+@dataclass
+class ChatView:
+    chat: Chat
+    messages: list[Message]
+    has_earlier: bool
+    handoff: Handoff | None
+    turn_running: bool
+    transitions: list[OwnershipTransition] = field(default_factory=list)
+
+
+def recent_messages(chat: Chat, before: int | None = None) -> tuple[list[Message], bool]:
+    """The last `MESSAGES_SHOWN` messages (optionally before an id), oldest first."""
+    messages = chat.messages.select_related("sent_by", "channel").order_by("-pk")
+    if before is not None:
+        messages = messages.filter(pk__lt=before)
+    page = list(messages[: MESSAGES_SHOWN + 1])
+    has_earlier = len(page) > MESSAGES_SHOWN
+    page = page[:MESSAGES_SHOWN]
+    page.reverse()
+    return page, has_earlier
+
+
+def current_handoff(chat: Chat) -> Handoff | None:
+    """The handoff behind the chat's current human episode: none once the chat went back to
+    the bot after it."""
+    if chat.owner == Owner.BOT:
+        return None
+    handoff = chat.handoffs.order_by("-pk").first()
+    if handoff is None:
+        return None
+    back_to_bot = (
+        chat.transitions.filter(to_owner=Owner.BOT, at__gt=handoff.created_at)
+        .order_by("-pk")
+        .exists()
+    )
+    return None if back_to_bot else handoff
+
+
+def turn_running(chat: Chat, now: datetime | None = None) -> bool:
+    now = now or timezone.now()
+    return Turn.objects.filter(
+        chat=chat, outcome=Turn.Outcome.RUNNING, started_at__gte=now - TURN_INDICATOR_MAX_AGE
+    ).exists()
+
+
+def transitions(chat: Chat) -> list[OwnershipTransition]:
+    return list(chat.transitions.select_related("actor").order_by("-pk")[:100])
+
+
+def chat_view(chat: Chat) -> ChatView:
+    messages, has_earlier = recent_messages(chat)
+    return ChatView(
+        chat=chat,
+        messages=messages,
+        has_earlier=has_earlier,
+        handoff=current_handoff(chat),
+        turn_running=turn_running(chat),
+        transitions=transitions(chat),
+    )
+
+
+def last_transition_reason(chat: Chat) -> str:
+    last = chat.transitions.order_by("-pk").values_list("reason", flat=True).first()
+    return last or ""
+
+
+def review_handoffs(user: User, reasons: tuple[str, ...]) -> QuerySet[Handoff]:
+    """Handoffs for the weekly review, limited to the businesses this user administers."""
+    return (
+        Handoff.objects.filter(
+            reason__in=reasons, chat__channel__business__in=access.administered_businesses(user)
+        )
+        .select_related("chat", "chat__channel")
+        .order_by("-pk")
+    )

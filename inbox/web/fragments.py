@@ -1,0 +1,103 @@
+"""HTML fragments of the inbox page, rendered from the same templates the page includes.
+
+A fragment is the outer HTML of one element with a stable id. The page render includes these
+templates; the websocket push (`inbox/web/realtime.py`) and the replay endpoint send the same HTML,
+and the browser replaces the element with that id (or inserts it into `container`, ordered by
+its `data-sort`). Rendering goes through Django's autoescaping templates, so customer text is
+always text, never markup.
+
+Fragments are rendered without a request: they never contain a CSRF token (the page sends it
+as an htmx header) nor anything that depends on who is looking.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from django.template.loader import render_to_string
+
+from inbox.conversations import access
+from inbox.conversations.models import Chat, Handoff, Message
+from inbox.web import dashboard
+
+
+class Fragment(TypedDict):
+    id: str
+    html: str
+    container: str
+    scope: str  # "list": the chat list; "chat": only where the chat is open
+
+
+def _fragment(element_id: str, html: str, *, scope: str, container: str = "") -> Fragment:
+    return {"id": element_id, "html": html.strip(), "container": container, "scope": scope}
+
+
+def header_context(chat: Chat) -> dict[str, object]:
+    return {"chat": chat, "assignees": list(access.assignable_memberships(chat))}
+
+
+def row(chat: Chat) -> Fragment:
+    html = render_to_string("inbox/_chat_row.html", {"chat": chat})
+    return _fragment(f"chat-row-{chat.pk}", html, scope="list", container="chat-list-items")
+
+
+def header(chat: Chat) -> Fragment:
+    html = render_to_string("inbox/_chat_header.html", header_context(chat))
+    return _fragment(f"chat-header-{chat.pk}", html, scope="chat")
+
+
+def handoff(chat: Chat, current: Handoff | None) -> Fragment:
+    html = render_to_string("inbox/_handoff_card.html", {"chat": chat, "handoff": current})
+    return _fragment(f"handoff-{chat.pk}", html, scope="chat")
+
+
+def history(chat: Chat) -> Fragment:
+    html = render_to_string(
+        "inbox/_history.html", {"chat": chat, "transitions": dashboard.transitions(chat)}
+    )
+    return _fragment(f"history-{chat.pk}", html, scope="chat")
+
+
+def message(item: Message) -> Fragment:
+    html = render_to_string("inbox/_message.html", {"message": item})
+    return _fragment(f"msg-{item.pk}", html, scope="chat", container=f"messages-{item.chat_id}")
+
+
+def typing(chat: Chat, running: bool) -> Fragment:
+    html = render_to_string("inbox/_typing.html", {"chat": chat, "turn_running": running})
+    return _fragment(f"typing-{chat.pk}", html, scope="chat")
+
+
+def for_chat(chat_id: int) -> list[Fragment]:
+    """Everything that shows a chat's state: its list row and, where it is open, its header,
+    handoff card and ownership history."""
+    chat = dashboard.chat_row(chat_id)
+    if chat is None:
+        return []
+    return [
+        row(chat),
+        header(chat),
+        handoff(chat, dashboard.current_handoff(chat)),
+        history(chat),
+    ]
+
+
+def for_new_message(item: Message, chat: Chat) -> list[Fragment]:
+    """A message just stored and its chat's row, rendered from the objects in hand (the chat
+    with its channel and assignee loaded; the new message is its last one)."""
+    item.chat = chat
+    chat.last_message = item  # type: ignore[attr-defined]
+    return [row(chat), message(item)]
+
+
+def for_message(message_id: int) -> tuple[Message | None, list[Fragment]]:
+    item = (
+        Message.objects.select_related("chat", "channel", "sent_by").filter(pk=message_id).first()
+    )
+    if item is None:
+        return None, []
+    fragments = [message(item)]
+    chat = dashboard.chat_row(item.chat_id)
+    if chat is not None:
+        fragments.insert(0, row(chat))
+    return item, fragments

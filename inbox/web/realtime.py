@@ -1,0 +1,162 @@
+"""The one place that pushes to open dashboards (Channels groups over Redis pub/sub).
+
+Groups: one per business (chat list, notifications) and one per open chat view. An event is
+sent to the business group with the chat-list fragments and, when it concerns a chat, to that
+chat's group with every fragment (the consumer of a page that has the chat open forwards only
+that copy). Fragments are the page's own template partials (`inbox/web/fragments.py`); which
+events are pushed, and when, is `inbox/web/live.py`.
+
+Every event carries a per-business sequence number. The number and a copy of the event go into
+a capped Redis log in one atomic script, so a page that sees a gap (or reconnects after a
+laptop slept) asks `replay(since)` for exactly what it missed; when the log no longer reaches
+back that far the page re-renders its regions instead. No silent gaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from channels.layers import get_channel_layer
+
+from inbox.conversations.redis import get_redis
+
+if TYPE_CHECKING:
+    from inbox.web.fragments import Fragment
+
+log = logging.getLogger(__name__)
+
+LOG_LENGTH = 500
+LOG_TTL_SECONDS = 86400
+
+# INCR and the log entry together: the log's order is the sequence order, whoever publishes.
+_PUBLISH_SCRIPT = """
+local seq = redis.call('INCR', KEYS[1])
+local member = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
+redis.call('ZADD', KEYS[2], seq, member)
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[2]) + 1))
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return seq
+"""
+
+
+PUBLISH_TIMEOUT_SECONDS = 5.0
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0
+_loop_lock = threading.Lock()
+
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per process, in a daemon thread, for sends from synchronous code (the
+    ingest consumer, Celery tasks, views). `async_to_sync` from a plain thread starts a thread,
+    an event loop and a new Redis connection for every call; this keeps one of each. Recreated
+    after a fork (Celery's prefork children)."""
+    global _loop, _loop_pid
+    with _loop_lock:
+        if _loop is None or _loop_pid != os.getpid() or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(
+                target=loop.run_forever, name="realtime-publisher", daemon=True
+            ).start()
+            _loop, _loop_pid = loop, os.getpid()
+        return _loop
+
+
+def _group_send_all(layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send to every group in one hop to the publisher loop; waits until Redis took them."""
+
+    async def send_all() -> None:
+        await asyncio.gather(*(layer.group_send(group, message) for group, message in sends))
+
+    future = asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop())
+    future.result(timeout=PUBLISH_TIMEOUT_SECONDS)
+
+
+def business_group(business_id: int) -> str:
+    return f"business.{business_id}"
+
+
+def chat_group(chat_id: int) -> str:
+    return f"chat.{chat_id}"
+
+
+def _seq_key(business_id: int) -> str:
+    return f"rt:seq:{business_id}"
+
+
+def _log_key(business_id: int) -> str:
+    return f"rt:log:{business_id}"
+
+
+def current_sequence(business_id: int) -> int:
+    value = get_redis().get(_seq_key(business_id))
+    return int(value) if value else 0
+
+
+def _log_and_number(business_id: int, event: dict[str, Any]) -> int:
+    client = get_redis()
+    script = client.register_script(_PUBLISH_SCRIPT)
+    raw = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return int(
+        script(
+            keys=[_seq_key(business_id), _log_key(business_id)],
+            args=[raw, LOG_LENGTH, LOG_TTL_SECONDS],
+        )
+    )
+
+
+def publish(
+    business_id: int,
+    event: str,
+    data: dict[str, Any],
+    chat_id: int | None = None,
+    *,
+    channel_id: int | None = None,
+    fragments: list[Fragment] | None = None,
+) -> None:
+    """Number, log and send one event. Never raises: a dashboard that misses an event finds
+    the gap by its sequence number and re-fetches."""
+    try:
+        fragments = fragments or []
+        body: dict[str, Any] = {
+            "event": event,
+            "business_id": business_id,
+            "chat_id": chat_id,
+            "channel_id": channel_id,
+            "data": data,
+            "fragments": fragments,
+        }
+        seq = _log_and_number(business_id, body)
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        message = {"type": "inbox.event", "seq": seq, **body}
+        listed = [f for f in fragments if f["scope"] == "list"]
+        sends = [
+            (business_group(business_id), {**message, "scope": "business", "fragments": listed})
+        ]
+        if chat_id is not None:
+            sends.append((chat_group(chat_id), {**message, "scope": "chat"}))
+        _group_send_all(layer, sends)
+    except Exception:
+        log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
+
+
+def replay(business_id: int, since: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Events after `since`, oldest first, the current sequence number, and whether the log
+    still holds everything after `since` (False: the caller must re-render instead)."""
+    pipe = get_redis().pipeline()
+    pipe.get(_seq_key(business_id))
+    pipe.zrangebyscore(_log_key(business_id), f"({since}", "+inf")
+    raw_current, raw_events = pipe.execute()
+    current = int(raw_current) if raw_current else 0
+    events = [json.loads(raw) for raw in raw_events]
+    if current <= since:
+        return [], current, current == since
+    complete = bool(events) and int(events[0]["seq"]) == since + 1
+    return events, current, complete

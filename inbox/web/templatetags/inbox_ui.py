@@ -1,0 +1,136 @@
+"""Small presentation helpers for the inbox templates (labels, transcript words, media URLs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.urls import reverse
+
+from inbox.conversations import access
+from inbox.conversations.models import Chat, Message
+from inbox.web import dashboard
+
+register = template.Library()
+
+REASON_LABELS = {
+    "outside_knowledge_base": "Outside the price list",
+    "guardrail": "Reply blocked by a guardrail",
+    "customer_asked": "Customer asked for a person",
+    "late": "Answer would be late",
+    "send_failed": "Bot reply could not be sent",
+    "model_down": "Assistant unavailable",
+}
+KIND_PREVIEW: dict[str, str] = {
+    Message.Kind.VOICE: "🎤 Voice note",
+    Message.Kind.AUDIO: "🎵 Audio",
+    Message.Kind.IMAGE: "📷 Photo",
+    Message.Kind.DOCUMENT: "📄 Document",
+    Message.Kind.VIDEO: "🎬 Video",
+    Message.Kind.STICKER: "Sticker",
+    Message.Kind.LOCATION: "📍 Location",
+    Message.Kind.CONTACTS: "👤 Contact",
+    Message.Kind.REACTION: "Reaction",
+    Message.Kind.UNSUPPORTED: "Unsupported message",
+}
+
+
+@register.filter
+def author_label(message: Message) -> str:
+    """Who wrote it, as a manager reads it: the customer's name, the assistant, which manager,
+    or a manager writing from the phone."""
+    if message.author == Message.Author.CUSTOMER:
+        return message.chat.customer_name or message.chat.customer_phone or "Customer"
+    if message.author == Message.Author.BOT:
+        return "Assistant"
+    if message.author == Message.Author.PHONE:
+        return "Manager from the phone"
+    if message.author == Message.Author.MANAGER:
+        if message.sent_by is not None:
+            return message.sent_by.get_full_name() or message.sent_by.get_username()
+        return "Manager"
+    return "System"
+
+
+@register.filter
+def preview(message: Message | None) -> str:
+    if message is None:
+        return ""
+    if message.payload.get("revoked"):
+        return "Message deleted"
+    label = KIND_PREVIEW.get(message.kind, "")
+    text = message.content
+    body = f"{label}: {text}" if label and text else (label or text)
+    if message.author != Message.Author.CUSTOMER:
+        body = f"{author_label(message)}: {body}"
+    return body
+
+
+@register.filter
+def reason_label(reason: str) -> str:
+    return REASON_LABELS.get(reason, reason.replace("_", " ").capitalize())
+
+
+@register.filter
+def media_url(message: Message) -> str:
+    """The permission-checked playback/download URL (served by inbox/web/media.py)."""
+    return reverse("message_media", kwargs={"message_id": message.pk})
+
+
+@register.filter
+def sort_key(chat: Chat) -> str:
+    return dashboard.sort_key(chat)
+
+
+@register.filter
+def facts_extra(facts: Any) -> list[tuple[str, str]]:
+    """Facts other than name, city and items, as label/value pairs."""
+    if not isinstance(facts, dict):
+        return []
+    skip = {"name", "city", "items"}
+    return [
+        (key.replace("_", " ").capitalize(), str(value))
+        for key, value in facts.items()
+        if key not in skip and value not in (None, "", [], {})
+    ]
+
+
+@register.filter
+def qty(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
+
+
+@register.simple_tag
+def business_admin(user: Any) -> bool:
+    """Whether to show the settings pages in the menu (the views check again)."""
+    return bool(access.is_any_business_admin(user))
+
+
+@register.filter
+def blocked_reply(details: Any) -> str:
+    """The reply a guardrail stopped, whichever key the turn stored it under."""
+    if not isinstance(details, dict):
+        return ""
+    for key in ("blocked_reply", "reply_to_customer", "reply"):
+        if isinstance(details.get(key), str) and details[key]:
+            return str(details[key])
+    return ""
+
+
+@register.filter
+def findings(details: Any) -> list[str]:
+    """What the guardrails found, as text (strings, or dicts with a text/detail/message)."""
+    if not isinstance(details, dict):
+        return []
+    raw = details.get("findings") or details.get("guardrail_findings") or details.get("blocked")
+    out: list[str] = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict):
+            text = item.get("text") or item.get("detail") or item.get("message") or ""
+            kind = item.get("kind") or item.get("rule") or ""
+            out.append(f"{kind}: {text}" if kind and text else str(text or kind))
+        elif item:
+            out.append(str(item))
+    return out

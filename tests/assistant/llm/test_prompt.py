@@ -1,0 +1,123 @@
+"""The prompt: fixed content first, byte-identical across chats of a channel up to the end of the
+price list; history with managers and voice transcripts; retrieval past the context budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.knowledge.effective import assistant_settings, knowledge_for_channel
+from assistant.knowledge.price_import import apply_price_list, parse_price_file
+from assistant.llm.prompt import build_messages, estimate_tokens, stable_prefix_chars
+from assistant.models import AssistantSettings
+from tests import factories
+from tests.assistant.builders import FURNITURE, entry, item, knowledge, turn
+from tests.emulators.openai_server import render_prompt
+
+PRICES = (
+    "SKU;Name;Price;Currency;Stock;Description\n"
+    "CH-101;Office chair Lux;45 000;KZT;yes;Mesh back\n"
+    "TB-201;Oak dining table 160;120 000;KZT;under order 2 weeks;Solid oak\n"
+)
+
+
+@pytest.mark.django_db
+def test_two_chats_of_one_channel_share_the_prompt_byte_for_byte_up_to_the_price_list():
+    biz = factories.business("Mebel Plus")
+    channel = factories.channel(biz)
+    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), biz)
+    AssistantSettings.objects.create(business=biz, business_rules="Delivery in Almaty: 1-2 days.")
+    k, config = knowledge_for_channel(channel.pk), assistant_settings(biz.pk)
+    first = turn(
+        "how much is the oak table?",
+        chat_id=1,
+        business_id=biz.pk,
+        channel_id=channel.pk,
+        history=[entry("customer", "hi", 0), entry("bot", "Hello!", 1)],
+    )
+    second = turn(
+        "Сколько стоит кресло?",
+        chat_id=2,
+        business_id=biz.pk,
+        channel_id=channel.pk,
+        history=[
+            entry("customer", "можно скидку?", 0),
+            entry("manager", "Да, 40 000 KZT для вас", 1),
+            entry("customer", "э кресло две штуки", 2, confidence=0.42),
+        ],
+    )
+    a = build_messages(first, knowledge_for_channel(channel.pk), config)
+    b = build_messages(second, k, config)
+    text_a, text_b = render_prompt(a), render_prompt(b)
+    end_of_price_list = text_a.index("Oak dining table 160 | 120 000 KZT") + 60
+    assert text_a[:end_of_price_list] == text_b[:end_of_price_list]
+    assert a[0] == b[0]
+    assert stable_prefix_chars(a) == len(a[0]["content"]) > 1000
+    assert text_a != text_b
+
+
+def test_order_is_rules_then_business_then_price_list_then_history_then_turn():
+    config = AssistantSettings(business_rules="Delivery in Almaty: 1-2 days.")
+    t = turn(
+        "and the sofa?",
+        history=[
+            entry("customer", "price of the chair?", 0),
+            entry("bot", "45 000 KZT", 1),
+            entry("manager", "I can give you 40 000 KZT", 2),
+            entry("customer", "ok and a table", 3, confidence=0.55),
+        ],
+    )
+    text = render_prompt(build_messages(t, knowledge(), config, "json_schema"))
+    markers = [
+        "Rules:",
+        "Business rules:",
+        "Delivery in Almaty: 1-2 days.",
+        "Handoff reasons",
+        "- asks_for_human:",
+        "Price list (7 items):",
+        "CH-101 | Office chair Lux | 45 000 KZT | in stock",
+        "Conversation so far",
+        "Customer: price of the chair?",
+        "Assistant (you): 45 000 KZT",
+        "Manager: I can give you 40 000 KZT",
+        "Customer (voice note, transcript confidence 0.55): ok and a table",
+        "New message(s) from the customer",
+        "Customer: and the sofa?",
+    ]
+    positions = [text.index(m) for m in markers]
+    assert positions == sorted(positions)
+
+
+def test_json_object_mode_embeds_the_schema_in_the_stable_prefix():
+    messages = build_messages(turn("hi"), knowledge(), AssistantSettings(), "json_object")
+    assert '"reply_to_customer"' in messages[0]["content"]
+    schema_mode = build_messages(turn("hi"), knowledge(), AssistantSettings(), "json_schema")
+    assert '"reply_to_customer"' not in schema_mode[0]["content"]
+
+
+def test_a_list_past_the_budget_is_retrieved_per_turn_with_exact_sku_lookup(settings):
+    many = tuple(
+        item(f"P-{n:04d}", f"Spare part model {n} bracket", str(1000 + n)) for n in range(600)
+    )
+    big = knowledge((*FURNITURE, *many))
+    settings.LLM_CONTEXT_BUDGET_TOKENS = 800
+    settings.LLM_RETRIEVAL_ITEMS = 5
+    messages = build_messages(
+        turn("price of P-0421 and the oak dining table?"), big, AssistantSettings(), "json_schema"
+    )
+    system, user = messages[0]["content"], messages[1]["content"]
+    assert "607 items, too many to show here" in system
+    assert "Office chair Lux" not in system
+    assert "P-0421 | Spare part model 421 bracket | 1 421 KZT" in user
+    assert "Oak dining table 160" in user
+    assert "P-0422" not in user
+    retrieved = user.split("Conversation so far")[0]
+    assert estimate_tokens(retrieved) < 800 + 100
+    # The system message is still the same for every chat of the channel.
+    other = build_messages(turn("sofa?", chat_id=9), big, AssistantSettings(), "json_schema")
+    assert other[0] == messages[0]
+
+
+def test_the_whole_list_goes_in_when_it_fits():
+    text = build_messages(turn("x"), knowledge(), AssistantSettings(), "json_schema")[0]["content"]
+    for it in FURNITURE:
+        assert it.name in text
