@@ -3,25 +3,19 @@ apply page, and the weekly review of questions the price list could not answer."
 
 from __future__ import annotations
 
-import secrets
 from datetime import timedelta
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from assistant.knowledge.price_import import (
-    MAX_FILE_BYTES,
-    ImportRejected,
-    apply_price_list,
-    parse_price_file,
-)
+from assistant.knowledge import price_upload
+from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected
 from assistant.models import (
     AssistantSettings,
     KnowledgeGap,
@@ -30,8 +24,6 @@ from assistant.models import (
     PriceListVersion,
 )
 from inbox.conversations.models import Business, Channel
-
-UPLOAD_TTL_SECONDS = 3600
 
 
 @admin.register(AssistantSettings)
@@ -114,56 +106,46 @@ class PriceListAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return custom + super().get_urls()
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
-        """Upload → preview (nothing written) → apply (a new version, all or nothing)."""
+        """Upload → preview (nothing written) → apply (a new version, all or nothing), through
+        assistant.knowledge.price_upload."""
         if not self.has_change_permission(request) and not request.user.is_superuser:
             return HttpResponse(status=403)
         context: dict[str, Any] = {**self.admin_site.each_context(request), "title": "Import"}
         if request.method == "POST" and request.POST.get("token"):
-            return self._apply(request, context)
+            return self._apply(request)
         form = PriceImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
-            data = upload.read()
-            preview = parse_price_file(data, upload.name, form.cleaned_data["currency"])
-            token = secrets.token_urlsafe(16)
+            business = form.cleaned_data["business"]
             channel = form.cleaned_data["channel"]
-            cache.set(
-                f"price_import:{token}",
-                {
-                    "data": data,
-                    "name": upload.name,
-                    "currency": form.cleaned_data["currency"],
-                    "business": form.cleaned_data["business"].pk,
-                    "channel": channel.pk if channel else None,
-                    "user": request.user.pk,
-                },
-                UPLOAD_TTL_SECONDS,
+            staged = price_upload.stage(
+                upload.read(),
+                upload.name,
+                form.cleaned_data["currency"],
+                business_id=business.pk,
+                channel_id=channel.pk if channel else None,
+                user=request.user,
             )
             context.update(
-                preview=preview,
-                rows=preview.rows[:200],
-                token=token,
-                business=form.cleaned_data["business"],
+                preview=staged.preview,
+                rows=staged.preview.rows[:200],
+                token=staged.token,
+                business=business,
                 channel=channel,
             )
         context["form"] = form
         return render(request, "admin/assistant/pricelist/import.html", context)
 
-    def _apply(self, request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
-        token = request.POST["token"]
-        stored = cache.get(f"price_import:{token}")
-        if not stored or stored.get("user") != request.user.pk:
+    def _apply(self, request: HttpRequest) -> HttpResponse:
+        staged = price_upload.take(request.POST["token"], request.user)
+        if staged is None:
             messages.error(request, "The upload expired; choose the file again.")
             return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
-        preview = parse_price_file(stored["data"], stored["name"], stored["currency"])
-        business = Business.objects.get(pk=stored["business"])
-        channel = Channel.objects.get(pk=stored["channel"]) if stored["channel"] else None
         try:
-            version = apply_price_list(preview, business, channel, request.user)
+            version = price_upload.apply(staged, request.user)
         except ImportRejected as exc:
             messages.error(request, f"Nothing was imported: {exc}")
             return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
-        cache.delete(f"price_import:{token}")
         messages.success(request, f"Imported {version}.")
         return HttpResponseRedirect(reverse("admin:assistant_pricelist_changelist"))
 

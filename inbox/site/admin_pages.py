@@ -6,26 +6,20 @@ manager gets 403, another business's channel is a 404.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from assistant.knowledge import price_upload
 from assistant.knowledge.effective import assistant_settings
-from assistant.knowledge.price_import import (
-    MAX_FILE_BYTES,
-    ImportRejected,
-    apply_price_list,
-    parse_price_file,
-)
+from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected
 from assistant.models import AssistantSettings, PriceList, PriceListVersion
 from inbox.conversations import access
 from inbox.conversations.models import Business, Channel
@@ -94,10 +88,8 @@ def review(request: HttpRequest) -> HttpResponse:
     )
 
 
-# --- price list (on assistant.knowledge.price_import) and assistant settings
+# --- price list (on assistant.knowledge.price_upload) and assistant settings
 # ---------------------------
-
-UPLOAD_TTL_SECONDS = 3600
 
 
 class PriceUploadForm(forms.Form):
@@ -113,9 +105,10 @@ class PriceUploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         choices: list[tuple[str, str]] = []
         for business in businesses:
-            choices.append((f"b{business.pk}", f"{business.name}: price list"))
+            choices.append((_choice(business.pk, None), f"{business.name}: price list"))
             for channel in business.channels.order_by("name"):
-                choices.append((f"c{channel.pk}", f"{business.name}: override for {channel.name}"))
+                name = f"{business.name}: override for {channel.name}"
+                choices.append((_choice(business.pk, channel.pk), name))
         target = self.fields["target"]
         assert isinstance(target, forms.ChoiceField)
         target.choices = choices
@@ -125,6 +118,11 @@ class PriceUploadForm(forms.Form):
         if upload.size > MAX_FILE_BYTES:
             raise forms.ValidationError("The file is too large.")
         return upload
+
+
+def _choice(business_id: int, channel_id: int | None) -> str:
+    """The form's name for a list: "b<business id>", or "c<channel id>" for an override."""
+    return f"c{channel_id}" if channel_id is not None else f"b{business_id}"
 
 
 def _target(target: str, businesses: list[Business]) -> tuple[Business, Channel | None]:
@@ -143,7 +141,7 @@ def _target(target: str, businesses: list[Business]) -> tuple[Business, Channel 
 @require_http_methods(["GET", "POST"])
 def price_list(request: HttpRequest) -> HttpResponse:
     """Upload → preview with row errors (nothing written) → apply (a new version, all or
-    nothing), through assistant.knowledge.price_import."""
+    nothing), through assistant.knowledge.price_upload."""
     _require_admin(request)
     businesses = list(access.administered_businesses(request.user))
     context: dict[str, Any] = {}
@@ -153,24 +151,18 @@ def price_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         business, channel = _target(form.cleaned_data["target"], businesses)
         upload = form.cleaned_data["file"]
-        data = upload.read()
-        preview = parse_price_file(data, upload.name, form.cleaned_data["currency"])
-        token = secrets.token_urlsafe(16)
-        cache.set(
-            f"inbox_price_upload:{token}",
-            {
-                "data": data,
-                "name": upload.name,
-                "currency": form.cleaned_data["currency"],
-                "target": form.cleaned_data["target"],
-                "user": request.user.pk,
-            },
-            UPLOAD_TTL_SECONDS,
+        staged = price_upload.stage(
+            upload.read(),
+            upload.name,
+            form.cleaned_data["currency"],
+            business_id=business.pk,
+            channel_id=channel.pk if channel else None,
+            user=request.user,
         )
         context.update(
-            preview=preview,
-            rows=preview.rows[:200],
-            token=token,
+            preview=staged.preview,
+            rows=staged.preview.rows[:200],
+            token=staged.token,
             business=business,
             channel=channel,
         )
@@ -189,19 +181,17 @@ def price_list(request: HttpRequest) -> HttpResponse:
 
 
 def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpResponse:
-    token = request.POST.get("token", "")[:64]
-    stored = cache.get(f"inbox_price_upload:{token}")
-    if not stored or stored.get("user") != request.user.pk:
+    staged = price_upload.take(request.POST.get("token", ""), request.user)
+    if staged is None:
         messages.error(request, "The upload expired; choose the file again.")
         return redirect("settings_price_list")
-    business, channel = _target(stored["target"], businesses)
-    preview = parse_price_file(stored["data"], stored["name"], stored["currency"])
+    # The role may have been taken away since the preview: 404 unless the list is still theirs.
+    _target(_choice(staged.business_id, staged.channel_id), businesses)
     try:
-        version = apply_price_list(preview, business, channel, request.user)
+        version = price_upload.apply(staged, request.user)
     except ImportRejected as exc:
         messages.error(request, f"Nothing was imported: {exc}")
         return redirect("settings_price_list")
-    cache.delete(f"inbox_price_upload:{token}")
     messages.success(request, f"Applied version {version.number} ({version.item_count} items).")
     return redirect("settings_price_list")
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from assistant.models import PriceList
 from inbox.conversations import ownership
 from inbox.conversations.models import Chat, Membership, Message, Owner, OwnershipTransition, Turn
 from inbox.web import dashboard
@@ -550,6 +553,25 @@ class TestAssistantPages:
         assert price_list.current_version is not None
         assert price_list.current_version.item_count == 2
         assert "v1" in client.get("/inbox/settings/price-list/").content.decode()
+
+    def test_price_list_apply_after_losing_the_admin_role_is_refused(
+        self, a: Tenant, b: Tenant
+    ) -> None:
+        both = a.admin
+        Membership.objects.create(user=both, business=b.business, role=Membership.Role.ADMIN)
+        client = client_for(both)
+        good = SimpleUploadedFile("prices.csv", b"name,price,currency\nOak table,120000,KZT\n")
+        preview = client.post(
+            "/inbox/settings/price-list/", {"target": f"c{b.channel.pk}", "file": good}
+        ).content.decode()
+        token = re.search(r'name="token" value="([^"]+)"', preview)
+        assert token
+
+        Membership.objects.filter(user=both, business=b.business).delete()
+        applied = client.post("/inbox/settings/price-list/", {"token": token.group(1)})
+
+        assert applied.status_code == 404
+        assert not PriceList.objects.filter(business=b.business).exists()
 
     def test_assistant_settings_reasons_rules_and_promises(self, a: Tenant) -> None:
         from assistant.knowledge.effective import assistant_settings

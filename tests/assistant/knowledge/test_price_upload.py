@@ -1,0 +1,130 @@
+"""Price-list upload between preview and Apply: applies once, only for its uploader, only while it
+lasts, and never a file with errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from assistant.knowledge import price_upload
+from assistant.knowledge.price_import import ImportRejected, apply_price_list, parse_price_file
+from assistant.models import PriceList, PriceListVersion
+from inbox.conversations.models import Membership
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+GOOD = b"sku,name,price,currency\nT1,Oak table,120000,KZT\nC1,Chair,15000,KZT\n"
+
+
+def test_a_staged_upload_writes_nothing_until_applied_then_applies_once():
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+
+    staged = price_upload.stage(
+        GOOD, "prices.csv", "", business_id=biz.pk, channel_id=None, user=owner
+    )
+
+    assert [row.name for row in staged.preview.rows] == ["Oak table", "Chair"]
+    assert not PriceListVersion.objects.exists()
+
+    taken = price_upload.take(staged.token, owner)
+    assert taken is not None
+    version = price_upload.apply(taken, owner)
+
+    assert PriceList.objects.get(business=biz, channel=None).current_version == version
+    assert (version.number, version.item_count, version.created_by) == (1, 2, owner)
+    assert price_upload.take(staged.token, owner) is None
+    assert PriceListVersion.objects.count() == 1
+
+
+def test_a_channel_override_is_applied_to_that_channel_only():
+    channel = factories.channel()
+    owner = factories.manager(channel.business, role=Membership.Role.ADMIN)
+    staged = price_upload.stage(
+        GOOD,
+        "branch.csv",
+        "",
+        business_id=channel.business_id,
+        channel_id=channel.pk,
+        user=owner,
+    )
+
+    taken = price_upload.take(staged.token, owner)
+    assert taken is not None
+    price_upload.apply(taken, owner)
+
+    override = PriceList.objects.get(business=channel.business, channel=channel)
+    assert override.current_version is not None
+    assert not PriceList.objects.filter(business=channel.business, channel=None).exists()
+
+
+def test_another_users_token_is_refused_and_stays_the_uploaders():
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+    colleague = factories.manager(biz, role=Membership.Role.ADMIN)
+    staged = price_upload.stage(
+        GOOD, "prices.csv", "", business_id=biz.pk, channel_id=None, user=owner
+    )
+
+    assert price_upload.take(staged.token, colleague) is None
+
+    assert not PriceList.objects.exists()
+    assert price_upload.take(staged.token, owner) is not None
+
+
+def test_an_unknown_or_discarded_token_is_refused():
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+    staged = price_upload.stage(
+        GOOD, "prices.csv", "", business_id=biz.pk, channel_id=None, user=owner
+    )
+
+    price_upload.discard(staged.token)
+
+    assert price_upload.take(staged.token, owner) is None
+    assert price_upload.take("no-such-token", owner) is None
+    assert price_upload.take("x" * 10_000, owner) is None
+
+
+def test_an_upload_expires(monkeypatch):
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+    # Given a stash that lives one second instead of an hour (real Redis does the expiring).
+    monkeypatch.setattr(price_upload, "UPLOAD_TTL_SECONDS", 1)
+    staged = price_upload.stage(
+        GOOD, "prices.csv", "", business_id=biz.pk, channel_id=None, user=owner
+    )
+    assert price_upload.take(staged.token, owner) is not None
+
+    time.sleep(1.5)
+
+    assert price_upload.take(staged.token, owner) is None
+
+
+def test_a_file_with_a_row_error_is_not_applied_and_the_current_list_stays():
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+    current = apply_price_list(parse_price_file(GOOD, "old.csv"), biz)
+    staged = price_upload.stage(
+        b"sku,name,price\nT1,Oak table,abc\nC1,Chair,9000\n",
+        "broken.csv",
+        "KZT",
+        business_id=biz.pk,
+        channel_id=None,
+        user=owner,
+    )
+    assert [str(error) for error in staged.preview.errors] == [
+        "line 2: the price 'abc' is not a number"
+    ]
+
+    taken = price_upload.take(staged.token, owner)
+    assert taken is not None
+    with pytest.raises(ImportRejected, match="line 2"):
+        price_upload.apply(taken, owner)
+
+    price_list = PriceList.objects.get(business=biz, channel=None)
+    assert price_list.current_version == current
+    assert [item.price for item in current.items.order_by("position")] == [120000, 15000]
+    assert PriceListVersion.objects.count() == 1
