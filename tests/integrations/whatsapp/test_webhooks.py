@@ -136,6 +136,39 @@ async def test_malformed_bodies_get_a_400_with_the_reason(
     assert _queued() == []
 
 
+def _wrong_types() -> list[tuple[str, bytes]]:
+    def variant(change: Any) -> bytes:
+        body = json.loads(_body())
+        change(body)
+        # 950 levels of nesting, written as text: encoding it would hit the recursion limit here
+        return json.dumps(body).replace('"DEEP"', '{"x":' * 950 + "{}" + "}" * 950).encode()
+
+    def order(body: dict[str, Any]) -> None:
+        message = body["entry"][0]["changes"][0]["value"]["messages"][0]
+        message.update(type="order", order={"product_items": 5})
+
+    return [
+        ("entry", variant(lambda b: b.update(entry=5))),
+        ("changes", variant(lambda b: b["entry"][0].update(changes=7))),
+        ("order", variant(order)),
+        ("deep", variant(lambda b: b["entry"][0]["changes"][0]["value"].update(deep="DEEP"))),
+        ("deep_message", variant(
+            lambda b: b["entry"][0]["changes"][0]["value"]["messages"][0].update(context="DEEP")
+        )),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("what", "body"), _wrong_types(), ids=lambda v: v if isinstance(v, str) else ""
+)
+async def test_signed_bodies_with_wrong_types_are_4xx_or_acknowledged_never_500(
+    cloud_channel: Channel, what: str, body: bytes
+) -> None:
+    answer = await _post(body, sign(SECRET, body))
+
+    assert answer.status_code in (200, 400, 404), (what, answer.status_code, answer.text[:200])
+
+
 async def test_a_lone_surrogate_in_a_signed_message_is_replaced_not_a_500(
     cloud_channel: Channel,
 ) -> None:
