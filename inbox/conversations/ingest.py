@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 import time
 import weakref
 from collections.abc import Sequence
@@ -59,6 +60,18 @@ return 1
 """
 
 
+# A lone UTF-16 surrogate ("\ud83d": a JS bridge cutting an emoji in half) is valid JSON but
+# not UTF-8: Redis could not take the event, and with it the whole body's events.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    """The text with every lone surrogate replaced by U+FFFD (one pass, only when needed)."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 @dataclass(frozen=True)
 class EnqueueResult:
     accepted: int
@@ -68,8 +81,8 @@ class EnqueueResult:
 def dedup_key(event: Event) -> str:
     if isinstance(event, StatusEvent):
         # Statuses are at-least-once too; the same status for the same message is one event.
-        return f"seen:{event.channel_id}:{event.provider_message_id}:{event.status}"
-    return f"seen:{event.channel_id}:{event.provider_message_id}"
+        return utf8_safe(f"seen:{event.channel_id}:{event.provider_message_id}:{event.status}")
+    return utf8_safe(f"seen:{event.channel_id}:{event.provider_message_id}")
 
 
 def enqueue(events: Sequence[Event], client: redis.Redis | None = None) -> EnqueueResult:
@@ -80,7 +93,11 @@ def enqueue(events: Sequence[Event], client: redis.Redis | None = None) -> Enque
     script = client.register_script(_ENQUEUE_SCRIPT)
     pipe = client.pipeline(transaction=False)
     for event in events:
-        script(keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe)
+        script(
+            keys=[dedup_key(event), STREAM],
+            args=[utf8_safe(event.to_json()), DEDUP_SECONDS],
+            client=pipe,
+        )
     results = pipe.execute()
     accepted = sum(1 for r in results if r == 1)
     return EnqueueResult(accepted, len(results) - accepted)
@@ -111,13 +128,15 @@ async def aenqueue(events: Sequence[Event]) -> EnqueueResult:
         # server whether the script is loaded (SCRIPT EXISTS), a second round trip per webhook.
         event = events[0]
         result = await script(
-            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS]
+            keys=[dedup_key(event), STREAM], args=[utf8_safe(event.to_json()), DEDUP_SECONDS]
         )
         return EnqueueResult(1, 0) if result == 1 else EnqueueResult(0, 1)
     pipe = client.pipeline(transaction=False)
     for event in events:
         await script(
-            keys=[dedup_key(event), STREAM], args=[event.to_json(), DEDUP_SECONDS], client=pipe
+            keys=[dedup_key(event), STREAM],
+            args=[utf8_safe(event.to_json()), DEDUP_SECONDS],
+            client=pipe,
         )
     results = await pipe.execute()
     accepted = sum(1 for r in results if r == 1)

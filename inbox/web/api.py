@@ -32,6 +32,15 @@ OwnerState = Literal["bot", "pending_human", "human"]
 
 
 class TokenAuth(HttpBearer):
+    def __call__(self, request: HttpRequest) -> Any:
+        """Only `Authorization: Bearer <token>` is read. Anything else is simply not
+        authenticated (401): django-ninja would log the whole header under DEBUG, and a token
+        sent without its `Bearer ` prefix is still a secret."""
+        scheme, _, token = request.headers.get(self.header, "").partition(" ")
+        if scheme.lower() != self.openapi_scheme or not token.strip():
+            return None
+        return self.authenticate(request, token.strip())
+
     def authenticate(self, request: HttpRequest, token: str) -> Any:
         user = api_tokens.authenticate(token)
         if user is not None:

@@ -10,6 +10,7 @@ membership removed while a page is open stops the pushes within that time.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -81,6 +82,21 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_discard(
                 realtime.chat_group(self.chat_id), self.channel_name
             )
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """A frame that is not a JSON object (binary, broken or absurdly nested JSON) gets an
+        error reply and is otherwise ignored: one misbehaving client must not crash its socket
+        with a 1011 and a traceback in the log."""
+        try:
+            content = json.loads(text_data) if text_data is not None else None
+        except (ValueError, RecursionError):
+            content = None
+        if not isinstance(content, dict):
+            await self.send_json({"type": "error", "error": "bad_frame"})
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """`{"action": "subscribe", "chat": ID}` switches the open chat; `unsubscribe` closes

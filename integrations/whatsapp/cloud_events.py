@@ -59,6 +59,11 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
+def _items(value: Any) -> list[Any]:
+    """A list field that may be missing or of the wrong type (routing reads before checking)."""
+    return value if isinstance(value, list) else []
+
+
 def _dict(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedWebhook(f"{where} must be an object")
@@ -87,10 +92,10 @@ def phone_number_ids(body: Any) -> set[str]:
     found: set[str] = set()
     if not isinstance(body, dict):
         return found
-    for entry in body.get("entry") or []:
+    for entry in _items(body.get("entry")):
         if not isinstance(entry, dict):
             continue
-        for change in entry.get("changes") or []:
+        for change in _items(entry.get("changes")):
             value = change.get("value") if isinstance(change, dict) else None
             metadata = value.get("metadata") if isinstance(value, dict) else None
             if isinstance(metadata, dict) and _str(metadata.get("phone_number_id")):
@@ -275,7 +280,7 @@ def _content(raw: dict[str, Any]) -> tuple[MessageKind, str, MediaRef | None, di
         extra = {"reacted_to": _str(obj.get("message_id"))}
         return "reaction", _str(obj.get("emoji")), None, extra
     if kind == "order":
-        items = [i for i in obj.get("product_items") or [] if isinstance(i, dict)]
+        items = [i for i in _items(obj.get("product_items")) if isinstance(i, dict)]
         lines = [
             f"{_str(i.get('quantity'))} × {_str(i.get('product_retailer_id'))} "
             f"@ {_str(i.get('item_price'))} {_str(i.get('currency'))}".strip()

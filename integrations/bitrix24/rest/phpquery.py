@@ -64,6 +64,11 @@ def encode(params: Mapping[str, Any]) -> str:
     )
 
 
+# PHP's `max_input_nesting_level`: a variable nested deeper is dropped, as PHP itself does. A few
+# KB of `a[][][]…` would otherwise nest past Python's recursion limit before any token check.
+MAX_NESTING = 64
+
+
 def _path(key: str) -> list[str]:
     """`data[FIELDS][ID]` → ["data", "FIELDS", "ID"]; `a[]` → ["a", ""]."""
     head, bracket, rest = key.partition("[")
@@ -79,6 +84,8 @@ def _path(key: str) -> list[str]:
             break
         parts.append(rest[1:end])
         rest = rest[end + 1 :]
+        if len(parts) > MAX_NESTING + 1:
+            return []
     return parts
 
 
@@ -117,8 +124,8 @@ def decode(body: str) -> dict[str, Any]:
             continue
         raw_key, _, raw_value = chunk.partition("=")
         key = unquote_plus(raw_key)
-        if not key:
-            continue
-        _insert(result, _path(key), unquote_plus(raw_value))
+        path = _path(key) if key else []
+        if path:
+            _insert(result, path, unquote_plus(raw_value))
     converted = _listify(result)
     return converted if isinstance(converted, dict) else {}

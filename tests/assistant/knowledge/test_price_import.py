@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import tracemalloc
+import zipfile
 from decimal import Decimal
 
 import openpyxl
@@ -124,6 +126,42 @@ def test_unreadable_or_headerless_files_are_errors_not_crashes():
     headless = parse_price_file(b"foo,bar\n1,2\n", "x.csv")
     assert "no header row" in str(headless.errors[0])
     assert not parse_price_file(b"", "x.csv").ok
+
+
+def _xlsx_bomb(rows: int, columns: str = "A1:B2") -> bytes:
+    """An XLSX whose one sheet declares `rows` rows under a price-list header: a million rows
+    compress to a few hundred KB."""
+    body = "".join(f'<row r="{i}"><c r="A{i}" t="inlineStr"><is><t>x</t></is></c></row>'
+                   for i in range(2, rows + 2))  # fmt: skip
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org'
+        f'/spreadsheetml/2006/main"><dimension ref="{columns}"/><sheetData><row r="1">'
+        '<c r="A1" t="inlineStr"><is><t>Name</t></is></c><c r="B1" t="inlineStr"><is><t>Price'
+        f"</t></is></c></row>{body}</sheetData></worksheet>"
+    )
+    workbook = openpyxl.Workbook()
+    raw = io.BytesIO()
+    workbook.save(raw)
+    out = io.BytesIO()
+    with zipfile.ZipFile(raw) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for item in source.infolist():
+            data = sheet.encode() if item.filename == "xl/worksheets/sheet1.xml" else None
+            bomb.writestr(item, data if data is not None else source.read(item))
+    return out.getvalue()
+
+
+def test_an_xlsx_declaring_a_million_rows_is_refused_without_reading_them_all():
+    bomb = _xlsx_bomb(1_000_000, columns="A1:XFD1000001")
+    assert len(bomb) < 5 * 1024 * 1024
+
+    tracemalloc.start()
+    preview = parse_price_file(bomb, "bomb.xlsx")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
+    assert not preview.ok
+    assert "more than" in str(preview.errors[0])
+    assert peak < 150 * 1024 * 1024, f"peak {peak / 2**20:.0f} MB"
 
 
 def test_each_apply_is_a_new_version_and_a_failed_write_leaves_none():

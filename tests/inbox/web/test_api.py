@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from io import StringIO
 from typing import Any
 
@@ -50,6 +51,20 @@ def test_requests_without_a_valid_token_are_refused(a: Tenant) -> None:
     row, token = create_token(a.manager)
     ApiToken.objects.filter(pk=row.pk).update(is_active=False)
     assert client.get("/api/v1/chats", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 401
+
+
+@pytest.mark.parametrize("header", ["{token}", "Token {token}", "bearer{token}", "Basic {token}"])
+def test_a_token_sent_without_bearer_is_refused_and_never_logged(
+    a: Tenant, header: str, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """django-ninja logs an unexpected Authorization header whole when DEBUG is on (make run)."""
+    settings.DEBUG = True
+    _, token = create_token(a.manager)
+    with caplog.at_level(logging.DEBUG):
+        response = Client().get("/api/v1/chats", HTTP_AUTHORIZATION=header.format(token=token))
+    assert response.status_code == 401
+    assert token not in caplog.text
+    assert token[-12:] not in caplog.text
 
 
 def test_only_the_hash_is_stored_and_the_command_prints_the_token_once(a: Tenant) -> None:

@@ -161,6 +161,25 @@ async def test_a_chat_of_another_business_cannot_be_subscribed(
 
 
 @pytest.mark.asyncio
+async def test_frames_that_are_not_json_objects_are_refused_and_the_socket_stays_open(
+    a: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    page = await connect(a.manager)
+    sockets.append(page)
+    for frame in ("not json", "[1, 2]", "[" * 100_000 + "]" * 100_000, '"text"'):
+        await page.send_to(text_data=frame)
+        assert await page.receive_json_from(timeout=5) == {"type": "error", "error": "bad_frame"}
+    await page.send_to(bytes_data=b"\x00\x01")
+    assert await page.receive_json_from(timeout=5) == {"type": "error", "error": "bad_frame"}
+
+    # Still the same live socket: a subscription works and pushes arrive.
+    await page.send_json_to({"action": "subscribe", "chat": a.chat.pk})
+    assert await page.receive_json_from(timeout=5) == {"type": "subscribed", "chat": a.chat.pk}
+    await sync_to_async(ownership.take_over)(a.chat.pk, manager=a.manager)
+    assert (await next_event(page, "chat.changed"))["chat"] == a.chat.pk
+
+
+@pytest.mark.asyncio
 async def test_subscribing_switches_the_open_chat(
     a: Tenant, sockets: list[WebsocketCommunicator]
 ) -> None:

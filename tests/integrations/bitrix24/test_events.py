@@ -111,6 +111,15 @@ def test_odd_bodies_never_crash_the_handler(token: tuple[int, str], redis_client
     assert _post("x=" + "a" * 300_000).status_code == 413
 
 
+def test_deeply_nested_keys_are_refused_quickly_without_a_token(redis_client: Any) -> None:
+    """~3 KB of `a[][][]…` once raised RecursionError before the token check: a 500 with a
+    3.9 MB debug page for anyone."""
+    response = _post("a" + "[]" * 1500 + "=1")
+    assert response.status_code == 403
+    assert len(response.content) < 1000
+    assert _queued(redis_client) == []
+
+
 def test_with_the_broker_down_an_entity_event_is_kept_in_the_database(
     token: tuple[int, str], processes: ProcessGroup
 ) -> None:

@@ -136,6 +136,51 @@ async def test_malformed_bodies_get_a_400_with_the_reason(
     assert _queued() == []
 
 
+def _wrong_types() -> list[tuple[str, bytes]]:
+    def variant(change: Any) -> bytes:
+        body = json.loads(_body())
+        change(body)
+        # 950 levels of nesting, written as text: encoding it would hit the recursion limit here
+        return json.dumps(body).replace('"DEEP"', '{"x":' * 950 + "{}" + "}" * 950).encode()
+
+    def order(body: dict[str, Any]) -> None:
+        message = body["entry"][0]["changes"][0]["value"]["messages"][0]
+        message.update(type="order", order={"product_items": 5})
+
+    return [
+        ("entry", variant(lambda b: b.update(entry=5))),
+        ("changes", variant(lambda b: b["entry"][0].update(changes=7))),
+        ("order", variant(order)),
+        ("deep", variant(lambda b: b["entry"][0]["changes"][0]["value"].update(deep="DEEP"))),
+        ("deep_message", variant(
+            lambda b: b["entry"][0]["changes"][0]["value"]["messages"][0].update(context="DEEP")
+        )),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("what", "body"), _wrong_types(), ids=lambda v: v if isinstance(v, str) else ""
+)
+async def test_signed_bodies_with_wrong_types_are_4xx_or_acknowledged_never_500(
+    cloud_channel: Channel, what: str, body: bytes
+) -> None:
+    answer = await _post(body, sign(SECRET, body))
+
+    assert answer.status_code in (200, 400, 404), (what, answer.status_code, answer.text[:200])
+
+
+async def test_a_lone_surrogate_in_a_signed_message_is_replaced_not_a_500(
+    cloud_channel: Channel,
+) -> None:
+    body = _body(text="Сколько стоит? \ud83d")
+    assert b"\\ud83d" in body
+
+    answer = await _post(body, sign(SECRET, body))
+
+    assert answer.status_code == 200
+    assert [q["text"] for q in _queued()] == ["Сколько стоит? \ufffd"]
+
+
 async def test_huge_body_is_refused_before_it_is_parsed(cloud_channel: Channel) -> None:
     with override_settings(WEBHOOK_MAX_BODY_BYTES=1024):
         raw = b'{"x": "' + b"a" * 5000 + b'"}'
@@ -232,6 +277,25 @@ class TestBridge:
         )  # fmt: skip
 
         assert answer.status_code == 404
+
+    async def test_a_cut_emoji_loses_nothing_of_the_request(self, bridge_channel: Channel) -> None:
+        """A JS bridge that cuts an emoji in half sends a lone surrogate ("\\ud83d"): it was a
+        500, and the good event of the same request was lost with it."""
+        good = json.loads(self._event(id="GOOD1"))["events"][0]
+        cut = json.loads(self._event(id="CUT\ud83d", text="Price? \ud83d", sender_name="Ai\udc00"))
+        body = json.dumps({"events": [good, cut["events"][0]]}).encode()
+
+        answer = await _post(
+            body, path=f"/webhooks/bridge/{bridge_channel.pk}/",
+            headers={"Authorization": "Bearer bridge-secret-1"},
+        )  # fmt: skip
+
+        assert answer.status_code == 200
+        first, second = _queued()
+        assert first["provider_message_id"] == "GOOD1"
+        assert (second["provider_message_id"], second["text"], second["customer_name"]) == (
+            "CUT\ufffd", "Price? \ufffd", "Ai\ufffd",
+        )  # fmt: skip
 
     async def test_group_chats_are_ignored(self, bridge_channel: Channel) -> None:
         answer = await _post(

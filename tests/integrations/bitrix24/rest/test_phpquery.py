@@ -67,3 +67,13 @@ def test_decoding_odd_bodies_never_raises() -> None:
     for body in ["", "&&", "=x", "a[", "a[b]c=1", "a[]=1&a[]=2", "%ZZ=%", "a=1&a[b]=2"]:
         assert isinstance(phpquery.decode(body), dict)
     assert phpquery.decode("a[]=1&a[]=2") == {"a": ["1", "2"]}
+
+
+def test_variables_nested_deeper_than_php_allows_are_dropped_not_a_crash() -> None:
+    deep = "a" + "[]" * 2000 + "=1"
+    assert phpquery.decode(deep + "&event=ONCRMDEALUPDATE") == {"event": "ONCRMDEALUPDATE"}
+    at_limit = "b" + "[x]" * phpquery.MAX_NESTING + "=1"
+    node = phpquery.decode(at_limit)["b"]
+    for _ in range(phpquery.MAX_NESTING - 1):
+        node = node["x"]
+    assert node == {"x": "1"}
