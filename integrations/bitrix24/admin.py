@@ -1,5 +1,5 @@
-"""Admin for the Bitrix24 sync. Secrets are write-only: a form shows whether one is set (and
-for the webhook, the portal host), never its value; an empty input keeps the stored secret."""
+"""Admin for the Bitrix24 sync. The settings form is the business admins' one (setup/forms.py)
+with the staff-only fields: secrets are write-only there, an empty input keeps the stored one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from inbox.web.forms import WriteOnlySecrets, secret_field
+from inbox.web.forms import secret_field
 from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import (
     Bitrix24Settings,
@@ -21,37 +21,21 @@ from integrations.bitrix24.models import (
     UserLink,
 )
 from integrations.bitrix24.setup import config
-
-SECRET_FIELDS = (
-    "webhook_url",
-    "application_token",
-    "client_secret",
-    "access_token",
-    "refresh_token",
-)
+from integrations.bitrix24.setup.forms import SECRETS, Bitrix24SettingsForm
 
 
-class Bitrix24Secrets(WriteOnlySecrets):
-    """Write-only secrets; a stored webhook URL is described by its portal, never its code."""
+class Bitrix24AdminForm(Bitrix24SettingsForm):
+    """Every setting, for staff: the settings form plus the OAuth tokens and the technical
+    fields. The admin saves the row itself (not through `config.configure`), so the webhook URL
+    is checked here and the technical user taken from it when none is given."""
 
-    def secret_state(self, name: str, stored: str) -> str:
-        if name == "webhook_url":
-            return f"Set (portal {self.instance.portal_host})."
-        return super().secret_state(name, stored)
-
-
-class Bitrix24SettingsForm(Bitrix24Secrets):
-    secret_fields = SECRET_FIELDS
-    webhook_url = secret_field()
-    application_token = secret_field()
-    client_secret = secret_field()
+    secret_fields = (*SECRETS, "access_token", "refresh_token")
     access_token = secret_field()
     refresh_token = secret_field()
-    portal_url = forms.URLField(required=False, assume_scheme="https")
     oauth_server_url = forms.URLField(assume_scheme="https", initial="https://oauth.bitrix.info")
+    field_order = None  # the page's layout; here Meta.fields is the order
 
-    class Meta:
-        model = Bitrix24Settings
+    class Meta(Bitrix24SettingsForm.Meta):
         fields = [
             "business",
             "is_active",
@@ -102,7 +86,7 @@ class Bitrix24SettingsForm(Bitrix24Secrets):
 
 @admin.register(Bitrix24Settings)
 class Bitrix24SettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    form = Bitrix24SettingsForm
+    form = Bitrix24AdminForm
     list_display = (
         "business",
         "mode",

@@ -1,15 +1,12 @@
 """The Bitrix24 sync settings page for business admins: connection, what syncs, pipeline and
 stage mapping, and "test connection" (run by a worker, never in the request).
 
-Secrets (webhook URL, application token, client secret) are write-only: the form says whether
-one is set and keeps it when the field is left empty.
+Secrets (webhook URL, application token, client secret) are write-only: the form
+(setup/forms.py) says whether one is set and keeps it when the field is left empty.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -19,70 +16,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations import access
-from inbox.web.forms import secret_field
 from integrations.bitrix24 import tasks
-from integrations.bitrix24.admin import Bitrix24Secrets
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import check, config
-
-SECRETS = ("webhook_url", "application_token", "client_secret")
-FIELDS = [
-    "is_active",
-    "mode",
-    "portal_url",
-    "client_id",
-    "entity",
-    "pipeline_id",
-    "handoff_stage",
-    "rate_limit",
-    "burst",
-    "technical_user_id",
-    "default_responsible_id",
-    "connector_id",
-    "line_id",
-    "sync_chats",
-    "sync_handoffs",
-    "sync_responsible",
-    "sync_back",
-    "sync_open_channels",
-]
-
-
-class Bitrix24SettingsForm(Bitrix24Secrets):
-    secret_fields = SECRETS
-    portal_url = forms.URLField(
-        required=False, assume_scheme="https", help_text="https://{portal} (local application)."
-    )
-    webhook_url = secret_field("https://{portal}/rest/{user}/{code}/ — incoming webhook mode.")
-    application_token = secret_field("Checks the events Bitrix24 sends to /webhooks/bitrix24/.")
-    client_secret = secret_field("Local application mode.")
-
-    class Meta:
-        model = Bitrix24Settings
-        fields = FIELDS
-        labels = {
-            "is_active": "Sync switched on",
-            "portal_url": "Portal URL",
-            "client_id": "Client ID",
-        }
-
-    field_order = [
-        "is_active", "mode", "webhook_url", "application_token", "portal_url", "client_id",
-        "client_secret", "entity", "pipeline_id", "handoff_stage", "sync_chats", "sync_handoffs",
-        "sync_responsible", "sync_back", "sync_open_channels", "connector_id", "line_id",
-        "technical_user_id", "default_responsible_id", "rate_limit", "burst",
-    ]  # fmt: skip
-
-    def options(self) -> dict[str, Any]:
-        """What `config.configure` should change (secrets as typed, or as stored when left
-        empty)."""
-        options = {name: self.cleaned_data[name] for name in FIELDS}
-        if not options["portal_url"]:
-            options["portal_url"] = None  # webhook mode takes it from the webhook URL
-        for name in SECRETS:
-            if self.cleaned_data.get(name):
-                options[name] = self.cleaned_data[name]
-        return options
+from integrations.bitrix24.setup.forms import Bitrix24SettingsForm
 
 
 @login_required

@@ -8,8 +8,9 @@ sweep starts it again. Countdowns stay below the broker's visibility timeout.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from celery import Task, shared_task
 from django.db.models import Q
@@ -55,19 +56,66 @@ def _sync_working(business_id: int) -> None:
     alerts.resolve_alert(business_id, ALERT_KIND)
 
 
+_R = TypeVar("_R")
+
+
+@overload
+def _call(
+    task: Task,  # type: ignore[type-arg]
+    work: Callable[[int], _R],
+    business_id: int,
+    *,
+    alert: bool = False,
+) -> _R: ...
+
+
+@overload
+def _call(
+    task: Task,  # type: ignore[type-arg]
+    work: Callable[[int], _R],
+    business_id: int,
+    *,
+    failed_event: str,
+    alert: bool = False,
+) -> _R | None: ...
+
+
+def _call(
+    task: Task,  # type: ignore[type-arg]
+    work: Callable[[int], _R],
+    business_id: int,
+    *,
+    failed_event: str | None = None,
+    alert: bool = False,
+) -> _R | None:
+    """Run `work(business_id)` under the tasks' error policy. A transient error retries the
+    task (countdown at most MAX_COUNTDOWN). A permanent one fails the task, unless the task
+    gives up on it: it is then logged as `failed_event` and None is returned. `alert` tells
+    managers the sync is failing: at once on a permanent error, after ALERT_AFTER_RETRIES
+    transient ones in a row."""
+    try:
+        return work(business_id)
+    except TransientError as exc:
+        if alert and task.request.retries >= ALERT_AFTER_RETRIES:
+            _sync_failing(business_id, f"{exc.code or 'temporary error'} (retrying)")
+        _retry(task, exc, outbox.retry_delay(task.request.retries + 1, exc))
+        raise
+    except PermanentError as exc:
+        if failed_event is None:
+            raise
+        log.error(failed_event, extra={"business_id": business_id, "code": exc.code})
+        if alert:
+            _sync_failing(business_id, f"{exc.code}: {exc.description}"[:300])
+        return None
+
+
 @shared_task(bind=True, name=outbox.PUSH_TASK, **POLICY)
 def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """Sync due chats and handoffs of one business to Bitrix24."""
-    try:
-        report = pushing.drain(business_id)
-    except TransientError as exc:
-        if self.request.retries >= ALERT_AFTER_RETRIES:
-            _sync_failing(business_id, f"{exc.code or 'temporary error'} (retrying)")
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
-    except PermanentError as exc:
-        log.error("bitrix24.push_failed", extra={"business_id": business_id, "code": exc.code})
-        _sync_failing(business_id, f"{exc.code}: {exc.description}"[:300])
+    report = _call(
+        self, pushing.drain, business_id, failed_event="bitrix24.push_failed", alert=True
+    )
+    if report is None:
         return {}
     _sync_working(business_id)
     if report.next_due is not None:
@@ -78,15 +126,8 @@ def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-a
 @shared_task(bind=True, name="bitrix24.pull", **POLICY)
 def pull(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """Re-read entities Bitrix24 said changed and apply them to the inbox."""
-    try:
-        report = pulling.drain(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
-    except PermanentError as exc:
-        log.error("bitrix24.pull_failed", extra={"business_id": business_id, "code": exc.code})
-        return {}
-    return asdict(report)
+    report = _call(self, pulling.drain, business_id, failed_event="bitrix24.pull_failed")
+    return {} if report is None else asdict(report)
 
 
 @shared_task(name="bitrix24.event_received", acks_late=True, time_limit=60)
@@ -102,13 +143,10 @@ def event_received(business_id: int, event: str, entity_id: int) -> None:
 @shared_task(bind=True, name="bitrix24.offline", **POLICY)
 def offline_task(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
     """Local-application mode: move the portal's offline queue into pending pulls."""
-    try:
-        count = offline.process_offline(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
-    except PermanentError as exc:
-        log.error("bitrix24.offline_failed", extra={"business_id": business_id, "code": exc.code})
+    count = _call(
+        self, offline.process_offline, business_id, failed_event="bitrix24.offline_failed"
+    )
+    if count is None:
         return 0
     if count:
         pull.delay(business_id)
@@ -118,13 +156,10 @@ def offline_task(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
 @shared_task(bind=True, name="bitrix24.reconcile", **POLICY)
 def reconcile_task(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """List entities modified since the checkpoint (what events lost) and apply them."""
-    try:
-        report = reconciliation.reconcile(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
-    except PermanentError as exc:
-        log.error("bitrix24.reconcile_failed", extra={"business_id": business_id, "code": exc.code})
+    report = _call(
+        self, reconciliation.reconcile, business_id, failed_event="bitrix24.reconcile_failed"
+    )
+    if report is None:
         return {}
     return {"seen": report.seen, "applied": report.applied}
 
@@ -132,31 +167,20 @@ def reconcile_task(self: Task, business_id: int) -> dict[str, Any]:  # type: ign
 @shared_task(bind=True, name=outbox.CONNECTOR_SEND_TASK, **POLICY)
 def connector_send(self: Task, business_id: int) -> int:  # type: ignore[type-arg]
     """Send pending customer messages to Bitrix24 Open Channels."""
-    try:
-        return imconnector.send_pending(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
+    return _call(self, imconnector.send_pending, business_id)
 
 
 @shared_task(bind=True, name="bitrix24.operator_replies", **POLICY)
 def operator_replies(self: Task, business_id: int, messages: list[dict[str, Any]]) -> int:  # type: ignore[type-arg]
     """Operator replies from Open Channels: send them to WhatsApp and acknowledge delivery."""
     imconnector.record_operator_messages(business_id, messages)
-    try:
-        return imconnector.deliver_pending(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
-        raise
+    return _call(self, imconnector.deliver_pending, business_id)
 
 
 @shared_task(bind=True, name="bitrix24.app_installed", **POLICY)
 def app_installed(self: Task, business_id: int) -> None:  # type: ignore[type-arg]
     """Verify a fresh local-application install and bind its events."""
-    try:
-        install.complete_install(business_id)
-    except TransientError as exc:
-        _retry(self, exc, outbox.retry_delay(self.request.retries + 1, exc))
+    _call(self, install.complete_install, business_id)
 
 
 @shared_task(name="bitrix24.test_connection", time_limit=120)

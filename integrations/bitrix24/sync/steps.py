@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -31,6 +32,43 @@ from integrations.bitrix24.rest.errors import Bitrix24Error, NotFound
 from integrations.bitrix24.rest.phpquery import result_ref
 
 log = logging.getLogger(__name__)
+
+
+class Step(StrEnum):
+    """A command of one chat's pass. The value names the command inside a batch
+    (`w{link id}_{value}`, e.g. `w12_eadd`); HANDOFF_COMMENT is a template filled with the
+    handoff id, one comment per handoff."""
+
+    FIND_CONTACT_BY_PHONE = "dup"
+    FIND_CONTACT_BY_ORIGIN = "cor"
+    FIND_ENTITY = "ent"
+    ADD_CONTACT = "cadd"
+    ADD_ENTITY = "eadd"
+    LINK_COMMENT = "lc"
+    LIST_COMMENTS = "cl"
+    HANDOFF_COMMENT = "h{}c"
+    HANDOFF_STAGE = "hs"
+    FIND_USER = "usr"
+    SET_RESPONSIBLE = "resp"
+    VERIFY_ENTITY = "ve"
+    VERIFY_CONTACT = "vc"
+    FIX_CONTACT_PHONE = "vcu"
+
+    def code(self, handoff_id: int | None = None) -> str:
+        """The step's part of a batch key (for a handoff comment, with the handoff id in it)."""
+        if self is Step.HANDOFF_COMMENT:
+            return self.value.format(handoff_id)
+        return self.value
+
+
+# Answered without an error, these mean the lookup of the chat's contact and entity is done.
+LOOKUP_STEPS = frozenset(
+    {Step.FIND_CONTACT_BY_PHONE, Step.FIND_CONTACT_BY_ORIGIN, Step.FIND_ENTITY}
+)
+# Steps on the existing entity: NotFound means a manager deleted it.
+ENTITY_STEPS = frozenset({Step.VERIFY_ENTITY, Step.HANDOFF_STAGE, Step.SET_RESPONSIBLE})
+# Steps whose written state was stored in advance (`LinkSync._expect`): undone when they fail.
+EXPECTED_STEPS = frozenset({Step.ADD_ENTITY, Step.HANDOFF_STAGE, Step.SET_RESPONSIBLE})
 
 
 @dataclass
@@ -60,8 +98,9 @@ class Work:
     previous: tuple[dict[str, Any], str] | None = None
     writes: bool = False
 
-    def key(self, step: str) -> str:
-        return f"w{self.link.pk}_{step}"
+    def key(self, step: Step, handoff_id: int | None = None) -> str:
+        """The command's key in a batch: unique per chat and step, never numeric."""
+        return f"w{self.link.pk}_{step.code(handoff_id)}"
 
 
 class LinkSync:
@@ -123,7 +162,7 @@ class LinkSync:
             if w.phone:
                 commands.append(
                     Command(
-                        w.key("dup"),
+                        w.key(Step.FIND_CONTACT_BY_PHONE),
                         "crm.duplicate.findbycomm",
                         {"entity_type": "CONTACT", "type": "PHONE", "values": [w.phone]},
                     )
@@ -131,7 +170,7 @@ class LinkSync:
             else:
                 commands.append(
                     Command(
-                        w.key("cor"),
+                        w.key(Step.FIND_CONTACT_BY_ORIGIN),
                         "crm.item.list",
                         self._item_params(
                             3,
@@ -144,7 +183,7 @@ class LinkSync:
         if w.link.entity_id is None:
             commands.append(
                 Command(
-                    w.key("ent"),
+                    w.key(Step.FIND_ENTITY),
                     "crm.item.list",
                     self._item_params(
                         self.entity_type_id,
@@ -186,7 +225,7 @@ class LinkSync:
         if w.phone:
             fields["fm"] = [{"typeId": "PHONE", "valueType": "MOBILE", "value": w.phone}]
         w.writes = True
-        return Command(w.key("cadd"), "crm.item.add", self._item_params(3, fields=fields))
+        return Command(w.key(Step.ADD_CONTACT), "crm.item.add", self._item_params(3, fields=fields))
 
     def _entity_add(self, w: Work) -> list[Command]:
         pipeline = self.info.pipeline
@@ -211,10 +250,12 @@ class LinkSync:
         w.found_comments.setdefault(f.marker("chat", w.chat.pk), 0)
         w.writes = True
         add = Command(
-            w.key("eadd"), "crm.item.add", self._item_params(self.entity_type_id, fields=fields)
+            w.key(Step.ADD_ENTITY),
+            "crm.item.add",
+            self._item_params(self.entity_type_id, fields=fields),
         )
         comment = Command(
-            w.key("lc"),
+            w.key(Step.LINK_COMMENT),
             "crm.timeline.comment.add",
             {
                 "fields": {
@@ -247,7 +288,7 @@ class LinkSync:
         if must_look and not w.scan_done:
             return [
                 Command(
-                    w.key("cl"),
+                    w.key(Step.LIST_COMMENTS),
                     "crm.timeline.comment.list",
                     {
                         "filter": {
@@ -263,7 +304,11 @@ class LinkSync:
             ]
         commands = []
         for marker_text, text, hs in wanted:
-            key = w.key("lc") if hs is None else w.key(f"h{hs.handoff_id}c")
+            key = (
+                w.key(Step.LINK_COMMENT)
+                if hs is None
+                else w.key(Step.HANDOFF_COMMENT, hs.handoff_id)
+            )
             commands.append(
                 Command(
                     key,
@@ -321,7 +366,7 @@ class LinkSync:
         w.writes = True
         return [
             Command(
-                w.key("hs"),
+                w.key(Step.HANDOFF_STAGE),
                 "crm.item.update",
                 self._item_params(self.entity_type_id, id=w.link.entity_id, fields=fields),
             )
@@ -335,7 +380,11 @@ class LinkSync:
             known = UserLink.objects.filter(business_id=self.cfg.business_id, user=assigned)
             if not known.exists():
                 w.user_lookup_done = True
-                return [Command(w.key("usr"), "user.get", {"filter": {"EMAIL": assigned.email}})]
+                return [
+                    Command(
+                        w.key(Step.FIND_USER), "user.get", {"filter": {"EMAIL": assigned.email}}
+                    )
+                ]
         w.responsible_sent = True
         responsible = self.responsible_id(w)
         if not responsible or str(responsible) == str(w.link.remote_state.get("assignedById")):
@@ -345,7 +394,7 @@ class LinkSync:
         w.writes = True
         return [
             Command(
-                w.key("resp"),
+                w.key(Step.SET_RESPONSIBLE),
                 "crm.item.update",
                 self._item_params(
                     ENTITY_TYPE_IDS[self._entity_of(w)],
@@ -363,7 +412,7 @@ class LinkSync:
             w.entity_checked = True
             commands.append(
                 Command(
-                    w.key("ve"),
+                    w.key(Step.VERIFY_ENTITY),
                     "crm.item.get",
                     self._item_params(ENTITY_TYPE_IDS[self._entity_of(w)], id=w.link.entity_id),
                 )
@@ -371,7 +420,11 @@ class LinkSync:
         if w.phone and not w.contact_checked:
             w.contact_checked = True
             commands.append(
-                Command(w.key("vc"), "crm.item.get", self._item_params(3, id=w.link.contact_id))
+                Command(
+                    w.key(Step.VERIFY_CONTACT),
+                    "crm.item.get",
+                    self._item_params(3, id=w.link.contact_id),
+                )
             )
         if w.phone_fix is not None and not w.phone_fixed:
             w.phone_fixed = True
@@ -396,39 +449,42 @@ class LinkSync:
         snapshot.record_entity(w.link, item, self._entity_of(w), self.cfg, self.info)
 
     def apply(self, w: Work, outcome: BatchResult) -> None:
-        """Apply the answers to this chat's commands of the round."""
+        """Apply the answers to this chat's commands of the round (keyed by step code)."""
         link = w.link
         prefix = f"w{link.pk}_"
         results = {k[len(prefix) :]: v for k, v in outcome.results.items() if k.startswith(prefix)}
         errors = {k[len(prefix) :]: v for k, v in outcome.errors.items() if k.startswith(prefix)}
-        if "dup" in results:
-            found = results["dup"].get("CONTACT") if isinstance(results["dup"], dict) else None
+        if Step.FIND_CONTACT_BY_PHONE in results:
+            duplicates = results[Step.FIND_CONTACT_BY_PHONE]
+            found = duplicates.get("CONTACT") if isinstance(duplicates, dict) else None
             link.contact_id = min(int(i) for i in found) if found else None
-        if "cor" in results:
-            items = (results["cor"] or {}).get("items") or []
+        if Step.FIND_CONTACT_BY_ORIGIN in results:
+            items = (results[Step.FIND_CONTACT_BY_ORIGIN] or {}).get("items") or []
             link.contact_id = min(int(i["id"]) for i in items) if items else None
-        if "ent" in results:
-            items = sorted((results["ent"] or {}).get("items") or [], key=lambda i: int(i["id"]))
+        if Step.FIND_ENTITY in results:
+            items = (results[Step.FIND_ENTITY] or {}).get("items") or []
+            items = sorted(items, key=lambda i: int(i["id"]))
             if items:
                 link.entity_id = int(items[0]["id"])
                 w.entity_found = True
                 self.read_entity(w, items[0])
-        if {"dup", "cor", "ent"} & set(results) and not ({"dup", "cor", "ent"} & set(errors)):
+        if LOOKUP_STEPS & set(results) and not (LOOKUP_STEPS & set(errors)):
             w.looked_up = True
-        if "cadd" in results:
-            item = results["cadd"]["item"]
+        if Step.ADD_CONTACT in results:
+            item = results[Step.ADD_CONTACT]["item"]
             link.contact_id = int(item["id"])
             link.phone_item_id = _phone_item(item, w.phone)
             link.contact_name = " ".join(p for p in (item.get("name"), item.get("lastName")) if p)
             link.contact_hash = f.state_hash(f.relevant_state(item, f.CONTACT_FIELDS))
-        if "eadd" in results:
-            item = results["eadd"]["item"]
+        if Step.ADD_ENTITY in results:
+            item = results[Step.ADD_ENTITY]["item"]
             link.entity_id = int(item["id"])
             self.read_entity(w, item)
-        if "lc" in results:
-            link.link_comment_id = int(results["lc"])
-        if "cl" in results:
-            rows = results["cl"] if isinstance(results["cl"], list) else []
+        if Step.LINK_COMMENT in results:
+            link.link_comment_id = int(results[Step.LINK_COMMENT])
+        if Step.LIST_COMMENTS in results:
+            listed = results[Step.LIST_COMMENTS]
+            rows = listed if isinstance(listed, list) else []
             for row in rows:
                 text = str(row.get("COMMENT") or "")
                 for marker_text in _markers_in(text):
@@ -437,15 +493,16 @@ class LinkSync:
             w.scan_done = len(rows) < BATCH_LIMIT
             self._record_found_comments(w)
         for hs in w.handoffs:
-            key = f"h{hs.handoff_id}c"
-            if key in results:
-                hs.comment_id = int(results[key])
-        if "hs" in results:
-            self.read_entity(w, results["hs"]["item"])
+            code = Step.HANDOFF_COMMENT.code(hs.handoff_id)
+            if code in results:
+                hs.comment_id = int(results[code])
+        if Step.HANDOFF_STAGE in results:
+            self.read_entity(w, results[Step.HANDOFF_STAGE]["item"])
             for hs in w.handoffs:
                 hs.stage_done = True
-        if "usr" in results:
-            users = results["usr"] if isinstance(results["usr"], list) else []
+        if Step.FIND_USER in results:
+            found_users = results[Step.FIND_USER]
+            users = found_users if isinstance(found_users, list) else []
             if len(users) == 1 and w.chat.assigned_to_id:
                 try:
                     with transaction.atomic():
@@ -457,17 +514,17 @@ class LinkSync:
                 except IntegrityError:
                     # That Bitrix24 user is already mapped to another manager: leave it.
                     log.warning("bitrix24.user_map_conflict", extra={"chat_id": w.chat.pk})
-        if "resp" in results:
-            self.read_entity(w, results["resp"]["item"])
+        if Step.SET_RESPONSIBLE in results:
+            self.read_entity(w, results[Step.SET_RESPONSIBLE]["item"])
             link.needs_responsible = False
-        if "ve" in results:
-            self.read_entity(w, results["ve"]["item"])
-        if "vc" in results:
-            self._check_contact_phone(w, results["vc"]["item"])
-        if "vcu" in results:
-            link.phone_item_id = _phone_item(results["vcu"]["item"], w.phone)
-        for step, error in errors.items():
-            if isinstance(error, NotFound) and step in {"ve", "hs", "resp"}:
+        if Step.VERIFY_ENTITY in results:
+            self.read_entity(w, results[Step.VERIFY_ENTITY]["item"])
+        if Step.VERIFY_CONTACT in results:
+            self._check_contact_phone(w, results[Step.VERIFY_CONTACT]["item"])
+        if Step.FIX_CONTACT_PHONE in results:
+            link.phone_item_id = _phone_item(results[Step.FIX_CONTACT_PHONE]["item"], w.phone)
+        for code, error in errors.items():
+            if isinstance(error, NotFound) and code in ENTITY_STEPS:
                 link.remote_deleted = True
                 log.warning(
                     "bitrix24.entity_gone",
@@ -478,7 +535,7 @@ class LinkSync:
                     },
                 )
                 continue
-            if step in {"eadd", "hs", "resp"} and w.previous is not None:
+            if code in EXPECTED_STEPS and w.previous is not None:
                 link.remote_state, link.synced_hash = w.previous
             if w.error is None:
                 w.error = error
@@ -509,7 +566,7 @@ class LinkSync:
         ours = next((e for e in entries if int(e["id"]) == (w.link.phone_item_id or -1)), None)
         key = str(ours["id"]) if ours else "n0"
         w.phone_fix = Command(
-            w.key("vcu"),
+            w.key(Step.FIX_CONTACT_PHONE),
             "crm.item.update",
             self._item_params(
                 3,

@@ -370,31 +370,3 @@ def test_a_deal_a_manager_moved_to_another_pipeline_is_commented_but_not_moved_b
     (deal,) = portal.deals()
     assert (deal["categoryId"], deal["stageId"]) == (0, "PREPARATION")
     assert len(portal.comments_on("deal", deal["id"])) == 2
-
-
-def test_a_failing_sync_raises_an_alert_for_the_business_and_clears_it_when_it_works(
-    portal: Bitrix24Emulator,
-) -> None:
-    from inbox.upkeep.alerts import active_alerts
-    from integrations.bitrix24 import tasks
-    from integrations.bitrix24.setup import config
-
-    cfg = connect(portal)
-    good_webhook = cfg.webhook_url
-    config.configure(
-        cfg.business, webhook_url=good_webhook.replace(portal.webhook_code, "wrongcode123")
-    )
-    with transaction.atomic():
-        hooks.chat_created(_chat(factories.channel(cfg.business, kind="bridge")).pk)
-
-    tasks.push.apply(args=[cfg.business_id])  # the portal refuses the webhook: permanent
-
-    (alert,) = active_alerts(cfg.business_id)
-    assert alert.kind == "crm_sync_failing"
-    assert "NO_AUTH_FOUND" in alert.message
-    assert "wrongcode123" not in alert.message  # the secret never shows
-
-    config.configure(cfg.business, webhook_url=good_webhook)
-    tasks.push.apply(args=[cfg.business_id])
-
-    assert active_alerts(cfg.business_id) == []
