@@ -101,7 +101,7 @@ class ProcessGroup:
             [
                 sys.executable,
                 "-m",
-                "daphne",
+                "inbox.site.web_server",
                 "-b",
                 "127.0.0.1",
                 "-p",

@@ -32,7 +32,7 @@ class Service:
 def services(python: str, port: int) -> list[Service]:
     manage = [python, str(BASE_DIR / "manage.py")]
     return [
-        Service("web", [python, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+        Service("web", [python, "-m", "inbox.site.web_server", "-b", "127.0.0.1", "-p", str(port),
                         "inbox.site.asgi:application"]),
         Service("ingest", [*manage, "ingest_worker"]),
         Service("worker", [python, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO",

@@ -45,12 +45,20 @@ def test_run_serves_health_and_admin_login_then_ctrl_c_stops_every_process(tmp_p
         wait_for(healthy, timeout=120, interval=0.5, message="/healthz to answer 200")
         children = psutil.Process(stack.pid).children(recursive=True)
         names = " ".join(" ".join(child.cmdline()) for child in children)
-        assert "daphne" in names
+        assert "inbox.site.web_server" in names  # daphne with the masked access log
         assert "celery" in names
         assert " worker" in names
         assert " beat" in names
         assert "redis-server" in names
         assert "ingest_worker" in names
+
+        # Daphne's access log is written past Python's logging: it must mask by itself.
+        httpx.get(f"{base}/inbox/?q=77010000001", timeout=5)
+        httpx.get(f"{base}/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=tok-5551234")
+        wait_for(lambda: "hub.verify_token=***" in log_path.read_text(), timeout=10,
+                 interval=0.2, message="the access log line")  # fmt: skip
+        assert "77010000001" not in log_path.read_text()
+        assert "tok-5551234" not in log_path.read_text()
 
         with httpx.Client(base_url=base, follow_redirects=True) as client:
             page = client.get("/admin/login/")

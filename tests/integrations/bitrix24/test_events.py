@@ -130,7 +130,7 @@ def test_with_the_broker_down_an_entity_event_is_kept_in_the_database(
         [
             sys.executable,
             "-m",
-            "daphne",
+            "inbox.site.web_server",
             "-b",
             "127.0.0.1",
             "-p",
