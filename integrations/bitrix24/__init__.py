@@ -1,6 +1,11 @@
 """Bitrix24 CRM sync: the only package that talks to Bitrix24.
 
-client.py (HTTP, the only module that does it), limiter.py (shared bucket), push.py (chats and
-handoffs to the CRM), pull.py (CRM changes back), reconcile.py, offline.py, imconnector.py,
-hooks.py (what the inbox calls), tasks.py (Celery), views.py (the event handler).
+rest/ (the HTTP client, the only module that makes requests; the shared rate-limit bucket;
+errors; a ready client per business), crm/ (how our data looks in Bitrix24: fields, the
+portal's stages, the snapshot that breaks echo loops), sync/ (the outbox and the push rounds
+that move chats and handoffs to the CRM), inbound/ (CRM changes back: pull, reconciliation,
+the offline queue), openlines/ (the Open Channels connector), setup/ (configuration, the
+settings form, "test connection", the app install). At the top: hooks.py (the listener on the
+conversation core), tasks.py (Celery), events.py and views.py (the event handler),
+settings_page.py and admin.py.
 """
