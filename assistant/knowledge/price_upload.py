@@ -5,19 +5,31 @@
     staged = take(token, user)          # None: expired, applied already, or not theirs
     version = apply(staged, user)       # raises ImportRejected; the current list stays
 
-The file waits in Django's cache (Redis) under a random token for an hour, tied to the user who
-uploaded it, so Apply writes exactly the file that was previewed and no one else can apply it.
+What waits in Django's cache (Redis) under a random token for an hour is the parsed preview,
+compressed, not the file: Apply writes exactly the rows that were previewed without reading the
+file again, and a 9 MB spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at
+most one upload waiting (a new one replaces it), tied to them so no one else can apply it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import secrets
+import zlib
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 
-from assistant.knowledge.price_import import ImportPreview, apply_price_list, parse_price_file
+from assistant.knowledge.price_import import (
+    ImportPreview,
+    ParsedRow,
+    RowError,
+    apply_price_list,
+    parse_price_file,
+)
 from assistant.models import PriceListVersion
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Channel
@@ -55,31 +67,29 @@ def stage(
     user_id = int(user.pk)
     preview = parse_price_file(data, filename, currency)
     token = secrets.token_urlsafe(16)
-    cache.set(
-        _key(token),
-        {
-            "data": data,
-            "name": filename,
-            "currency": currency,
-            "business": business_id,
-            "channel": channel_id,
-            "user": user_id,
-        },
-        UPLOAD_TTL_SECONDS,
-    )
+    previous = cache.get(_user_key(user_id))
+    if previous:
+        discard(str(previous))
+    stored = {
+        "preview": _pack(preview),
+        "business": business_id,
+        "channel": channel_id,
+        "user": user_id,
+    }
+    cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
     return StagedUpload(token, preview, business_id, channel_id, user_id)
 
 
 def take(token: str, user: User) -> StagedUpload | None:
-    """The upload staged under this token, parsed again; None if it expired, was applied
-    already, or was staged by another user (whose upload stays theirs to apply)."""
+    """The upload staged under this token; None if it expired, was applied already, was
+    replaced by a newer upload, or was staged by another user (whose upload stays theirs)."""
     if not user.is_authenticated:
         return None
     token = token[:MAX_TOKEN_CHARS]
     stored = cache.get(_key(token))
     if not stored or stored.get("user") != user.pk:
         return None
-    preview = parse_price_file(stored["data"], stored["name"], stored["currency"])
+    preview = _unpack(stored["preview"])
     return StagedUpload(token, preview, stored["business"], stored["channel"], stored["user"])
 
 
@@ -101,3 +111,26 @@ def discard(token: str) -> None:
 
 def _key(token: str) -> str:
     return f"price_upload:{token}"
+
+
+def _user_key(user_id: int) -> str:
+    return f"price_upload:user:{user_id}"
+
+
+def _pack(preview: ImportPreview) -> bytes:
+    """The preview as compressed JSON (amounts as exact decimal strings)."""
+    data = dataclasses.asdict(preview)
+    return zlib.compress(json.dumps(data, default=str, ensure_ascii=False).encode(), 6)
+
+
+def _unpack(raw: bytes) -> ImportPreview:
+    data = json.loads(zlib.decompress(raw))
+    rows = tuple(ParsedRow(**{**row, "price": Decimal(row["price"])}) for row in data["rows"])
+    return ImportPreview(
+        data["source_name"],
+        data["sha256"],
+        data["columns"],
+        rows,
+        tuple(RowError(**error) for error in data["errors"]),
+        tuple(data["warnings"]),
+    )
