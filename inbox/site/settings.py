@@ -269,6 +269,13 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 WHATSAPP_GRAPH_URL = env_str("WHATSAPP_GRAPH_URL", "https://graph.facebook.com/v24.0").rstrip("/")
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
+# Hosts (names or networks) outside the public internet that URLs typed by business admins may
+# name: a bridge on this machine (127.0.0.1) or a private network (10.0.5.0/24). Anything else
+# private, loopback or link-local is refused (inbox/conversations/egress.py). The tests' emulators
+# listen on 127.0.0.1.
+OUTBOUND_ALLOWED_HOSTS = env_list(
+    "OUTBOUND_ALLOWED_HOSTS", "127.0.0.1,localhost,::1" if TESTING else ""
+)
 # Largest attachment downloaded from a provider (the platform's own cap is 100 MB).
 MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.

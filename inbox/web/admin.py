@@ -12,6 +12,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
+from inbox.conversations import egress
 from inbox.conversations.models import (
     Alert,
     ApiToken,
@@ -35,6 +36,15 @@ class ChannelAdminForm(WriteOnlySecrets):
     access_token = secret_field()
     bridge_token = secret_field()
     bridge_url = forms.URLField(required=False, assume_scheme="https")
+
+    def clean_bridge_url(self) -> str:
+        url = str(self.cleaned_data.get("bridge_url") or "")
+        if url:
+            try:
+                egress.check(url)
+            except egress.EgressRefused as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return url
 
     class Meta:
         model = Channel

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from inbox.conversations import egress
 from inbox.conversations.events import MESSAGE_KINDS, InboundEvent, MediaRef
 from inbox.conversations.transports import (
     MediaBlob,
@@ -129,6 +130,12 @@ class BridgeTransport:
         url = self.channel.bridge_url.rstrip("/") + "/send"
         body = {"chat_id": chat.customer_key, "text": text, "id": client_message_id}
         try:
+            egress.check(url)
+        except egress.EgressRefused as exc:
+            raise PermanentSendError(
+                f"the bridge URL is not allowed: {exc}", code="egress"
+            ) from exc
+        try:
             response = http_client().post(
                 url, json=body, headers=self._headers(), timeout=httpx.Timeout(15.0, connect=5.0)
             )
@@ -146,10 +153,10 @@ class BridgeTransport:
                 retry_after=min(float(retry), 30.0) if retry.isdigit() else None,
             )
         if response.status_code != 200:
+            # The answer's body is not shown: the URL is the business's, the server may not be.
             status = response.status_code
             raise PermanentSendError(
-                f"the bridge refused the message (HTTP {status}): {response.text[:200]}",
-                code=str(status),
+                f"the bridge refused the message (HTTP {status})", code=str(status)
             )
         try:
             return _str(response.json().get("id")) or client_message_id
@@ -159,6 +166,10 @@ class BridgeTransport:
     def fetch_media(self, message: Message) -> MediaBlob:
         if not message.media_ref:
             raise MediaError("the message has no media URL", permanent=True)
+        try:
+            egress.check(message.media_ref)
+        except egress.EgressRefused as exc:
+            raise MediaError(f"the media URL is not allowed: {exc}", permanent=True) from exc
         try:
             response = http_client().get(
                 message.media_ref, headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)

@@ -35,6 +35,7 @@ class BridgeEmulator:
     inbox_url: str = ""  # the inbox's /webhooks/bridge/<channel id>/
     echo_own_sends: bool = False
     fail_sends_with: int | None = None
+    host: str = "127.0.0.1"
     sent: list[BridgeSent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -51,9 +52,9 @@ class BridgeEmulator:
             pass
 
         Handler.emulator = emulator
-        self._server = EmulatorServer(("127.0.0.1", 0), Handler)
+        self._server = EmulatorServer((self.host, 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.base_url = f"http://{self.host}:{self._server.server_address[1]}"
         return self
 
     def __exit__(self, *exc: object) -> None:

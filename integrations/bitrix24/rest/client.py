@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from inbox.conversations import egress
 from inbox.conversations.redis import get_redis
 from integrations.bitrix24.rest import phpquery
 from integrations.bitrix24.rest.errors import (
@@ -347,6 +348,7 @@ class Bitrix24Client:
     ) -> Response:
         attempt = 0
         refreshed = False
+        _check_egress(self.auth.url(method), method)
         while True:
             attempt += 1
             self._wait_if_blocked(method)
@@ -539,6 +541,7 @@ def refresh_oauth(
     """Exchange a refresh token for new tokens at the OAuth server. The old refresh token stops
     working, so callers serialise this (connection.py holds a row lock around it)."""
     timeout = float(getattr(settings, "BITRIX24_HTTP_TIMEOUT", 30.0))
+    _check_egress(oauth_url, "oauth.token")
     try:
         with httpx.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as http:
             reply = http.get(
@@ -570,3 +573,11 @@ def refresh_oauth(
         )
     log.info("bitrix24.oauth_refreshed", extra={"portal": urlsplit(oauth_url).netloc})
     return body
+
+
+def _check_egress(url: str, method: str) -> None:
+    """A portal URL typed by a business admin may not point inside this network."""
+    try:
+        egress.check(url)
+    except egress.EgressRefused as exc:
+        raise PermanentError("EGRESS_REFUSED", str(exc), method=method) from None

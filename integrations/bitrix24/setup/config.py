@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 
+from inbox.conversations import egress
 from inbox.conversations.models import Business, Chat, Handoff
 from integrations.bitrix24.models import Bitrix24Settings, HandoffSync
 from integrations.bitrix24.sync import outbox
@@ -47,6 +48,7 @@ def parse_webhook_url(raw: str) -> Webhook:
         raise ConfigError(
             f"the webhook URL for {host} must look like https://{host}/rest/<user id>/<code>/"
         )
+    _allowed(raw.strip())
     user_id, code = int(match.group(1)), match.group(2)
     return Webhook(f"{parts.scheme}://{parts.netloc}/rest/{user_id}/{code}/", parts.netloc, user_id)
 
@@ -56,7 +58,15 @@ def _portal_url(raw: str) -> str:
     host = parts.hostname or ""
     if not host or (parts.scheme != "https" and not (parts.scheme == "http" and host in LOOPBACK)):
         raise ConfigError("the portal URL must be https://<portal>")
+    _allowed(raw.strip())
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _allowed(url: str) -> None:
+    try:
+        egress.check(url)
+    except egress.EgressRefused as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def configure(business: Business, **options: Any) -> Bitrix24Settings:

@@ -484,6 +484,24 @@ class TestAdminPages:
         channel.refresh_from_db()
         assert channel.access_token == "new-token-abcdef"
 
+    def test_a_bridge_url_inside_the_network_is_refused_on_save(self, a: Tenant) -> None:
+        """A business admin could point the bridge at an internal service: replies (with the
+        bridge token) went there and a 4xx body came back into the chat."""
+        channel = factories.channel(a.business, kind="bridge", bridge_token="bt-1")
+        before = channel.bridge_url
+        data = {
+            "name": "Bridge", "is_active": "on", "language": "en",
+            "bridge_url": "http://169.254.169.254/latest/", "bridge_token": "",
+            "debounce_seconds": "6", "idle_release_hours": "2", "late_answer_cutoff_minutes": "45",
+            "voice_confidence_threshold": "0.7", "silent_alert_minutes": "90",
+        }  # fmt: skip
+        refused = client_for(a.admin).post(f"/inbox/settings/channels/{channel.pk}/", data)
+
+        assert refused.status_code == 200
+        assert "OUTBOUND_ALLOWED_HOSTS" in refused.content.decode()
+        channel.refresh_from_db()
+        assert channel.bridge_url == before
+
     def test_review_lists_knowledge_gaps_and_guardrail_blocks(self, a: Tenant) -> None:
         from inbox.conversations.models import Handoff
 
