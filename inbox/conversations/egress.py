@@ -62,7 +62,7 @@ def check(url: str) -> None:
             found = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
         except (socket.gaierror, UnicodeError):
             return  # nothing to connect to: the request itself fails, as a network error
-        addresses = {ipaddress.ip_address(info[4][0].split("%")[0]) for info in found}
+        addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found}
     for address in addresses:
         if _public(address) or any(address in network for network in allowed_networks):
             continue
