@@ -24,7 +24,7 @@ from itertools import combinations
 
 from assistant.knowledge.effective import Knowledge, assistant_settings, knowledge_for_channel
 from assistant.knowledge.matching import NUMBER_WORDS, words
-from assistant.knowledge.money import CURRENCY_ALIASES, find_currency, format_money, parse_amount
+from assistant.knowledge.money import Amount, find_amounts, format_money
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
 
@@ -70,59 +70,6 @@ def findings(
 
 
 # --- amounts --------------------------------------------------------------------------------
-
-_NUM = r"\d{1,3}(?:[ \u00a0\u202f.,’']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
-_CUR = "|".join(re.escape(a) for a in sorted(CURRENCY_ALIASES, key=len, reverse=True))
-
-
-def _mult(name: str) -> str:
-    return rf"(?:\s*(?P<{name}>тыс\.?|тысяч\w*|thousand|k|млн\.?|миллион\w*|million|mln)(?!\w))?"
-
-
-AMOUNT_RE = re.compile(
-    rf"(?<!\w)(?P<pre>{_CUR})\s*(?P<n1>{_NUM}){_mult('m1')}"
-    rf"|(?P<n2>{_NUM}){_mult('m2')}\s*(?P<post>{_CUR})(?!\w)"
-    r"|(?P<kw>costs?|price[sd]?(?: is)?|priced at|total(?: is)?|стоит|стоят|стоимость|цена|"
-    rf"итого|всего|будет)\s*[:—-]?\s*(?P<n3>{_NUM}){_mult('m3')}(?:\s*(?P<post3>{_CUR})(?!\w))?"
-    r"|(?<![\d.,])(?P<n4>\d{1,3}(?:[ \u00a0\u202f,’']\d{3})+)(?!\d)",
-    re.IGNORECASE,
-)
-PHONE_RE = re.compile(r"\+?\d[\d\s()\-]{8,}\d")
-MULTIPLIERS = {"т": 1000, "k": 1000, "м": 1_000_000}
-
-
-@dataclass(frozen=True)
-class Amount:
-    value: Decimal
-    currency: str
-    text: str
-    start: int = 0  # where it stands in the text
-
-
-def find_amounts(text: str) -> list[Amount]:
-    """Money amounts in a text, with their currency when it is written."""
-    cleaned = PHONE_RE.sub(
-        lambda m: " " * len(m.group(0)) if _digits(m.group(0)) >= 10 else m.group(0), text
-    )
-    amounts = []
-    for match in AMOUNT_RE.finditer(cleaned):
-        groups = match.groupdict()
-        number = groups["n1"] or groups["n2"] or groups["n3"] or groups["n4"]
-        mult = groups.get("m1") or groups.get("m2") or groups.get("m3") or ""
-        value = parse_amount(number)
-        if value is None:
-            continue
-        if mult:
-            value *= MULTIPLIERS.get(mult.lower()[0], 1000)
-        currency = find_currency(groups["pre"] or groups["post"] or groups["post3"] or "")
-        amounts.append(
-            Amount(value.quantize(Decimal("0.01")), currency, match.group(0).strip(), match.start())
-        )
-    return amounts
-
-
-def _digits(text: str) -> int:
-    return sum(ch.isdigit() for ch in text)
 
 
 def _quantities(texts: list[str]) -> set[int]:

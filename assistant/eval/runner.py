@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from assistant.decision import brain
-from assistant.decision.guardrails import find_amounts, findings
+from assistant.decision.guardrails import findings
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.knowledge.money import find_amounts
 from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
 from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings
