@@ -18,7 +18,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assistant import language
 from assistant.knowledge.transliteration import skeleton
@@ -438,8 +438,12 @@ class Catalogue:
         each part."""
         lines: list[tuple[list[ItemMatch], int]] = []
         seen: set[int] = set()
+        previous = ""
         for part in segments(text):
             groups = self.resolve(part)
+            if groups and len(groups[0]) > 1 and previous:
+                groups = self._elliptic(part, previous, seen) or groups
+            previous = part if groups else previous
             if not groups:
                 continue
             tokens = analyse(part)
@@ -458,6 +462,22 @@ class Catalogue:
                 if len(group) == 1:
                     seen.add(group[0].index)
         return lines
+
+    def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
+        """A part that only describes ("and the oil one too" after "air filter Camry") read
+        with the words of the part before it, for an item not named already."""
+        own = len(analyse(part))
+        for group in self.resolve(f"{part} {previous}"):
+            fresh = [m for m in group if m.index not in seen]
+            if len(fresh) == 1 and len(group) == 1 and min(fresh[0].positions) < own:
+                only_own = frozenset(p for p in fresh[0].positions if p < own)
+                return [[replace(fresh[0], positions=only_own, number_positions=frozenset())]]
+        return []
+
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of a message that could name a product but match nothing in the list
+        ("swing", "terrace"): a sign the customer asks for something the list does not have."""
+        return [t.word for t in content_tokens(analyse(text)) if not self._token_keys(t)]
 
     # --- retrieval (prompt, large lists) -------------------------------------------------
 
@@ -528,7 +548,7 @@ def quantity_near(
             return number
         if t.word not in STOPWORDS and t.number is None and p not in positions:
             break
-    for p in range(last + 1, last + 4):
+    for p in range(last + 1, last + 6):
         t = by_position.get(p)
         if t is None:
             break
