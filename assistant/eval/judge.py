@@ -86,7 +86,7 @@ def _key(value: Decimal, percent: bool) -> str:
     return f"{text}%" if percent else text
 
 
-def parse_allowed(raw: str | int | float) -> str:
+def parse_allowed(raw: str | int | float | Decimal) -> str:
     """A golden file's amount ("45000", "45 000", "10%") in the judge's key form."""
     text = str(raw).strip().replace(" ", "").replace("\u00a0", "")
     percent = text.endswith("%")

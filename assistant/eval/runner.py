@@ -157,6 +157,11 @@ class Report:
         return sum(len(r.invented) for r in self.results)
 
     @property
+    def wrong_unlisted(self) -> int:
+        """Wrong amounts that are no list price or rule amount of the business at all."""
+        return sum(len(r.unlisted) for r in self.results)
+
+    @property
     def wrong_amount_rate(self) -> float:
         """Share of replies with at least one amount a right reply could not contain."""
         return 1.0 - self._share(sum(not r.invented for r in self.results), len(self.results))
@@ -189,7 +194,7 @@ class Report:
             "priced_cases": sum(r.prices_ok is not None for r in self.results),
             "wrong_amounts": self.wrong_amounts,
             "wrong_amount_rate": round(self.wrong_amount_rate, 4),
-            "wrong_unlisted": sum(len(r.unlisted) for r in self.results),
+            "wrong_unlisted": self.wrong_unlisted,
         }
 
     def by(self, keys: Callable[[CaseResult], Iterable[str]]) -> dict[str, dict[str, Any]]:
