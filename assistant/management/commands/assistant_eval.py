@@ -108,9 +108,10 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps([r.summary() for r in reports], indent=1))
         else:
-            self._table(golden, reports)
+            # The breakdowns first: a log's tail (CI, gpu_check) keeps the headline table.
             if not options["no_breakdown"]:
                 self._breakdown(candidate)
+            self._table(golden, reports)
         if options["show_misses"]:
             self._misses(candidate)
         problems = self._thresholds(candidate, options)
@@ -159,7 +160,6 @@ class Command(BaseCommand):
             ("business", report.by_business()),
             ("language", report.by_language()),
         ):
-            self.stdout.write("")
             self.stdout.write(
                 f"{'by ' + title:20}{'cases':>6}{'escal.':>8}{'action':>8}{'price':>8}"
                 f"{'priced':>8}{'wrong':>7}"
@@ -171,6 +171,7 @@ class Command(BaseCommand):
                     f"{s['action_accuracy']:>8.2f}{price:>8}"
                     f"{s['priced_cases']:>8}{s['wrong_amounts']:>7}"
                 )
+            self.stdout.write("")
 
     def _misses(self, report: Report) -> None:
         for r in report.results:
