@@ -217,7 +217,8 @@ def _find_in_context(
     to "which one?", or "and the price?" after a product was named."""
     own = _find(message, knowledge)
     if last_bot is not None and is_text(last_bot.text, "clarify.ambiguous"):
-        asked = _last_customer_before(history, last_bot)
+        # One question with the answer to "which one?": no sentence break between them.
+        asked = re.sub(r"(?<!\d)[?!.]|[?!.](?!\d)", " ", _last_customer_before(history, last_bot))
         options = [i for i in knowledge.items if i.name in last_bot.text]
         picked = _ordinal(message, options)
         if picked is not None:
