@@ -14,6 +14,7 @@ prompt's retrieval when the list is too big to send whole (BM25).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -248,14 +249,16 @@ def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:
 
 
 def _meaning_by_typo(stemmed: str) -> str:
-    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair), or ""."""
-    if len(stemmed) < 5:
+    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair, "tulps" → #tulip),
+    or "". Short words must keep their first two letters."""
+    if len(stemmed) < 4:
         return ""
     limit = 1 if len(stemmed) < 7 else 2
+    head = 1 if len(stemmed) >= 5 else 2
     for known, meaning in MEANINGS.items():
         if (
             len(known) >= 4
-            and known[0] == stemmed[0]
+            and known[:head] == stemmed[:head]
             and edit_distance_at_most(stemmed, known, limit)
         ):
             return meaning.key
@@ -570,6 +573,16 @@ class Catalogue:
                 scores.append((score, i))
         scores.sort(key=lambda s: (-s[0], s[1]))
         return [i for _, i in scores[:k]]
+
+
+def quantity_of_unit(text: str, unit: str) -> int | None:
+    """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
+    unit_keys = {word_key(w) for w in words(unit)}
+    tokens = analyse(text)
+    for this, after in itertools.pairwise(tokens):
+        if this.number is not None and 0 < this.number < 1000 and word_key(after.word) in unit_keys:
+            return this.number
+    return None
 
 
 # A number followed by one of these is a size, weight or amount, not how many the customer wants.

@@ -19,17 +19,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from assistant import language
-from assistant.knowledge.matching import normalise
+from assistant.knowledge.matching import normalise, stem, words
+from assistant.knowledge.transliteration import skeleton
 
 # topic → a pattern that finds it in a question and in a rule sentence
 TOPICS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
         "delivery": r"deliver|shipping|\bship\b|courier|доставк|доставит|доставля|доставим|"
-        r"привез|привоз|курьер|жеткіз|жеткізу",
+        r"привез|привоз|курьер|отправ|в регион|other cities|другие города|жеткіз|жеткізу",
         "assembly": r"assembl|put (?:it )?together|сборк|собрат|собер|сборщик|құрастыр",
-        "installation": r"install|\bfit(?:ting)? (?:the|it)|установ|монтаж|орнат",
-        "hours": r"\bopen\b|opening|hours|what time|\bclose[sd]?\b|closing|schedule|weekend|"
+        "installation": r"install|\bfit(?:ting)? (?:the|it)|mount|\bhang\b|установ|монтаж|орнат|"
+        r"повес|поставить|поставите|поставят",
+        "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|\bclose[sd]?\b|closing|"
+        r"schedule|weekend|"
         r"sunday|saturday|график|часы работы|режим работы|работаем|"
         r"(?:когда|сегодня|завтра|в выходные|в субботу|в воскресенье)\W+(?:\w+\W+){0,2}работает|"
         r"работае\w*\W+(?:\w+\W+){0,2}(?:до скольки|во сколько|сегодня|завтра|в выходные|"
@@ -37,9 +40,12 @@ TOPICS: dict[str, re.Pattern[str]] = {
         r"до скольки|во сколько|выходн|ежедневно|без выходных|\bпн\b|жұмыс (?:уақыт|істей)|"
         r"нешеге",
         "payment": r"pay (?:by|with|in|via)|payment method|\bcash\b|\bcard\b|kaspi|каспи|"
-        r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу",
+        r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу|рассрочк|install?ments?|"
+        r"\bcredit\b|кредит|бөліп төле|0-0-\d+",
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
-        "returns": r"return polic|exchange|обмен|возврат",
+        "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",
+        "insurance": r"insurance|омс|страхов|сақтандыру",
+        "lifting": r"подъ[её]м|поднять|поднимете|этаж|лифт|\bfloor|upstairs|\blift\b|carry",
         "pickup": r"pick ?up|self-collect|collect it|самовывоз|забрать сам|өзім алып",
         "address": r"address|where are you|located|location|адрес|где вы|находитесь|"
         r"мекенжай|қайда орналас",
@@ -86,33 +92,53 @@ def sentences(text: str) -> list[str]:
     return [" ".join(p.split()) for p in parts if p.strip()]
 
 
+# A sentence that serves places other than the named ones ("в другие города", "regions").
+ELSEWHERE_RE = re.compile(
+    r"other cities|regions?\b|outside|в регион|другие города|межгород|по (?:всему )?казахстану|"
+    r"за город|басқа қала|облыс",
+    re.IGNORECASE,
+)
+
+
 def rule_answer(question: str, rules: str, said: Iterable[str] = ()) -> RuleAnswer | None:
     """The sentences that answer a question about the business's terms, or None.
 
-    `said` are sentences a manager wrote in this chat: when they cover the asked topic they are
-    the answer, not the rules (a promise made to this customer wins over the general text)."""
+    `said` are sentences a manager wrote in this chat: for a topic they cover they are the
+    answer, not the rules (a promise made to this customer wins over the general text)."""
     asked = topics(question)
     if not asked:
         return None
-    for source in (list(said), sentences(rules)):
-        chosen = _answering(question, asked, source)
-        if chosen:
-            return RuleAnswer(asked, tuple(chosen))
-    return None
+    manager = list(said)
+    written = sentences(rules)
+    chosen: list[str] = []
+    for topic in sorted(asked):
+        for source in (manager, written):
+            picked = _answering(question, topic, source)
+            if picked:
+                chosen += [p for p in picked if p not in chosen]
+                break
+    return RuleAnswer(asked, tuple(chosen[: MAX_SENTENCES + 1])) if chosen else None
 
 
-def _answering(question: str, asked: frozenset[str], source: Sequence[str]) -> list[str]:
-    candidates = [s for s in source if topics(s) & asked]
-    wanted_places = places(question)
-    if wanted_places:
-        # A sentence naming other places does not answer for this one ("Astana" vs "Almaty").
-        candidates = [s for s in candidates if not places(s) or places(s) & wanted_places]
+def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
+    candidates = [s for s in source if topic in topics(s)]
+    wanted = places(question)
+    if wanted:
+        # A sentence about other places does not answer for this one ("Astana" vs "Almaty").
+        candidates = [
+            s for s in candidates if not places(s) or places(s) & wanted or ELSEWHERE_RE.search(s)
+        ]
     if not candidates:
         return []
     # Prefer the sentences in the customer's script when the rules are written in both.
     script = language.detect(question)
     same = [s for s in candidates if language.detect(s) == script]
     chosen = same or candidates
-    # Most topics in common first; the rules' own order otherwise.
-    chosen = sorted(chosen, key=lambda s: -len(topics(s) & asked))
-    return chosen[:MAX_SENTENCES]
+    asked_words = _shapes(question)
+    # The sentence sharing most words with the question; the rules' own order otherwise.
+    best = max(chosen, key=lambda s: (len(_shapes(s) & asked_words), -chosen.index(s)))
+    return [best]
+
+
+def _shapes(text: str) -> set[str]:
+    return {skeleton(stem(w)) for w in words(text) if len(w) > 2 and not w.isdigit()}
