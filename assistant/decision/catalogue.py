@@ -20,6 +20,7 @@ from decimal import Decimal
 
 from assistant.decision.intents import INTENTS, detect_intent, shared_terms
 from assistant.decision.replies import (
+    TEXTS,
     availability_phrase,
     handoff_message,
     is_text,
@@ -37,7 +38,7 @@ from assistant.knowledge.matching import (
     segments,
 )
 from assistant.knowledge.money import format_money
-from assistant.knowledge.rules import RuleAnswer, rule_answer, topics
+from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
 
@@ -140,7 +141,7 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
         # A question about the terms: the products it is about are quoted only when the
         # customer also asks their price ("the bed and delivery, how much altogether?").
         shown = [q for q in quotes if _asked_price_of(q, message, knowledge)]
-        parts = [_quote_lines(shown, lang, with_availability=True)] if shown else []
+        parts = [_order_with_charges(shown, message, rule, lang)] if shown else []
         parts += list(rule.sentences)
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=facts)
     missed_before = _asked_back(last_bot)
@@ -443,8 +444,34 @@ def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False
     return "\n".join(lines)
 
 
-def _rule_lines(rule: RuleAnswer) -> list[str]:
-    return list(rule.sentences)
+def _order_with_charges(quotes: list[Quote], message: str, rule: RuleAnswer, lang: str) -> str:
+    """The order's lines, and when the customer asks the total with delivery (assembly, …)
+    the rules' fixed charge for each as a line of its own, counted in the total. When a
+    charge is not a fixed amount ("from 2 500", "per floor") there is no total at all."""
+    lines = _quote_lines(quotes, lang, with_availability=True)
+    currencies = {q.item.currency for q in quotes}
+    if not TOTAL_RE.search(normalise(message)) or len(currencies) != 1:
+        return lines
+    subtotal = sum((q.total for q in quotes), Decimal(0))
+    found = charges(message, rule, subtotal)
+    currency = currencies.pop()
+    kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
+    if not found:
+        return "\n".join(kept)
+    for charge in found:
+        key = f"charge.{charge.topic}"
+        label = text(key if key in TEXTS else "charge.default", lang)
+        shown = (
+            format_money(charge.amount, currency) if charge.amount else text("charge.free", lang)
+        )
+        kept.append(f"{label}: {shown}")
+    grand = subtotal + sum((c.amount for c in found), Decimal(0))
+    kept.append(text("answer.total", lang, total=format_money(grand, currency)))
+    return "\n".join(kept)
+
+
+def _is_total_line(line: str, lang: str) -> bool:
+    return line.startswith(text("answer.total", lang, total="").strip())
 
 
 PIECES = {"шт", "шт.", "pcs", "pc", "piece", "pieces", "unit", "units", "дана"}

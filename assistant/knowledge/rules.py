@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from assistant import language
 from assistant.knowledge.matching import normalise, stem, words
+from assistant.knowledge.money import find_amounts
 from assistant.knowledge.transliteration import skeleton
 
 # topic → a pattern that finds it in a question and in a rule sentence
@@ -111,13 +113,17 @@ def rule_answer(question: str, rules: str, said: Iterable[str] = ()) -> RuleAnsw
     manager = list(said)
     written = sentences(rules)
     chosen: list[str] = []
+    answered: set[str] = set()
     for topic in sorted(asked):
         for source in (manager, written):
             picked = _answering(question, topic, source)
             if picked:
                 chosen += [p for p in picked if p not in chosen]
+                answered.add(topic)
                 break
-    return RuleAnswer(asked, tuple(chosen[: MAX_SENTENCES + 1])) if chosen else None
+    if not chosen:
+        return None
+    return RuleAnswer(frozenset(answered), tuple(chosen[: MAX_SENTENCES + 1]))
 
 
 def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
@@ -140,5 +146,104 @@ def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
     return [best]
 
 
-def _shapes(text: str) -> set[str]:
-    return {skeleton(stem(w)) for w in words(text) if len(w) > 2 and not w.isdigit()}
+def _shapes(text: str, skip: re.Pattern[str] | None = None) -> set[str]:
+    return {
+        skeleton(stem(w))
+        for w in words(text)
+        if len(w) > 2 and not w.isdigit() and not (skip and skip.search(w))
+    }
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A fixed amount the rules put on an order for a topic asked about ("доставка 3 000 тг"),
+    0 when the rules make it free at this order's size. `words` is the clause it comes from."""
+
+    topic: str
+    amount: Decimal
+    words: str
+
+
+FREE_RE = re.compile(r"free|бесплатн|тегін", re.IGNORECASE)
+FROM_RE = re.compile(r"(?:\bот|\bfrom|\bover|\babove|свыше|не менее|at least)\s*$", re.IGNORECASE)
+# An amount per something the customer did not count (per floor, per km): not a fixed charge.
+PER_RE = re.compile(
+    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+(?!заказ|order)\w+", re.IGNORECASE
+)
+
+
+def charges(question: str, answer: RuleAnswer, subtotal: Decimal) -> list[Charge] | None:
+    """The fixed charge of every topic the question asks to add to an order ("с доставкой в
+    Талгар"), read from the answering sentences; None when one of them is not a fixed amount
+    (a price "from", per floor, or no amount), so no total is computed at all."""
+    found: list[Charge] = []
+    wanted_places = places(question)
+    asked_words = _shapes(question)
+    for topic in sorted(answer.topics):
+        clauses = [
+            (clause, inherited)
+            for sentence in answer.sentences
+            if topic in topics(sentence)
+            for clause, inherited in _clauses(sentence)
+        ]
+        on_topic = [c for c, t in clauses if topic in t]
+        free_from = [_threshold(c) for c in on_topic if FREE_RE.search(c)]
+        fees = [c for c in on_topic if not FREE_RE.search(c) and len(find_amounts(c)) == 1]
+        if wanted_places:
+            fees = [c for c in fees if not places(c) or places(c) & wanted_places]
+        if not fees:
+            return None
+        # The topic's own words ("доставка") tell the clauses apart no more; a place or a kind
+        # of product does ("за город (Талгар…)", "установка стиральной машины").
+        pattern = TOPICS[topic]
+        asked_here = _shapes(question, pattern)
+        fee = max(fees, key=lambda c: (len(_shapes(c, pattern) & asked_here), -fees.index(c)))
+        amount = find_amounts(fee)[0]
+        before, after = fee[: amount.start], fee[amount.start + len(amount.text) :]
+        if FROM_RE.search(before) or PER_RE.match(after):
+            return None
+        limits = [t for t in free_from if t is not None]
+        if limits and subtotal >= min(limits):
+            found.append(Charge(topic, Decimal(0), fee))
+        else:
+            found.append(Charge(topic, amount.value, fee))
+    return found
+
+
+# Topics that put an amount on an order; "после оплаты" in a delivery clause is not one.
+CHARGED = frozenset({"delivery", "assembly", "installation", "lifting"})
+
+
+def _clauses(sentence: str) -> list[tuple[str, frozenset[str]]]:
+    """A sentence's clauses (split at ";" then ","), each with its topics; a clause without
+    one of its own is about what the clause before it was ("…; за город 4 000 тг")."""
+    out: list[tuple[str, frozenset[str]]] = []
+    current: frozenset[str] = frozenset()
+    for part in _split_outside_brackets(sentence):
+        part = part.strip(" .")
+        if not part:
+            continue
+        own = topics(part) & CHARGED
+        current = own or current
+        out.append((part, current))
+    return out
+
+
+def _threshold(clause: str) -> Decimal | None:
+    for amount in find_amounts(clause):
+        if FROM_RE.search(clause[: amount.start]):
+            return amount.value
+    return None
+
+
+def _split_outside_brackets(sentence: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for i, ch in enumerate(sentence):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        next_is_digit = i + 1 < len(sentence) and sentence[i + 1].isdigit()
+        if depth == 0 and (ch == ";" or (ch == "," and not next_is_digit)):
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [*parts, current]
