@@ -30,10 +30,10 @@ from assistant.decision.replies import (
 from assistant.knowledge.agreements import Agreement, agreed_price, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.knowledge.matching import (
+    MEASURE_WORDS,
     analyse,
     content_tokens,
     normalise,
-    MEASURE_WORDS,
     quantity_of_unit,
     segments,
 )
@@ -193,9 +193,48 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
 
 # Words that end a conversation politely without asking anything ("спасибо, подумаю").
 CLOSING_WORDS = frozenset(
-    "great perfect cool awesome nice good fine super got it will think about later bye see "
-    "отлично супер класс хорошо понятно ясно подумаю думать буду подумать позже пока большое "
-    "огромное всё все ладно керемет жақсы түсінікті ойланамын сау болыңыз көп".split()
+    [
+        "great",
+        "perfect",
+        "cool",
+        "awesome",
+        "nice",
+        "good",
+        "fine",
+        "super",
+        "got",
+        "it",
+        "will",
+        "think",
+        "about",
+        "later",
+        "bye",
+        "see",
+        "отлично",
+        "супер",
+        "класс",
+        "хорошо",
+        "понятно",
+        "ясно",
+        "подумаю",
+        "думать",
+        "буду",
+        "подумать",
+        "позже",
+        "пока",
+        "большое",
+        "огромное",
+        "всё",
+        "все",
+        "ладно",
+        "керемет",
+        "жақсы",
+        "түсінікті",
+        "ойланамын",
+        "сау",
+        "болыңыз",
+        "көп",
+    ]
 )
 TOTAL_RE = re.compile(
     r"total|altogether|in all|all together|всего|итого|вместе|в сумме|барлығы|жалпы|бәрі|"

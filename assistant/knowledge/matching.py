@@ -259,6 +259,7 @@ def _meaning_by_typo(stemmed: str) -> str:
         if (
             len(known) >= 4
             and known[:head] == stemmed[:head]
+            and not (head == 2 and meaning.attribute)
             and edit_distance_at_most(stemmed, known, limit)
         ):
             return meaning.key
@@ -280,7 +281,8 @@ class ItemMatch:
 
 
 SEPARATORS_RE = re.compile(
-    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
+    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
+    r"|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
     re.IGNORECASE,
 )
 
@@ -503,8 +505,12 @@ class Catalogue:
         lines: list[tuple[list[ItemMatch], int]] = []
         seen: set[int] = set()
         previous = ""
+        # Descriptive words alone ("white", "oak") name nothing when the message names a product.
+        strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
             groups = self.resolve(part)
+            if strong:
+                groups = [g for g in groups if not all(m.weak for m in g)]
             if groups and len(groups[0]) > 1 and previous:
                 groups = self._elliptic(part, previous, seen) or groups
             previous = part if groups else previous

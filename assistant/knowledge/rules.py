@@ -33,7 +33,8 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "assembly": r"assembl|put (?:it )?together|сборк|собрат|собер|сборщик|құрастыр",
         "installation": r"install|\bfit(?:ting)? (?:the|it)|mount|\bhang\b|установ|монтаж|орнат|"
         r"повес|поставить|поставите|поставят",
-        "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|\bclose[sd]?\b|closing|"
+        "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|"
+        r"\bclose[sd]?\b|closing|"
         r"schedule|weekend|"
         r"sunday|saturday|график|часы работы|режим работы|работаем|"
         r"(?:когда|сегодня|завтра|в выходные|в субботу|в воскресенье)\W+(?:\w+\W+){0,2}работает|"
@@ -178,7 +179,6 @@ def charges(question: str, answer: RuleAnswer, subtotal: Decimal) -> list[Charge
     (a price "from", per floor, or no amount), so no total is computed at all."""
     found: list[Charge] = []
     wanted_places = places(question)
-    asked_words = _shapes(question)
     for topic in sorted(answer.topics):
         clauses = [
             (clause, inherited)
