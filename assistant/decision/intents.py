@@ -32,7 +32,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"безобраз", r"кошмар", r"разочаров", r"до сих пор не", r"так и не", r"не работает",
         r"перестал\w* работать", r"не пришл", r"не привезли", r"не доставили", r"не подош",
         r"царапин", r"поцарапан", r"испорчен", r"где мой заказ", r"плохое качество",
-        r"опоздал", r"нагруб", r"грубил", r"выпал[аио]?\b", r"завял", r"увял",
+        r"царапал", r"разбил", r"повредил", r"испортил", r"опоздал", r"нагруб", r"грубил",
+        r"выпал[аио]?\b", r"завял", r"увял",
         r"никто не (?:отвечает|берет|перезвонил)", r"не то,? что (?:заказывал|оплачивал|просил)",
         r"шағым", r"сынып", r"бұзыл", r"ақшамды қайтар", r"келмеді", r"нашар",
         r"енді\s+(?:\w+\s+)?ауыр",
@@ -124,7 +125,7 @@ WANTS_QUANTITY = re.compile(
 )
 QUESTION_RE = re.compile(r"\?|how much|total|price|cost|сколько|итого|почем|цена|қанша|баға")
 # A clause that only supposes ("if it doesn't fit, can I return it?") neither buys nor complains.
-CONDITIONAL_RE = re.compile(r"^\W*(?:if|in case|если|в случае|егер)\b")
+CONDITIONAL_RE = re.compile(r"\b(?:if|in case|если|в случае|егер)\b")
 HYPOTHETICAL_REASONS = ("complaint", "ready_to_buy")
 
 

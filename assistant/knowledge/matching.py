@@ -581,6 +581,10 @@ class Catalogue:
         return [i for _, i in scores[:k]]
 
 
+# Words between an item and its count: "tires, a set of 4", "комплект из 4".
+COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "набор", "из", "упаковка"})
+
+
 def quantity_of_unit(text: str, unit: str) -> int | None:
     """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
     unit_keys = {word_key(w) for w in words(unit)}
@@ -629,13 +633,13 @@ def quantity_near(
             return number
         if not is_stopword(t.word) and t.number is None and p not in positions:
             break
-    for p in range(last + 1, last + 6):
+    for p in range(last + 1, last + 7):
         t = by_position.get(p)
         if t is None:
             break
         number = count_at(p)
         if number is not None:
             return number
-        if not is_stopword(t.word) and t.number is None:
+        if not is_stopword(t.word) and t.number is None and t.word not in COUNT_WORDS:
             break
     return 1

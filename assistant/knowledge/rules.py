@@ -89,10 +89,26 @@ def places(text: str) -> frozenset[str]:
     return frozenset(PLACES[m.group(1).lower()] for m in _PLACE_RE.finditer(normalise(text)))
 
 
+# Abbreviations a sentence does not end at ("пр. Абая 52", "ул. Толе би").
+_ABBREVIATIONS = "пр просп ул д г мкр корп кв оф им ст пос обл р-н тел st ave rd no tel bldg apt"
+ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
+
+
 def sentences(text: str) -> list[str]:
-    """The rules text, sentence by sentence (amounts such as "1.5" and "3 000" stay whole)."""
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", text or "")
-    return [" ".join(p.split()) for p in parts if p.strip()]
+    """The rules text, sentence by sentence (amounts such as "1.5" and "3 000" and addresses
+    such as "пр. Абая 52" stay whole)."""
+    parts = [
+        " ".join(p.split())
+        for p in re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", text or "")
+    ]
+    merged: list[str] = []
+    for part in (p for p in parts if p):
+        last = merged[-1].rsplit(" ", 1)[-1].rstrip(".").lower() if merged else ""
+        if merged and merged[-1].endswith(".") and last in ABBREVIATIONS:
+            merged[-1] += " " + part
+        else:
+            merged.append(part)
+    return merged
 
 
 # A sentence that serves places other than the named ones ("в другие города", "regions").
@@ -142,8 +158,14 @@ def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
     same = [s for s in candidates if language.detect(s) == script]
     chosen = same or candidates
     asked_words = _shapes(question)
-    # The sentence sharing most words with the question; the rules' own order otherwise.
-    best = max(chosen, key=lambda s: (len(_shapes(s) & asked_words), -chosen.index(s)))
+
+    # The sentence sharing most words with the question, then the one that is about the topic
+    # from its first words ("Оплата: …" rather than "… после оплаты").
+    def about(sentence: str) -> int:
+        found = TOPICS[topic].search(normalise(sentence))
+        return found.start() if found else len(sentence)
+
+    best = max(chosen, key=lambda s: (len(_shapes(s) & asked_words), -about(s), -chosen.index(s)))
     return [best]
 
 
