@@ -115,13 +115,30 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     said = manager_statements(turn.history)
     rule = rule_answer(message, config.business_rules, said)
     agreed = agreements(turn.history, knowledge) if knowledge.items else []
-    found = _find_in_context(message, turn.history, last_bot, knowledge, leaning=rule is None)
+    # A terms question leans on the product named before only when it asks a total with it
+    # ("сколько тогда с доставкой?").
+    leaning = rule is None or bool(TOTAL_RE.search(normalise(message)))
+    found = _find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
     found = _about_agreed(found, message, agreed, knowledge)
     quotes = [_with_agreement(q, agreed, knowledge) for q in found.quotes]
     facts = _facts(turn, quotes)
 
     if intent == "non_standard_terms" and rule and _rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
+    if (
+        not intent
+        and ORDER_STATUS_RE.search(normalise(message))
+        and "outside_knowledge_base" in codes
+    ):
+        # Where a placed order is: the list and the rules cannot know, a person can.
+        return _handoff(
+            "outside_knowledge_base",
+            handoff_message("outside_knowledge_base", lang),
+            quotes,
+            lang,
+            facts,
+            asked=message,
+        )
     if intent and intent in codes:
         reply = handoff_message(intent, lang)
         if quotes and intent == "ready_to_buy":
@@ -191,6 +208,12 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     )
 
 
+# A question about an order already placed ("когда привезут мой шкаф?", "order status").
+ORDER_STATUS_RE = re.compile(
+    r"\bmy (?:order|delivery|parcel|package)\b|order status|tracking|track(?:ing)? number|"
+    r"\bмо(?:й|его|ю|и|ем) (?:заказ|шкаф|диван|стол|посылк|товар|доставк)|статус заказа|"
+    r"\bтрек|когда привез[уё]т мо|менің тапсырыс"
+)
 # Words that end a conversation politely without asking anything ("спасибо, подумаю").
 CLOSING_WORDS = frozenset(
     [

@@ -508,10 +508,10 @@ class Catalogue:
         # Descriptive words alone ("white", "oak") name nothing when the message names a product.
         strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
-            groups = self.resolve(part)
-            if strong:
-                groups = [g for g in groups if not all(m.weak for m in g)]
-            if groups and len(groups[0]) > 1 and previous:
+            resolved = self.resolve(part)
+            groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
+            vague = resolved and (not groups or len(groups[0]) > 1)
+            if vague and previous:
                 groups = self._elliptic(part, previous, seen) or groups
             previous = part if groups else previous
             if not groups:
@@ -531,7 +531,12 @@ class Catalogue:
                 lines.append((group, quantity_near(tokens, group[0].positions, taken)))
                 if len(group) == 1:
                     seen.add(group[0].index)
-        return lines
+        # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
+        return [
+            (group, qty)
+            for group, qty in lines
+            if len(group) == 1 or not ({m.index for m in group} & seen)
+        ]
 
     def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
         """A part that only describes ("and the oil one too" after "air filter Camry") read

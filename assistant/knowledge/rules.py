@@ -48,6 +48,9 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
         "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",
         "insurance": r"insurance|омс|страхов|сақтандыру",
+        "booking": r"appointment|walk[- ]in|без записи|запись на|записаться можно|прием|приём|"
+        r"қабылда",
+        "age": r"\bage\b|how old|возраст|с какого|лет\b|жастан",
         "lifting": r"подъ[её]м|поднять|поднимете|этаж|лифт|\bfloor|upstairs|\blift\b|carry",
         "pickup": r"pick ?up|self-collect|collect it|самовывоз|забрать сам|өзім алып",
         "address": r"address|where are you|located|location|адрес|где вы|находитесь|"
