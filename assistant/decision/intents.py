@@ -23,6 +23,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"still (?:not|hasn.?t|haven.?t|no)\b", r"(?:not|n.?t) (?:yet )?(?:received|delivered)",
         r"didn.?t (?:get|receive|arrive|come)", r"(?:doesn.?t|does not|stopped|not) work",
         r"\bwrong (?:item|order|size|colou?r|product|model)", r"where is my order",
+        r"(?:sent|gave|delivered|brought|sold) (?:me |us )?(?:the |a )?wrong",
+        r"(?:прислали|привезли|отправили|продали) (?:мне |нам )?не т", r"перепутали",
         r"scratche?d", r"(?:poor|bad) quality", r"you promised", r"\bdied\b", r"\bdead\b",
         r"(?:no ?one|nobody) (?:is )?(?:answer|repl|respond|pick)", r"droop", r"wilt",
         r"not what i (?:paid|ordered|asked) for", r"\blate\b.{0,20}\b(?:again|hours?)\b",

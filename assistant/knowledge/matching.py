@@ -62,7 +62,8 @@ NUMBER_WORDS: dict[str, int] = {
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12, "couple": 2, "pair": 2,
     "один": 1, "одна": 1, "одну": 1, "одно": 1, "два": 2, "две": 2, "пару": 2, "пара": 2,
     "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7, "восемь": 8, "девять": 9,
-    "десять": 10, "дюжину": 12,
+    "десять": 10, "дюжину": 12, "двух": 2, "двум": 2, "трех": 3, "трем": 3, "четырех": 4,
+    "пяти": 5, "шести": 6, "семи": 7, "восьми": 8, "девяти": 9, "десяти": 10,
     "бір": 1, "екі": 2, "үш": 3, "төрт": 4, "бес": 5, "алты": 6, "жеті": 7, "сегіз": 8,
     "тоғыз": 9,
 }  # fmt: skip
@@ -238,7 +239,11 @@ def word_key(word: str) -> str:
         meaning = MEANINGS_BY_SHAPE.get(shape) or next(
             (MEANINGS_BY_SHAPE[s] for s in latin_shapes(word) if s in MEANINGS_BY_SHAPE), None
         )
-    return meaning.key if meaning else skeleton(stemmed)
+    if meaning:
+        return meaning.key
+    shape = skeleton(stemmed)
+    # A foreign name in Cyrillic loses too much to Russian endings ("Осстем" → "осст").
+    return shape if len(shape) >= 4 or len(shape) == len(skeleton(word)) else skeleton(word)
 
 
 def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:

@@ -58,7 +58,8 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "brake": ("brake", "тормоз", "тормозной", "тежегіш"),
     "pad": ("pad", "колодка", "колодки"),
     "filter": ("filter", "фильтр", "сүзгі"),
-    "oil": ("oil", "масло", "масляный"),
+    "oil": ("oil", "масло"),
+    "oily": ("масляный",),
     "battery": ("battery", "аккумулятор", "акб", "батарея"),
     "wiper": ("wiper", "дворник", "дворники", "стеклоочиститель", "стеклоочистителя"),
     "spark plug": ("spark", "свеча", "свечи"),
@@ -121,15 +122,17 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
 
 # Words that, asked for, also mean a narrower thing the same language names apart: a customer
 # asking for a "chair" in English may mean an armchair (кресло), one asking for a "стул" does
-# not.
+# not; English "oil" is both масло and масляный (an oil filter), Russian "масло" is not.
 QUERY_WIDER: dict[str, tuple[str, ...]] = {
     "chair": ("armchair",),
+    "oil": ("oily",),
     "орындық": ("armchair",),
     "table": ("desk",),
 }
 
 # Two meanings in one name that together are a third: an "office chair" is a кресло.
 NAME_COMPOUNDS: dict[tuple[str, str], str] = {
+    ("oil", "filter"): "oily",
     ("office", "chair"): "armchair",
     ("executive", "chair"): "armchair",
     ("computer", "chair"): "armchair",
@@ -160,6 +163,7 @@ ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "front": ("front", "передний", "алдыңғы"),
     "rear": ("rear", "задний", "артқы"),
     "air": ("air", "воздушный", "ауа"),
+    "cabin": ("cabin", "салонный", "салона"),
     "mixed": ("mix", "mixed", "микс", "ассорти"),
     "single": ("single", "поштучно", "штучный"),
 }
