@@ -404,7 +404,7 @@ def _mostly_unknown(message: str, knowledge: Knowledge) -> bool:
                 for t in content_tokens(tokens)
                 if t.word in unknown and min(abs(t.position - p) for p in group[0].positions) <= 3
             }
-            if len(near) >= 2 or (near and len(near) >= len(group[0].positions)):
+            if len(near) >= 2:
                 return True
     return False
 

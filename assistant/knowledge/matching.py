@@ -131,6 +131,12 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     shorter = min(len(query_stem), len(name_stem))
     if shorter >= 4 and (query_stem.startswith(name_stem) or name_stem.startswith(query_stem)):
         return True
+    # Long words of one root ("металлокерамической", "металлокерамика") share most letters.
+    common = next(
+        (i for i, (a, b) in enumerate(zip(query_stem, name_stem, strict=False)) if a != b), shorter
+    )
+    if shorter >= 8 and common >= max(7, int(shorter * 0.75)):
+        return True
     if not fuzzy or shorter < 5 or query_stem[0] != name_stem[0]:
         return False
     return edit_distance_at_most(query_stem, name_stem, 1 if shorter < 7 else 2)
