@@ -8,45 +8,45 @@ and hands everything else to a person with the right reason (`assistant.decision
 asks for a person, wants to buy, special terms, complaint; a denied phrase asks for nothing).
 A price a manager agreed in this chat (`assistant.knowledge.agreements`) is quoted instead of
 the list's. A question that names nothing gets one clarifying question; the second miss in a
-row is handed off as outside_knowledge_base. A "which one?" question expires when the customer
-asks about something else.
+row is handed off as outside_knowledge_base. What the message is about, read with the
+conversation (the answer to "which one?", a follow-up, an agreed item), is found by
+`assistant.decision.reading`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 
 from assistant.decision.intents import INTENTS, detect_intent, shared_terms
+from assistant.decision.reading import (
+    Quote,
+    about_agreed,
+    agreed_for_another_quantity,
+    asked_back,
+    find_in_context,
+    last_bot_message,
+    mostly_unknown,
+    with_agreement,
+)
 from assistant.decision.replies import (
     TEXTS,
     availability_phrase,
     handoff_message,
-    is_text,
     language_for,
     text,
 )
-from assistant.knowledge.agreements import Agreement, agreed_price, agreements, manager_statements
+from assistant.knowledge.agreements import agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.matching import (
-    MEASURE_WORDS,
-    analyse,
-    content_tokens,
-    normalise,
-    quantity_of_unit,
-    segments,
-)
+from assistant.knowledge.matching import analyse, content_tokens, normalise, segments
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
 from assistant.models import AssistantSettings
-from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
+from assistant.schema import Action, Decision, Facts, Item, TurnInput
 
 __all__ = ["INTENTS", "decide", "detect_intent"]
 
 MAX_OPTIONS = 5
-# How far back a follow-up without a product ("and the price?") looks for what was discussed.
-CONTEXT_ENTRIES = 6
 
 GREETINGS = re.compile(
     r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|здравствуйте|здравствуй|привет|"
@@ -56,17 +56,6 @@ THANKS = re.compile(r"\b(?:thanks|thank you|thx|спасибо|благодар�
 NAME_RE = re.compile(
     r"(?i:my name is|i am|i'm|меня зовут|это|менің атым)\s+([A-ZА-ЯЁӘҒҚҢӨҰҮҺІ][\w-]{1,30})"
 )
-# A follow-up that asks about price or stock without naming the product again.
-PRICE_QUESTION = re.compile(
-    r"price|how much|cost|in stock|available|total|цен|сколько|стоит|стоят|почем|налич|"
-    r"итого|қанша|баға|бар ма"
-)
-ORDINALS: dict[str, int] = {
-    "first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1, "первый": 0, "первая": 0,
-    "первое": 0, "первую": 0, "второй": 1, "вторая": 1, "второе": 1, "вторую": 1,
-    "третий": 2, "третья": 2, "третье": 2, "третью": 2, "последний": -1, "последнюю": -1,
-    "бірінші": 0, "екінші": 1, "үшінші": 2,
-}  # fmt: skip
 CITIES = {
     "almaty": "Almaty", "алматы": "Almaty", "алма-ата": "Almaty", "astana": "Astana",
     "астана": "Astana", "shymkent": "Shymkent", "шымкент": "Shymkent", "karaganda": "Karaganda",
@@ -79,37 +68,11 @@ CITIES = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Quote:
-    item: KnowledgeItem
-    qty: int
-    # The price a manager agreed for this item in this chat (None: the list price holds).
-    agreed: Agreement | None = None
-
-    @property
-    def unit_price(self) -> Decimal:
-        if self.agreed is None:
-            return self.item.price
-        _exact, minimum = _agreed_quantity(self.agreed)
-        # "21 000 за канистру при заказе от 10": a price per unit, not a total for ten.
-        return self.agreed.amount.value if minimum else self.agreed.unit_price
-
-    @property
-    def total(self) -> Decimal:
-        return self.unit_price * self.qty
-
-
-@dataclass(frozen=True)
-class Found:
-    quotes: list[Quote]
-    ambiguous: list[KnowledgeItem]
-
-
 def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> Decision:
     """One turn's decision from the price list, the business rules and this chat alone."""
     lang = language_for(turn)
     message = " ".join(entry.text for entry in turn.pending).strip()
-    last_bot = _last_bot_message(turn.history)
+    last_bot = last_bot_message(turn.history)
     codes = set(config.reason_codes())
     intent = detect_intent(message)
     said = manager_statements(turn.history)
@@ -118,9 +81,9 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     # A terms question leans on the product named before only when it asks a total with it
     # ("сколько тогда с доставкой?").
     leaning = rule is None or bool(TOTAL_RE.search(normalise(message)))
-    found = _find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
-    found = _about_agreed(found, message, agreed, knowledge)
-    quotes = [_with_agreement(q, agreed, knowledge) for q in found.quotes]
+    found = find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
+    found = about_agreed(found, message, agreed, knowledge)
+    quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
     facts = _facts(turn, quotes)
 
     if intent == "non_standard_terms" and rule and _rules_give_the_terms(message, rule):
@@ -144,7 +107,7 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
         if quotes and intent == "ready_to_buy":
             reply += "\n" + _quote_lines(quotes, lang)
         return _handoff(intent, reply, quotes, lang, facts)
-    if any(_agreed_for_another_quantity(q) for q in quotes) and "non_standard_terms" in codes:
+    if any(agreed_for_another_quantity(q) for q in quotes) and "non_standard_terms" in codes:
         # The manager's price was for another quantity: only a person can say what holds now.
         return _handoff(
             "non_standard_terms",
@@ -161,13 +124,13 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
         parts = [_order_with_charges(shown, message, rule, lang)] if shown else []
         parts += list(rule.sentences)
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=facts)
-    missed_before = _asked_back(last_bot)
-    unknown = not quotes and found.ambiguous and _mostly_unknown(message, knowledge)
+    missed_before = asked_back(last_bot)
+    unknown = not quotes and found.ambiguous and mostly_unknown(message, knowledge)
     if found.ambiguous and not unknown:
         if _wants_every_option(message, found.ambiguous):
             # Compared, not ordered together: each price, no total.
             every = [Quote(item, 1) for item in found.ambiguous]
-            compared = [_with_agreement(q, agreed, knowledge) for q in [*quotes, *every]]
+            compared = [with_agreement(q, agreed, knowledge) for q in [*quotes, *every]]
             lines = [_quote_lines([q], lang, with_availability=True) for q in compared]
             return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=facts)
         else:
@@ -268,12 +231,6 @@ EVERY_OPTION_RE = re.compile(
     r"\bboth\b|\bthe (?:two|three|four)\b|\ball (?:of )?(?:the|them|your)\b|\bоба\b|"
     r"\bобе\b|\bобоих\b|\bвсе (?:\w+ )?(?:варианты|модели|виды)\b|екеуі|екеуін"
 )
-# Payment words that look like a product ("by card" is not a greeting card).
-PAYMENT_PHRASES = re.compile(
-    r"\b(?:by|with|via) (?:credit |debit |bank )?card\b|\bcard payment\b|картой|карточкой|"
-    r"по карте|на карту|банковская карта|картамен",
-    re.IGNORECASE,
-)
 
 
 def _only_closing(text: str) -> bool:
@@ -311,17 +268,6 @@ def _wants_every_option(message: str, options: list[KnowledgeItem]) -> bool:
     return count == len(options) and len(options) <= MAX_OPTIONS
 
 
-def _asked_back(last_bot: HistoryEntry | None) -> bool:
-    """Whether the bot's last message asked the customer back what they want: our "which
-    product?", or any other question of the bot's that is not "which one?" or small talk."""
-    if last_bot is None:
-        return False
-    if is_text(last_bot.text, "clarify.miss"):
-        return True
-    own = ("clarify.ambiguous", "answer.greeting", "answer.thanks")
-    return last_bot.text.rstrip().endswith("?") and not any(is_text(last_bot.text, k) for k in own)
-
-
 def _handoff(
     reason: str, reply: str, quotes: list[Quote], lang: str, facts: Facts, asked: str = ""
 ) -> Decision:
@@ -332,153 +278,6 @@ def _handoff(
         reply_to_customer=reply,
         facts=facts,
     )
-
-
-def _find(query: str, knowledge: Knowledge) -> Found:
-    """Clear matches with their own quantities, and the first ambiguous group (if any)."""
-    query = PAYMENT_PHRASES.sub(" ", query)
-    if not knowledge.items or not query.strip():
-        return Found([], [])
-    quotes: list[Quote] = []
-    ambiguous: list[KnowledgeItem] = []
-    for group, qty in knowledge.catalogue.order_lines(query):
-        if len(group) == 1:
-            item = knowledge.items[group[0].index]
-            if qty == 1 and item.unit:
-                qty = quantity_of_unit(query, item.unit) or 1
-            quotes.append(Quote(item, qty))
-        elif not ambiguous:
-            ambiguous = [knowledge.items[m.index] for m in group]
-    return Found(quotes, ambiguous)
-
-
-def _find_in_context(
-    message: str,
-    history: list[HistoryEntry],
-    last_bot: HistoryEntry | None,
-    knowledge: Knowledge,
-    leaning: bool = True,
-) -> Found:
-    """What the message is about, read with the conversation where it leans on it: the answer
-    to "which one?", or "and the price?" after a product was named."""
-    own = _find(message, knowledge)
-    if last_bot is not None and is_text(last_bot.text, "clarify.ambiguous"):
-        # One question with the answer to "which one?": no sentence break between them.
-        asked = re.sub(r"(?<!\d)[?!.]|[?!.](?!\d)", " ", _last_customer_before(history, last_bot))
-        options = [i for i in knowledge.items if i.name in last_bot.text]
-        picked = _ordinal(message, options)
-        if picked is not None:
-            return _find(f"{asked} {picked.name}", knowledge)
-        named = {q.item.key for q in own.quotes} | {i.key for i in own.ambiguous}
-        within = named <= {i.key for i in options}
-        # The clarifying question expires when the customer asks about something else.
-        if within and not topics(message):
-            glued = _find(f"{asked} {message}".strip(), knowledge)
-            if glued.quotes or glued.ambiguous:
-                return glued
-        return own
-    if not leaning or own.quotes or own.ambiguous or not PRICE_QUESTION.search(normalise(message)):
-        return own
-    for entry in reversed(history[-CONTEXT_ENTRIES:]):
-        if entry.speaker != "customer":
-            continue
-        earlier = _find(entry.text, knowledge)
-        count = _bare_count(message)
-        if count and len(earlier.quotes) == 1 and not earlier.ambiguous:
-            return Found([Quote(earlier.quotes[0].item, count)], [])  # "and for 12?"
-        if earlier.quotes or earlier.ambiguous:
-            return earlier
-    return own
-
-
-def _mostly_unknown(message: str, knowledge: Knowledge) -> bool:
-    """The words around what fits match nothing in the list ("колодки на хюндай туксон",
-    "outdoor chairs for a terrace"): what fits is only the general word, not the thing asked
-    for."""
-    unknown = set(knowledge.catalogue.unknown_words(message))
-    for part in segments(message):
-        tokens = analyse(part)
-        for group, _qty in knowledge.catalogue.order_lines(part):
-            near = {
-                t.word
-                for t in content_tokens(tokens)
-                if t.word in unknown and min(abs(t.position - p) for p in group[0].positions) <= 3
-            }
-            if len(near) >= 2:
-                return True
-    return False
-
-
-def _bare_count(message: str) -> int:
-    """The one count a message gives without naming a product ("а если 12 канистр?")."""
-    tokens = analyse(message)
-    counts = [t for t in tokens if t.number is not None and 1 < t.number < 1000]
-    if len(counts) != 1:
-        return 0
-    after = next((t for t in tokens if t.position == counts[0].position + 1), None)
-    return 0 if after is not None and after.word in MEASURE_WORDS else counts[0].number or 0
-
-
-def _ordinal(message: str, options: list[KnowledgeItem]) -> KnowledgeItem | None:
-    if not options:
-        return None
-    for word in re.findall(r"\w+", normalise(message)):
-        if word in ORDINALS:
-            index = ORDINALS[word]
-            if -len(options) <= index < len(options):
-                return options[index]
-    return None
-
-
-def _about_agreed(
-    found: Found, message: str, agreed: list[Agreement], knowledge: Knowledge
-) -> Found:
-    """An item a manager agreed a price for in this chat is the one the customer means when
-    their words fit it ("the office chair" after the executive chair was agreed)."""
-    items = {a.item_index for a in agreed if a.item_index is not None}
-    if len(items) != 1:
-        return found
-    index = items.pop()
-    item = knowledge.items[index]
-    if item in [q.item for q in found.quotes]:
-        return found
-    if index not in {m.index for m in knowledge.catalogue.match(message)}:
-        return found
-    if found.ambiguous and item in found.ambiguous:
-        return Found([*found.quotes, Quote(item, 1)], [])
-    if len(found.quotes) == 1 and not found.ambiguous:
-        return Found([Quote(item, found.quotes[0].qty)], [])
-    return found
-
-
-def _with_agreement(quote: Quote, found: list[Agreement], knowledge: Knowledge) -> Quote:
-    index = knowledge.items.index(quote.item)
-    agreed = agreed_price(found, index)
-    if agreed is None:
-        return quote
-    qty = quote.qty
-    exact, minimum = _agreed_quantity(agreed)
-    if qty == 1 and (exact or minimum):
-        qty = exact or minimum  # "how much is it then?" about the manager's offer for N
-    return Quote(quote.item, qty, agreed)
-
-
-def _agreed_quantity(agreed: Agreement) -> tuple[int, int]:
-    """(exact, minimum) quantity the manager's price was given for; 0 when none."""
-    if not agreed.quantity or agreed.quantity <= 1:
-        return 0, 0
-    if re.search(
-        rf"(?:от|from|at least|min\w*|не менее|кемінде)\s*{agreed.quantity}", agreed.words
-    ):
-        return 0, agreed.quantity
-    return agreed.quantity, 0
-
-
-def _agreed_for_another_quantity(quote: Quote) -> bool:
-    if quote.agreed is None:
-        return False
-    exact, minimum = _agreed_quantity(quote.agreed)
-    return bool((exact and quote.qty != exact) or (minimum and quote.qty < minimum))
 
 
 def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False) -> str:
@@ -586,23 +385,6 @@ def _facts(turn: TurnInput, quotes: list[Quote]) -> Facts:
         city=city,
         items=[Item(name=q.item.name, qty=q.qty) for q in quotes],
     )
-
-
-def _last_bot_message(history: list[HistoryEntry]) -> HistoryEntry | None:
-    for entry in reversed(history):
-        if entry.speaker in ("bot", "manager"):
-            return entry if entry.speaker == "bot" else None
-    return None
-
-
-def _last_customer_before(history: list[HistoryEntry], bot: HistoryEntry) -> str:
-    index = history.index(bot)
-    texts: list[str] = []
-    for entry in reversed(history[:index]):
-        if entry.speaker != "customer":
-            break
-        texts.insert(0, entry.text)
-    return " ".join(texts)
 
 
 def _strip_greeting(text: str) -> str:
