@@ -264,6 +264,17 @@ def test_the_catalogue_run_reports_every_category_and_business(capsys):
     assert sum(f["cases"] for f in report["by_business"].values()) == len(GOLDEN.cases)
 
 
+def test_the_catalogue_assistant_meets_the_golden_targets(capsys):
+    """What every fresh install answers with: handed off exactly when it should be, for the
+    right reason, with the right amounts, and no amount a right reply could not contain."""
+    call_command("assistant_eval", json=True, no_breakdown=True)
+    (report,) = summary(capsys)
+    assert report["escalation_accuracy"] >= 0.95
+    assert report["action_accuracy"] >= 0.90
+    assert report["price_accuracy"] >= 0.90
+    assert report["wrong_amounts"] == 0
+
+
 def test_the_table_shows_where_the_backend_fails(capsys):
     call_command("assistant_eval", case=["furn-02", "dent-21"], show_misses=True)
     out = capsys.readouterr().out
