@@ -279,15 +279,32 @@ def _failed(source_name: str, sha: str, message: str) -> ImportPreview:
     return ImportPreview(source_name, sha, {}, (), (RowError(0, message),))
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _decode_csv(data: bytes) -> str:
+    """The file's text: UTF-8 (with or without a byte-order mark), else Windows-1251 (what a
+    Russian Excel saves as "CSV"). A file that starts with the UTF-8 mark says it is UTF-8: a
+    byte that is not is a file error naming its line. Read as cp1251 instead, the mark became
+    "п»ї" glued to the first header, and that column (the SKU) was silently dropped."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if data.startswith(_UTF8_BOM):
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ValueError(
+                f"the file is marked as UTF-8 but line {line} has a byte that is not UTF-8 "
+                f"(0x{data[exc.start]:02x}); save it again as UTF-8"
+            ) from None
+    try:
+        return data.decode("cp1251")
+    except UnicodeDecodeError as exc:  # 0x98, the one byte cp1251 leaves undefined
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"line {line} is neither UTF-8 nor Windows-1251 text") from None
+
+
 def _read_csv(data: bytes) -> list[tuple[int, list[str]]]:
-    for encoding in ("utf-8-sig", "cp1251"):
-        try:
-            text = data.decode(encoding)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:  # pragma: no cover - cp1251 decodes any byte string
-        raise ValueError("unknown text encoding")
+    text = _decode_csv(data)
     sample = text[:20_000]
     try:
         dialect: Any = csv.Sniffer().sniff(sample, delimiters=",;\t|")
