@@ -315,6 +315,10 @@ OUTBOUND_ALLOWED_HOSTS = env_list(
 )
 # Largest attachment downloaded from a provider (the platform's own cap is 100 MB).
 MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
+# Longest text stored on an inbound message. WhatsApp lets a person send at most 65,536
+# characters (the Cloud API's 4,096 is the limit of what a business sends); a longer text is
+# cut here and kept whole as the message's attachment (inbox/conversations/ingest.py).
+INBOUND_TEXT_MAX_CHARS = env_int("INBOUND_TEXT_MAX_CHARS", 65_536)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 3 * 1024 * 1024)
 
