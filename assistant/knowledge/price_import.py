@@ -314,9 +314,24 @@ def _read_csv(data: bytes) -> list[tuple[int, list[str]]]:
     return [(reader.line_num, row[:MAX_COLUMNS]) for row in islice(reader, MAX_SCANNED_ROWS + 1)]
 
 
+# Largest total an XLSX may unpack to. openpyxl reads the shared strings whole, even read-only:
+# a 1 MB zip of repeated text could unpack to gigabytes in the web process. Python's zipfile
+# never yields more than a member's declared size, so the declared sizes bound what is read.
+MAX_XLSX_UNPACKED_BYTES = 200 * 1024 * 1024
+
+
 def _read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
+    import zipfile
+
     import openpyxl
 
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+    if unpacked > MAX_XLSX_UNPACKED_BYTES:
+        raise ValueError(
+            f"it unpacks to {unpacked // (1024 * 1024)} MB, more than "
+            f"{MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)} MB"
+        )
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         sheets = workbook.worksheets

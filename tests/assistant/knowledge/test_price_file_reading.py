@@ -1,4 +1,5 @@
-"""How a CSV price list's bytes become text: never a column silently lost to a wrong guess."""
+"""How a price file's bytes are read: never a column silently lost to a wrong encoding guess,
+never a zip bomb unpacked."""
 
 from __future__ import annotations
 
@@ -36,3 +37,22 @@ def test_a_windows_1251_file_without_the_mark_is_still_read() -> None:
 
     assert preview.errors == ()
     assert [(row.sku, row.name) for row in preview.rows] == [("ST-1", "Стол дубовый")]
+
+
+def test_an_xlsx_that_unpacks_to_gigabytes_is_refused_before_it_is_unpacked() -> None:
+    """A zip bomb: openpyxl reads the shared strings whole, even in read-only mode."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/sharedStrings.xml", b"<si><t>a</t></si>" * (16 * 1024 * 1024))
+    data = buffer.getvalue()
+    assert len(data) < 2 * 1024 * 1024
+
+    preview = parse_price_file(data, "bomb.xlsx")
+
+    assert preview.rows == ()
+    (error,) = preview.errors
+    assert "unpacks to" in str(error)
