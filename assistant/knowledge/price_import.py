@@ -24,6 +24,7 @@ from decimal import Decimal
 from itertools import islice
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import Max
 
@@ -161,6 +162,8 @@ def parse_price_file(data: bytes, filename: str, default_currency: str = "") -> 
     is_xlsx = filename.lower().endswith((".xlsx", ".xlsm")) or data[:2] == b"PK"
     try:
         table = _read_xlsx(data) if is_xlsx else _read_csv(data)
+    except (MemoryError, SoftTimeLimitExceeded):
+        raise  # the worker's limits (price_upload.parse_upload), not a bad file
     except Exception as exc:  # a corrupt file is a user error, reported, never a crash
         log.info("price_import.unreadable", extra={"source": filename, "error": type(exc).__name__})
         kind = "Excel" if is_xlsx else "CSV"

@@ -437,6 +437,12 @@ CELERY_BEAT_SCHEDULE["check-alerts"] = {"task": "inbox.check_alerts", "schedule"
 RETENTION_DAYS = env_int("RETENTION_DAYS", 0)
 CELERY_BEAT_SCHEDULE["purge-old-data"] = {"task": "inbox.purge_old_data", "schedule": 3600.0}
 
+# --- Price-list uploads (assistant/knowledge/price_upload.py) -------------------------------
+# A worker parses each uploaded file for its preview within these limits (the file is refused
+# with a message past them).
+PRICE_UPLOAD_TIME_LIMIT_SECONDS = env_int("PRICE_UPLOAD_TIME_LIMIT_SECONDS", 60)
+PRICE_UPLOAD_MEMORY_MB = env_int("PRICE_UPLOAD_MEMORY_MB", 1024)
+
 # --- Login rate limit (inbox/web/login_limit.py) -------------------------------------------------
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
 LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
