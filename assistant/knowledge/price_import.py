@@ -25,6 +25,7 @@ from decimal import Decimal
 from itertools import islice
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -174,6 +175,8 @@ def parse_price_file(data: bytes, filename: str, default_currency: str = "") -> 
     is_xlsx = filename.lower().endswith((".xlsx", ".xlsm")) or data[:2] == b"PK"
     try:
         table = _read_xlsx(data) if is_xlsx else _read_csv(data)
+    except (MemoryError, SoftTimeLimitExceeded):
+        raise  # the worker's limits (price_upload.parse_upload), not a bad file
     except Exception as exc:  # a corrupt file is a user error, reported, never a crash
         log.info("price_import.unreadable", extra={"source": filename, "error": type(exc).__name__})
         kind = "Excel" if is_xlsx else "CSV"
@@ -303,15 +306,32 @@ def _failed(source_name: str, sha: str, message: str) -> ImportPreview:
     return ImportPreview(source_name, sha, {}, (), (RowError(0, message),))
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _decode_csv(data: bytes) -> str:
+    """The file's text: UTF-8 (with or without a byte-order mark), else Windows-1251 (what a
+    Russian Excel saves as "CSV"). A file that starts with the UTF-8 mark says it is UTF-8: a
+    byte that is not is a file error naming its line. Read as cp1251 instead, the mark became
+    "п»ї" glued to the first header, and that column (the SKU) was silently dropped."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if data.startswith(_UTF8_BOM):
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ValueError(
+                f"the file is marked as UTF-8 but line {line} has a byte that is not UTF-8 "
+                f"(0x{data[exc.start]:02x}); save it again as UTF-8"
+            ) from None
+    try:
+        return data.decode("cp1251")
+    except UnicodeDecodeError as exc:  # 0x98, the one byte cp1251 leaves undefined
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"line {line} is neither UTF-8 nor Windows-1251 text") from None
+
+
 def _read_csv(data: bytes) -> list[tuple[int, list[str]]]:
-    for encoding in ("utf-8-sig", "cp1251"):
-        try:
-            text = data.decode(encoding)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:  # pragma: no cover - cp1251 decodes any byte string
-        raise ValueError("unknown text encoding")
+    text = _decode_csv(data)
     sample = text[:20_000]
     try:
         dialect: Any = csv.Sniffer().sniff(sample, delimiters=",;\t|")
@@ -321,9 +341,24 @@ def _read_csv(data: bytes) -> list[tuple[int, list[str]]]:
     return [(reader.line_num, row[:MAX_COLUMNS]) for row in islice(reader, MAX_SCANNED_ROWS + 1)]
 
 
+# Largest total an XLSX may unpack to. openpyxl reads the shared strings whole, even read-only:
+# a 1 MB zip of repeated text could unpack to gigabytes in the web process. Python's zipfile
+# never yields more than a member's declared size, so the declared sizes bound what is read.
+MAX_XLSX_UNPACKED_BYTES = 200 * 1024 * 1024
+
+
 def _read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
+    import zipfile
+
     import openpyxl
 
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+    if unpacked > MAX_XLSX_UNPACKED_BYTES:
+        raise ValueError(
+            f"it unpacks to {unpacked // (1024 * 1024)} MB, more than "
+            f"{MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)} MB"
+        )
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         sheets = workbook.worksheets

@@ -1,9 +1,15 @@
 """Price-list upload between the preview and Apply: one home for both settings pages.
 
-    staged = stage(data, "prices.csv", "KZT", business_id=b.pk, channel_id=None, user=user)
-    # ... the user reads staged.preview, then posts staged.token back ...
+    token = submit(data, "prices.csv", "KZT", business_id=b.pk, channel_id=None, user=user)
+    # ... a Celery worker parses it (parse_upload); the page polls ...
+    parsing(token, user)                # True while the worker reads the file
     staged = take(token, user)          # None: expired, applied already, or not theirs
     version = apply(staged, user)       # raises ImportRejected; the current list stays
+
+`stage` parses in the calling process (the Django admin's import page, small files). The
+settings page submits instead: the file waits in the default storage only until a worker on the
+`assistant` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS) and a memory
+limit (PRICE_UPLOAD_MEMORY_MB), so a hostile spreadsheet costs a worker, never the web process.
 
 What waits in Django's cache (Redis) under a random token for an hour is the parsed preview,
 compressed, not the file: Apply writes exactly the rows that were previewed without reading the
@@ -14,14 +20,24 @@ most one upload waiting (a new one replaces it), tied to them so no one else can
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import logging
+import resource
 import secrets
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 
 from assistant.knowledge.price_import import (
     ImportPreview,
@@ -34,7 +50,10 @@ from assistant.models import PriceListVersion
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Channel
 
+log = logging.getLogger(__name__)
+
 UPLOAD_TTL_SECONDS = 3600
+PARSE_TASK = "assistant.parse_price_upload"
 # token_urlsafe(16) is 22 characters; anything much longer is not ours and never a cache key.
 MAX_TOKEN_CHARS = 64
 
@@ -80,6 +99,99 @@ def stage(
     return StagedUpload(token, preview, business_id, channel_id, user_id)
 
 
+def submit(
+    data: bytes,
+    filename: str,
+    currency: str,
+    *,
+    business_id: int,
+    channel_id: int | None,
+    user: User,
+) -> str:
+    """Hand the file to a worker for its preview and return the upload's token. Until the
+    worker is done, `parsing(token, user)` is True and `take` is None."""
+    if not user.is_authenticated:
+        raise PermissionDenied("an upload belongs to a signed-in user")
+    user_id = int(user.pk)
+    token = secrets.token_urlsafe(16)
+    previous = cache.get(_user_key(user_id))
+    if previous:
+        discard(str(previous))
+    path = default_storage.save(_file_name(token), ContentFile(data))
+    waiting = {"parsing": True, "business": business_id, "channel": channel_id, "user": user_id}
+    cache.set_many({_key(token): waiting, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
+    # The limits travel with the message (Celery applies the sender's over the worker's).
+    limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
+    parse_upload.apply_async(
+        (token, path, filename[:255], currency), soft_time_limit=limit, time_limit=limit + 15
+    )
+    return token
+
+
+def parsing(token: str, user: User) -> bool:
+    """True while a worker still reads this user's upload."""
+    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
+    return bool(stored and stored.get("user") == user.pk and stored.get("parsing"))
+
+
+@shared_task(
+    name=PARSE_TASK,
+    acks_late=True,
+    soft_time_limit=settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS,
+    time_limit=settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS + 15,
+)
+def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
+    """Parse a submitted file into its preview (the worker side of `submit`). Too slow, too
+    big for the memory limit, or unreadable: the preview is a file error, never a lost upload;
+    the file itself is deleted either way."""
+    key = _key(token)
+    try:
+        waiting = cache.get(key)
+        if not waiting or not waiting.get("parsing"):
+            return  # replaced by a newer upload, or expired
+        with default_storage.open(path, "rb") as handle:
+            data = handle.read()
+        sha = hashlib.sha256(data).hexdigest()
+        try:
+            with _memory_limit(settings.PRICE_UPLOAD_MEMORY_MB * 1024 * 1024):
+                preview = parse_price_file(data, filename, currency)
+        except SoftTimeLimitExceeded:
+            preview = _failed(filename, sha, "reading the file took longer than "
+                              f"{settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS} seconds")  # fmt: skip
+        except MemoryError:
+            preview = _failed(filename, sha, "reading the file needed more than "
+                              f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
+        log.info("price_upload.parsed", extra={"rows": len(preview.rows),
+                                               "errors": len(preview.errors)})  # fmt: skip
+        if cache.get(key):  # not replaced or discarded meanwhile
+            stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
+                      "preview": _pack(preview)}  # fmt: skip
+            cache.set(key, stored, UPLOAD_TTL_SECONDS)
+    finally:
+        default_storage.delete(path)
+
+
+@contextmanager
+def _memory_limit(extra_bytes: int) -> Iterator[None]:
+    """Let this process grow by at most `extra_bytes` of address space meanwhile (a MemoryError
+    past it). A Celery prefork child runs one task at a time, so the limit is this parse's."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:
+        in_use = int(statm.read().split()[0]) * resource.getpagesize()
+    limit = in_use + extra_bytes
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _failed(filename: str, sha: str, message: str) -> ImportPreview:
+    return ImportPreview(filename, sha, {}, (), (RowError(0, message),))
+
+
 def take(token: str, user: User) -> StagedUpload | None:
     """The upload staged under this token; None if it expired, was applied already, was
     replaced by a newer upload, or was staged by another user (whose upload stays theirs)."""
@@ -87,7 +199,7 @@ def take(token: str, user: User) -> StagedUpload | None:
         return None
     token = token[:MAX_TOKEN_CHARS]
     stored = cache.get(_key(token))
-    if not stored or stored.get("user") != user.pk:
+    if not stored or stored.get("user") != user.pk or "preview" not in stored:
         return None
     preview = _unpack(stored["preview"])
     return StagedUpload(token, preview, stored["business"], stored["channel"], stored["user"])
@@ -105,8 +217,13 @@ def apply(staged: StagedUpload, user: User) -> PriceListVersion:
 
 
 def discard(token: str) -> None:
-    """Forget a staged upload; its token is refused from now on."""
+    """Forget a staged upload; its token is refused from now on (a worker still parsing it
+    drops its preview)."""
     cache.delete(_key(token[:MAX_TOKEN_CHARS]))
+
+
+def _file_name(token: str) -> str:
+    return f"price-uploads/{token}"
 
 
 def _key(token: str) -> str:

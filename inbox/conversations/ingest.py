@@ -36,6 +36,7 @@ from inbox.conversations import attachments, debounce, hooks, outbound, ownershi
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.conversations.models import Channel, Chat, Message, Owner
 from inbox.conversations.redis import get_redis
+from inbox.conversations.transports import MediaBlob
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,28 @@ def storable(event: Event) -> Event:
     return dataclasses.replace(event, **changes)
 
 
+# The full text of a message longer than INBOUND_TEXT_MAX_CHARS, kept as its attachment.
+FULL_TEXT_FILENAME = "full-message.txt"
+
+
+def capped_text(text: str) -> tuple[str, int]:
+    """The text as stored on the message, and its original length when it was cut (0 when
+    not). WhatsApp lets a person send at most 65,536 characters (settings.py); longer text is
+    a script or a broken bridge, and a 2.9 MB message went to every page, prompt and CRM
+    comment whole."""
+    limit = settings.INBOUND_TEXT_MAX_CHARS
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text)
+
+
+def _keep_full_text(message: Message, text: str) -> None:
+    """The whole text of a cut message, kept as its attachment (nothing the customer sent is
+    lost: managers download it from the message). A message that has one already keeps it."""
+    if not message.media_file:
+        attachments.keep(message, MediaBlob(text.encode("utf-8"), "text/plain; charset=utf-8"))
+
+
 def _provider_time(event: InboundEvent) -> datetime:
     return provider_datetime(event.provider_ts) or timezone.now()
 
@@ -280,6 +303,10 @@ def _accept_message(event: InboundEvent) -> Accepted:
 def _store(chat: Chat, event: InboundEvent) -> Message | None:
     at = _provider_time(event)
     media = event.media
+    text, original_chars = capped_text(event.text)
+    payload = event.extra
+    if original_chars:
+        payload = {**payload, "text_truncated": {"original_chars": original_chars}}
     fields: dict[str, Any] = {
         "chat": chat,
         "channel_id": event.channel_id,
@@ -287,11 +314,11 @@ def _store(chat: Chat, event: InboundEvent) -> Message | None:
         "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
         "from_me": event.from_me,
         "kind": event.kind,
-        "text": event.text,
+        "text": text,
         "provider_message_id": event.provider_message_id,
         "provider_timestamp": at,
         "status": Message.Status.SENT if event.from_me else Message.Status.RECEIVED,
-        "payload": event.extra,
+        "payload": payload,
     }
     if media is not None:
         fields.update(
@@ -302,11 +329,20 @@ def _store(chat: Chat, event: InboundEvent) -> Message | None:
         )
     if event.kind in VOICE_KINDS and not event.from_me:
         fields["transcript_status"] = Message.TranscriptStatus.PENDING
+    if original_chars and media is None:
+        fields["media_filename"] = FULL_TEXT_FILENAME
     try:
         with transaction.atomic():
-            return Message.objects.create(**fields)
+            message = Message.objects.create(**fields)
     except IntegrityError:
         return None  # the durable dedup: this provider id is already stored
+    if original_chars and media is None:
+        log.info(
+            "ingest.text_truncated",
+            extra={"message_id": message.pk, "original_chars": original_chars},
+        )
+        _keep_full_text(message, event.text)
+    return message
 
 
 def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None:
@@ -364,9 +400,13 @@ def _apply_edit_or_revoke(chat: Chat, event: InboundEvent) -> Accepted | None:
     else:
         payload.setdefault("edits", []).append({"previous_text": message.text[:4096]})
         payload["edited"] = True
-        message.text = event.text
+        message.text, original_chars = capped_text(event.text)
+        if original_chars:
+            payload["text_truncated"] = {"original_chars": original_chars}
         message.payload = payload
         message.save(update_fields=["text", "payload"])
+        if original_chars:
+            _keep_full_text(message, event.text)
         outcome = "edit"
     hooks.message_changed(message.pk)
     return Accepted(message.pk, chat.pk, outcome)

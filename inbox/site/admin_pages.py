@@ -141,7 +141,8 @@ def _target(target: str, businesses: list[Business]) -> tuple[Business, Channel 
 @require_http_methods(["GET", "POST"])
 def price_list(request: HttpRequest) -> HttpResponse:
     """Upload → preview with row errors (nothing written) → apply (a new version, all or
-    nothing), through assistant.knowledge.price_upload."""
+    nothing), through assistant.knowledge.price_upload. A worker reads the file: the page
+    (`?upload=<token>`) polls until the preview is there."""
     _require_admin(request)
     businesses = list(access.administered_businesses(request.user))
     context: dict[str, Any] = {}
@@ -151,7 +152,7 @@ def price_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         business, channel = _target(form.cleaned_data["target"], businesses)
         upload = form.cleaned_data["file"]
-        staged = price_upload.stage(
+        token = price_upload.submit(
             upload.read(),
             upload.name,
             form.cleaned_data["currency"],
@@ -159,13 +160,23 @@ def price_list(request: HttpRequest) -> HttpResponse:
             channel_id=channel.pk if channel else None,
             user=request.user,
         )
-        context.update(
-            preview=staged.preview,
-            rows=staged.preview.rows[:200],
-            token=staged.token,
-            business=business,
-            channel=channel,
-        )
+        return redirect(f"{request.path}?upload={token}")
+    token = request.GET.get("upload", "")
+    if token and price_upload.parsing(token, request.user):
+        context.update(parsing=True, token=token)
+    elif token:
+        staged = price_upload.take(token, request.user)
+        if staged is None:
+            context.update(upload_gone=True)
+        else:
+            business, channel = _target(_choice(staged.business_id, staged.channel_id), businesses)
+            context.update(
+                preview=staged.preview,
+                rows=staged.preview.rows[:200],
+                token=staged.token,
+                business=business,
+                channel=channel,
+            )
     lists = (
         PriceList.objects.filter(business__in=businesses)
         .select_related("business", "channel", "current_version")

@@ -1,20 +1,28 @@
 """The one settings module. Every deployment difference comes from the environment.
 
 `.env.example` documents each variable. Nothing secret has a default that works in production:
-with DEBUG off, a missing SECRET_KEY or FIELD_ENCRYPTION_KEY stops the process at start.
+with DEBUG off, a SECRET_KEY or FIELD_ENCRYPTION_KEY that is neither in the environment nor kept
+in VAR_DIR (where `make run` generates them, inbox/site/local_secrets.py) stops the process at
+start. DEBUG is off unless DEBUG=1: `make run` serves the same error pages, security headers and
+Content-Security-Policy as production, over plain http on 127.0.0.1 (docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import dj_database_url
-from cryptography.fernet import Fernet
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+
+from inbox.site.local_secrets import (
+    FIELD_ENCRYPTION_KEY_FILE,
+    SECRET_KEY_FILE,
+    ensure_secret,
+    read_secret,
+)
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -45,40 +53,41 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def _dev_secret(filename: str, make: Callable[[], str] = lambda: secrets.token_urlsafe(50)) -> str:
-    """A random secret kept under var/ so development restarts keep sessions valid."""
-    path = VAR_DIR / filename
-    if path.exists():
-        return path.read_text().strip()
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    value = make()
-    path.write_text(value)
-    path.chmod(0o600)
-    return value
-
-
 DEBUG = env_bool("DEBUG")
 TESTING = env_bool("TESTING")
 
-SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
+
+def _secret(env_name: str, filename: str) -> str:
+    """The secret from the environment, else the one this install keeps in VAR_DIR (`make run`
+    creates it; DEBUG and the tests create it when missing): `python manage.py …` by hand uses
+    the same keys as the running stack. Without either, a process with DEBUG off refuses to
+    start rather than invent a key nobody kept."""
+    value = env_str(env_name) or read_secret(VAR_DIR, filename)
+    if value:
+        return value
     if not (DEBUG or TESTING):
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = _dev_secret("secret_key")
+        raise ImproperlyConfigured(
+            f"{env_name} must be set when DEBUG is off (or kept in {VAR_DIR / filename}, which "
+            "`make run` creates)."
+            + (
+                " Generate one with: python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())'"
+                if env_name == "FIELD_ENCRYPTION_KEY"
+                else ""
+            )
+        )
+    return ensure_secret(VAR_DIR, filename)
+
+
+SECRET_KEY = _secret("SECRET_KEY", SECRET_KEY_FILE)
 
 # Encrypts credentials stored in the database (channel tokens, CRM webhook URLs).
 # A comma-separated list: the first key encrypts, all keys decrypt (key rotation).
-FIELD_ENCRYPTION_KEYS = env_list("FIELD_ENCRYPTION_KEY")
-if not FIELD_ENCRYPTION_KEYS:
-    if not (DEBUG or TESTING):
-        raise ImproperlyConfigured(
-            "FIELD_ENCRYPTION_KEY must be set when DEBUG is off "
-            "(generate one with: python -c 'from cryptography.fernet import Fernet; "
-            "print(Fernet.generate_key().decode())')."
-        )
-    FIELD_ENCRYPTION_KEYS = [
-        _dev_secret("field_encryption_key", lambda: Fernet.generate_key().decode())
-    ]
+FIELD_ENCRYPTION_KEYS = [
+    key.strip()
+    for key in _secret("FIELD_ENCRYPTION_KEY", FIELD_ENCRYPTION_KEY_FILE).split(",")
+    if key.strip()
+]
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -106,6 +115,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "inbox.site.security_headers.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -213,7 +224,33 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Every page: our own scripts, styles, images and media only, no inline script or style (the
+# templates keep none; htmx is told not to inject its indicator style, templates/base.html), no
+# eval, no framing, forms post only here. connect-src 'self' covers the page's websocket
+# (/ws/inbox/) on the same host and port.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:"],
+        "media-src": [SELF, "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# Browser features no page of the inbox uses.
+PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=()"
+# With DEBUG off the HTTPS settings default on (production behind TLS); `make run` serves plain
+# http on 127.0.0.1 and sets SECURE_SSL_REDIRECT, SESSION_COOKIE_SECURE and CSRF_COOKIE_SECURE
+# to 0 for its processes (inbox/site/stack.py).
 if not DEBUG and not TESTING:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
@@ -278,6 +315,10 @@ OUTBOUND_ALLOWED_HOSTS = env_list(
 )
 # Largest attachment downloaded from a provider (the platform's own cap is 100 MB).
 MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
+# Longest text stored on an inbound message. WhatsApp lets a person send at most 65,536
+# characters (the Cloud API's 4,096 is the limit of what a business sends); a longer text is
+# cut here and kept whole as the message's attachment (inbox/conversations/ingest.py).
+INBOUND_TEXT_MAX_CHARS = env_int("INBOUND_TEXT_MAX_CHARS", 65_536)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 3 * 1024 * 1024)
 
@@ -395,6 +436,12 @@ CELERY_BEAT_SCHEDULE["check-alerts"] = {"task": "inbox.check_alerts", "schedule"
 # Business.retention_days overrides it per business.
 RETENTION_DAYS = env_int("RETENTION_DAYS", 0)
 CELERY_BEAT_SCHEDULE["purge-old-data"] = {"task": "inbox.purge_old_data", "schedule": 3600.0}
+
+# --- Price-list uploads (assistant/knowledge/price_upload.py) -------------------------------
+# A worker parses each uploaded file for its preview within these limits (the file is refused
+# with a message past them).
+PRICE_UPLOAD_TIME_LIMIT_SECONDS = env_int("PRICE_UPLOAD_TIME_LIMIT_SECONDS", 60)
+PRICE_UPLOAD_MEMORY_MB = env_int("PRICE_UPLOAD_MEMORY_MB", 1024)
 
 # --- Login rate limit (inbox/web/login_limit.py) -------------------------------------------------
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)

@@ -1,8 +1,15 @@
 """`make run`: the whole system on one machine, stopped together by Ctrl-C.
 
-Starts (in this order) an embedded Redis when REDIS_URL is unset, migrations, the demo data,
-then daphne (HTTP + websockets), the ingest consumer, one Celery worker and Celery beat. Each
-child gets SIGTERM when this process stops, and dies with it if this process is killed.
+Starts (in this order) an embedded Redis when REDIS_URL is unset, migrations, the static files,
+the demo data, then daphne (HTTP + websockets), the ingest consumer, one Celery worker and
+Celery beat. Each child gets SIGTERM when this process stops, and dies with it if this process
+is killed.
+
+DEBUG is off unless the environment says DEBUG=1 (`DEBUG=1 make run` for development): the
+pages, error pages and headers are those of production. The secrets are generated once into
+VAR_DIR (inbox/site/local_secrets.py), where `python manage.py …` finds them too. The site is
+served over plain http on 127.0.0.1, so the HTTPS-only settings (redirect, secure cookies) are
+off for these processes unless the environment sets them (a TLS proxy in front).
 """
 
 from __future__ import annotations
@@ -18,9 +25,15 @@ from pathlib import Path
 
 from inbox.site.embedded_redis import die_with_parent, free_port, start_redis, stop
 from inbox.site.local_llm import LocalModelUnavailable, start_local_llm
+from inbox.site.local_secrets import ensure_local_secrets
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+
+
+# Settings that assume HTTPS; `make run` serves plain http on 127.0.0.1 (on with DEBUG off
+# otherwise, inbox/site/settings.py).
+HTTP_ONLY = ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE")
 
 
 @dataclass
@@ -46,9 +59,12 @@ def run() -> int:
     python = sys.executable
     port = int(os.environ.get("PORT", "8000"))
     env = dict(os.environ)
-    env.setdefault("DEBUG", "1")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("LOG_FORMAT", "plain")  # a terminal, not a log shipper
+    for name in HTTP_ONLY:
+        env.setdefault(name, "0")
     VAR_DIR.mkdir(parents=True, exist_ok=True)
+    ensure_local_secrets(VAR_DIR)
     # Every process writes its metrics here; /metrics adds them up. Stale files would be
     # counted as live processes, so the folder starts empty.
     metrics_dir = Path(env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus")))
@@ -78,6 +94,9 @@ def run() -> int:
             print(f"[run] local model at {local_llm.base_url}")
         manage = [python, str(BASE_DIR / "manage.py")]
         subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True)
+        if env.get("DEBUG", "").strip().lower() not in {"1", "true", "yes", "on"}:
+            # WhiteNoise serves VAR_DIR/staticfiles when DEBUG is off.
+            subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
         subprocess.run([*manage, "seed_demo"], env=env, check=True)
         for service in services(python, port):
             process = subprocess.Popen(

@@ -48,7 +48,36 @@ class TokenAuth(HttpBearer):
         return user
 
 
-api = NinjaAPI(
+# What every operation may also answer, and the bodies django-ninja gives them: no token or a
+# wrong one (401), a body that is not JSON (400), parameters or a body that fail validation (422).
+_ERROR_BODY = {"type": "object", "properties": {"detail": {}}, "required": ["detail"]}
+_COMMON_ANSWERS = {
+    "400": "The request body is not valid JSON.",
+    "401": "No valid `Authorization: Bearer <token>`.",
+    "422": "A parameter or the body fails validation; `detail` lists each problem.",
+}
+
+
+class InboxApi(NinjaAPI):
+    """The API whose OpenAPI document lists the 400/401/422 answers it really gives (so a
+    client, and the schemathesis test, know every status to expect)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                for status, description in _COMMON_ANSWERS.items():
+                    operation["responses"].setdefault(
+                        status,
+                        {
+                            "description": description,
+                            "content": {"application/json": {"schema": _ERROR_BODY}},
+                        },
+                    )
+        return schema
+
+
+api = InboxApi(
     title="WhatsApp operator inbox API",
     version="1",
     description="Chats, messages, handoffs and the manager actions, with the inbox's permissions.",

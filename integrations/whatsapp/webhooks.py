@@ -83,6 +83,18 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _bearer_token(header: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header ("" for any other form: a bare
+    token, `Token …`, Basic). The scheme's name is case-insensitive (RFC 9110)."""
+    scheme, _, token = (header or "").strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+# Compared with the given token when the channel id is unknown, so that an unknown id and a
+# wrong token take the same path and get the same answer (no enumerating channel ids).
+_NO_CHANNEL_TOKEN = "no-such-bridge-channel"
+
+
 class RouteCache:
     """Which channel a Cloud API number or a bridge channel id is, cached for a few seconds
     (also when unknown), so the webhook does not query the database per request."""
@@ -239,14 +251,12 @@ async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: 
         await respond(send, 413, "body too large")
         return
     token = await routes.bridge_token(channel_id)
-    if token is None:
-        _reject("bridge", "unknown_channel")
-        await respond(send, 404, "no active bridge channel with this id")
-        return
-    given = (_header(scope, b"authorization") or "").removeprefix("Bearer ").strip()
-    if not given or not hmac.compare_digest(given.encode(), token.encode()):
-        _reject("bridge", "bad_token")
-        await respond(send, 403, "invalid token")
+    given = _bearer_token(_header(scope, b"authorization"))
+    matches = hmac.compare_digest(given.encode(), (token or _NO_CHANNEL_TOKEN).encode())
+    if token is None or not given or not matches:
+        # One answer for an unknown channel id and a wrong token (the metric tells them apart).
+        _reject("bridge", "unknown_channel" if token is None else "bad_token")
+        await respond(send, 403, "invalid channel or token")
         return
     try:
         events, skipped = bridge.normalise(json.loads(body), channel_id)

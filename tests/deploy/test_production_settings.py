@@ -38,9 +38,12 @@ def test_check_deploy_is_clean_in_production_settings() -> None:
     assert "System check identified no issues" in result.stdout
 
 
-def test_production_refuses_to_start_without_its_secrets() -> None:
+def test_production_refuses_to_start_without_its_secrets(tmp_path: Path) -> None:
+    # Neither in the environment nor kept in VAR_DIR (as `make run` keeps them): no key is
+    # invented that nobody has a copy of.
     for missing in ("SECRET_KEY", "FIELD_ENCRYPTION_KEY"):
-        result = _manage("check", env=_production_env(**{missing: ""}))
+        result = _manage("check", env=_production_env(VAR_DIR=str(tmp_path), **{missing: ""}))
 
         assert result.returncode != 0
         assert f"{missing} must be set" in result.stderr
+        assert list(tmp_path.iterdir()) == []

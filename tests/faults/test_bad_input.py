@@ -3,13 +3,17 @@
 Fuzzed webhook bodies and headers (hypothesis), oversized bodies and uploads, invalid UTF-8 and
 a customer message carrying HTML/JS. Whatever comes in, the answer is 200 or a 4xx — never a
 500 — and nothing is half-written: a refused request queues nothing, and everything a 200
-queued is stored by the consumer (none of it ends in the dead-letter stream).
+queued is stored by the consumer (none of it ends in the dead-letter stream). Every log line
+the application writes meanwhile (through the production formatter and privacy filter, every
+logger at DEBUG) is scanned: no app secret, no bridge token, no customer phone number.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 import string
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +29,7 @@ from hypothesis import strategies as st
 from assistant.models import PriceList
 from inbox.conversations import ingest
 from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.logs import JsonLines, PrivacyFilter
 from inbox.conversations.models import Channel, Chat, Message
 from inbox.conversations.redis import get_redis
 from inbox.site.asgi import application
@@ -43,6 +48,31 @@ FUZZ = hypothesis_settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+CUSTOMER_PHONE = "77011234567"
+
+
+@pytest.fixture(autouse=True)
+def _logs_keep_no_secret_and_no_phone() -> Iterator[None]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonLines())
+    handler.addFilter(PrivacyFilter())
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+    written = stream.getvalue()
+    for secret in (SECRET, BRIDGE_TOKEN, CUSTOMER_PHONE):
+        leaked = [line for line in written.splitlines() if secret in line]
+        assert leaked == [], leaked[:3]
 
 
 @pytest.fixture(autouse=True)

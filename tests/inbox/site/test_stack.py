@@ -1,4 +1,6 @@
-"""`make run`'s supervisor: the whole system comes up on a fresh folder and stops on Ctrl-C."""
+"""`make run`'s supervisor: the whole system comes up on a fresh folder and stops on Ctrl-C,
+safe to expose: DEBUG off, the site's own error pages, the security headers, static files
+served, and `python manage.py …` by hand using the same generated secrets."""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ def test_run_serves_health_and_admin_login_then_ctrl_c_stops_every_process(tmp_p
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "REDIS_URL", "TESTING", "DJANGO_SETTINGS_MODULE"}
-    }
+        if key
+        not in {"DATABASE_URL", "REDIS_URL", "TESTING", "DJANGO_SETTINGS_MODULE", "DEBUG",
+                "SECRET_KEY", "FIELD_ENCRYPTION_KEY"}
+    }  # fmt: skip
     env.update(VAR_DIR=str(tmp_path), PORT=str(port), DJANGO_SUPERUSER_PASSWORD="run-test-pw-1")
     log_path = tmp_path / "run.log"
     with open(log_path, "wb") as log:
@@ -59,6 +63,33 @@ def test_run_serves_health_and_admin_login_then_ctrl_c_stops_every_process(tmp_p
                  interval=0.2, message="the access log line")  # fmt: skip
         assert "77010000001" not in log_path.read_text()
         assert "tok-5551234" not in log_path.read_text()
+
+        # DEBUG is off: an anonymous visitor gets the site's own 404, not the URL list.
+        missing = httpx.get(f"{base}/no/such/page/", timeout=5)
+        assert missing.status_code == 404
+        assert "Page not found" in missing.text
+        assert "URLconf" not in missing.text
+        assert "urlpatterns" not in missing.text
+        # Plain http on 127.0.0.1: no redirect to https; the headers and static files are there.
+        login = httpx.get(f"{base}/accounts/login/", timeout=5)
+        assert login.status_code == 200
+        assert "script-src 'self'" in login.headers["Content-Security-Policy"]
+        assert login.headers["X-Content-Type-Options"] == "nosniff"
+        assert login.headers["X-Frame-Options"] == "DENY"
+        assert httpx.get(f"{base}/static/inbox/app.css", timeout=5).status_code == 200
+        assert httpx.get(f"{base}/static/vendor/htmx.min.js", timeout=5).status_code == 200
+
+        # A README command by hand, with no secret in the environment: it finds the stack's
+        # generated ones in VAR_DIR, and what it writes is what the running stack reads.
+        made = subprocess.run(
+            [sys.executable, "manage.py", "create_api_token", "admin", "--name", "by hand"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        token = made.stdout.strip().splitlines()[-1].strip()
+        chats = httpx.get(f"{base}/api/v1/chats", timeout=10,
+                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        assert chats.status_code == 200, chats.text
 
         with httpx.Client(base_url=base, follow_redirects=True) as client:
             page = client.get("/admin/login/")

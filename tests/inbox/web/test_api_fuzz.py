@@ -1,5 +1,6 @@
 """Schemathesis fuzzes the JSON API from its own OpenAPI document, against a real daphne process:
-whatever it sends (valid or not), the answer is never a 500."""
+whatever it sends (valid or not), the answer is never a 500, and every status and body it gets
+is one the document lists (400, 401 and 422 included)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from inbox.conversations.models import Chat
 from inbox.web.api_tokens import create_token
@@ -60,7 +65,14 @@ def test_no_server_error_on_any_generated_request(web: str, token: str) -> None:
             )
             def call(case: Any) -> None:
                 response = case.call_and_validate(
-                    headers=headers, checks=[not_a_server_error], timeout=30
+                    headers=headers,
+                    timeout=30,
+                    # every status and body is one the OpenAPI document lists
+                    checks=[
+                        not_a_server_error,
+                        status_code_conformance,
+                        response_schema_conformance,
+                    ],
                 )
                 statuses[response.status_code] += 1
 
@@ -72,3 +84,21 @@ def test_no_server_error_on_any_generated_request(web: str, token: str) -> None:
     assert statuses[200] > 50, statuses
     assert statuses[422] > 20, statuses
     assert statuses[404] > 5, statuses
+
+
+def test_the_document_lists_the_400_401_and_422_answers_the_api_really_gives(
+    web: str, token: str
+) -> None:
+    import httpx
+
+    document = httpx.get(f"{web}/api/v1/openapi.json", timeout=10).json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert {"400", "401", "422"} <= set(operation["responses"]), (method, path)
+    chat = Chat.objects.get(customer_name="Fuzzed")
+    reply = f"{web}/api/v1/chats/{chat.pk}/reply"
+    bearer = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    assert httpx.post(reply, json={"text": "hi"}, timeout=10).status_code == 401
+    assert httpx.post(reply, content=b"{not json", headers=bearer, timeout=10).status_code == 400
+    assert httpx.post(reply, json={"text": 5}, headers=bearer, timeout=10).status_code == 422

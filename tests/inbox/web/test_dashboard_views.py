@@ -521,6 +521,21 @@ class TestAdminPages:
         assert "summary of A" not in only_guardrail
 
 
+def previewed(client: Client, uploaded: Any) -> str:
+    """The price-list page once the worker has read the upload (the page polls the same way)."""
+    from tests.processes import wait_for
+
+    assert uploaded.status_code == 302, uploaded.content
+    assert "?upload=" in uploaded["Location"]
+
+    def ready() -> str | None:
+        page = client.get(uploaded["Location"]).content.decode()
+        return None if 'data-upload-state="parsing"' in page else page
+
+    return wait_for(ready, timeout=60, interval=0.2, message="the worker's preview")
+
+
+@pytest.mark.usefixtures("celery_worker")
 class TestAssistantPages:
     def test_price_list_preview_shows_row_errors_and_writes_nothing(self, a: Tenant) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
@@ -530,9 +545,12 @@ class TestAssistantPages:
         client = client_for(a.admin)
         bad = SimpleUploadedFile("prices.csv", b"sku,name,price\nT1,Oak table,abc\n")
 
-        page = client.post(
-            "/inbox/settings/price-list/", {"target": f"b{a.business.pk}", "file": bad}
-        ).content.decode()
+        page = previewed(
+            client,
+            client.post(
+                "/inbox/settings/price-list/", {"target": f"b{a.business.pk}", "file": bad}
+            ),
+        )
 
         assert "line 2" in page
         assert "Apply this price list" not in page
@@ -556,9 +574,12 @@ class TestAssistantPages:
         assert not PriceList.objects.filter(business=b.business).exists()
 
         good.seek(0)
-        preview = client.post(
-            "/inbox/settings/price-list/", {"target": f"c{a.channel.pk}", "file": good}
-        ).content.decode()
+        preview = previewed(
+            client,
+            client.post(
+                "/inbox/settings/price-list/", {"target": f"c{a.channel.pk}", "file": good}
+            ),
+        )
         assert "Oak table" in preview
         assert "override for Channel A" in preview
         token = re.search(r'name="token" value="([^"]+)"', preview)
@@ -579,9 +600,12 @@ class TestAssistantPages:
         Membership.objects.create(user=both, business=b.business, role=Membership.Role.ADMIN)
         client = client_for(both)
         good = SimpleUploadedFile("prices.csv", b"name,price,currency\nOak table,120000,KZT\n")
-        preview = client.post(
-            "/inbox/settings/price-list/", {"target": f"c{b.channel.pk}", "file": good}
-        ).content.decode()
+        preview = previewed(
+            client,
+            client.post(
+                "/inbox/settings/price-list/", {"target": f"c{b.channel.pk}", "file": good}
+            ),
+        )
         token = re.search(r'name="token" value="([^"]+)"', preview)
         assert token
 

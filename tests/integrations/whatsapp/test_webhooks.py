@@ -257,7 +257,12 @@ class TestBridge:
         )
         assert queued["channel_id"] == bridge_channel.pk
 
-    @pytest.mark.parametrize("auth", [None, "Bearer wrong", "bridge-secret-1x", "Basic YWJj"])
+    @pytest.mark.parametrize(
+        "auth",
+        [None, "Bearer wrong", "bridge-secret-1x", "Basic YWJj",
+         # The right token, but not as a bearer token: refused (it used to be accepted bare).
+         "bridge-secret-1", "Token bridge-secret-1", "Bearerbridge-secret-1", "Bearer "],
+    )  # fmt: skip
     async def test_wrong_or_missing_token_is_refused(
         self, bridge_channel: Channel, auth: str | None
     ) -> None:
@@ -270,13 +275,30 @@ class TestBridge:
         assert answer.status_code == 403
         assert _queued() == []
 
-    async def test_unknown_channel_is_a_404(self, bridge_channel: Channel) -> None:
-        answer = await _post(
+    async def test_an_unknown_channel_id_and_a_wrong_token_get_the_same_answer(
+        self, bridge_channel: Channel
+    ) -> None:
+        """A 404 for unknown ids and a 403 for known ones let anyone list the channel ids."""
+        unknown = await _post(
             self._event(), path=f"/webhooks/bridge/{bridge_channel.pk + 1000}/",
             headers={"Authorization": "Bearer bridge-secret-1"},
         )  # fmt: skip
+        wrong = await _post(
+            self._event(), path=f"/webhooks/bridge/{bridge_channel.pk}/",
+            headers={"Authorization": "Bearer guessed"},
+        )  # fmt: skip
 
-        assert answer.status_code == 404
+        assert (unknown.status_code, unknown.content) == (wrong.status_code, wrong.content)
+        assert unknown.status_code == 403
+        assert _queued() == []
+
+    async def test_the_bearer_scheme_is_case_insensitive(self, bridge_channel: Channel) -> None:
+        answer = await _post(
+            self._event(), path=f"/webhooks/bridge/{bridge_channel.pk}/",
+            headers={"Authorization": "bearer bridge-secret-1"},
+        )  # fmt: skip
+
+        assert answer.status_code == 200
 
     async def test_a_cut_emoji_loses_nothing_of_the_request(self, bridge_channel: Channel) -> None:
         """A JS bridge that cuts an emoji in half sends a lone surrogate ("\\ud83d"): it was a
