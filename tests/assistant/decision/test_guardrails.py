@@ -37,7 +37,7 @@ def test_list_prices_and_quantity_totals_are_allowed():
 def test_another_products_price_is_not_backed_for_the_product_named():
     # 45 000 is a list price, but the office chair's, not the sofa's.
     result = verdict("The Sofa Milano costs 45 000 KZT.", "how much is the sofa?")
-    assert result.blocked == ["price 45 000 KZT not in the price list"]
+    assert result.blocked == ["price 45 000 KZT is not the price of Sofa Milano 3-seat"]
     assert not verdict("The oak table is 28 000 KZT", "oak table price?").allowed
     # Each sentence is checked against what it names; an unnamed total is a sum.
     assert verdict(
@@ -87,7 +87,7 @@ def test_delivery_deadlines_must_be_written_in_the_rules():
 
 
 def test_forbidden_promises_including_regex_entries():
-    assert verdict("Free delivery for you!").blocked == ["forbidden promise: 'free delivery'"]
+    assert "forbidden promise: 'free delivery'" in verdict("Free delivery for you!").blocked
     assert not verdict("Гарантируем возврат денег").allowed
 
 
