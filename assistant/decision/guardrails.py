@@ -31,13 +31,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from assistant.knowledge.agreements import Agreement, agreements
 from assistant.knowledge.effective import (
     Knowledge,
     KnowledgeItem,
     assistant_settings,
     knowledge_for_channel,
 )
-from assistant.knowledge.matching import analyse, quantity_near, stem, stems_match, words
+from assistant.knowledge.matching import (
+    STOPWORDS,
+    ItemMatch,
+    QueryToken,
+    analyse,
+    stem,
+    stems_match,
+    words,
+)
 from assistant.knowledge.money import Amount, find_amounts, find_percentages, format_money
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
@@ -100,47 +109,104 @@ def _named(knowledge: Knowledge, text: str) -> set[int]:
 
 def _stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, set[int]]:
     """item index → the quantities the customer put next to it ("4 oak dining chairs" gives the
-    chairs 4, not the table named before them). A message naming no item ("4 of them") gives
-    its number to the items named last."""
+    chairs 4, not the table named before them). A message naming one thing gives it every
+    number it holds ("the Lux chair for 40k if I take ten": ten); a message naming none ("4 of
+    them") gives its numbers to the items named last. Amounts of money are not quantities."""
     stated: dict[int, set[int]] = {}
     last: set[int] = set()
     catalogue = knowledge.catalogue
-    for text in texts:
+    for raw in texts:
+        text = _blank_amounts(_mask_codes(raw, knowledge))
         tokens = analyse(text)
         groups = catalogue.resolve(text) if knowledge.items else []
+        in_names = {p for g in groups for p in g[0].number_positions}
+        free = [
+            t.number
+            for t in tokens
+            if t.number is not None and 0 < t.number < 1000 and t.position not in in_names
+        ]
         if not groups:
-            numbers = [t.number for t in tokens if t.number is not None and 0 < t.number < 1000]
             for index in last:
-                stated.setdefault(index, set()).update(numbers)
+                stated.setdefault(index, set()).update(free)
             continue
         consumed: set[int] = set()
-        taken = {p for g in groups for m in g for p in m.number_positions}
         named_now: set[int] = set()
         for group in groups:
-            own = set(group[0].positions) - consumed
+            own = set(group[0].positions) - consumed - set(group[0].number_positions)
             consumed |= set(group[0].positions)
-            span = _name_span(tokens, own or set(group[0].positions), group, catalogue.name_stems)
-            qty = quantity_near(tokens, frozenset(span), taken)
+            anchor = own or set(group[0].positions)
+            span = _name_span(tokens, anchor, group, catalogue.name_stems)
+            qty = _quantity_at(tokens, span, set(group[0].number_positions), catalogue.vocabulary)
             for match in group:
                 stated.setdefault(match.index, set()).add(qty)
+                if len(groups) == 1:
+                    stated[match.index].update(free)
                 named_now.add(match.index)
         last = named_now
     return stated
 
 
-def _name_span(tokens, positions: set[int], group, name_stems) -> set[int]:  # type: ignore[no-untyped-def]
-    """The positions of a mention grown leftwards over words of the item's own name, so the
-    quantity before "4 oak dining chairs" is found though "oak dining" matched the table."""
-    stems = {s for m in group for s in name_stems[m.index]}
-    span = set(positions)
+def _quantity_at(
+    tokens: Sequence[QueryToken], span: set[int], taken: set[int], vocabulary: set[str]
+) -> int:
+    """The number right before a mention ("4 chairs", "4 oak chairs"), else right after it
+    when nothing else follows ("chairs x4", "стул 3 шт"), else 1. Unlike a looser reading,
+    "a table and 4 chairs" gives the table nothing."""
     by_position = {t.position: t for t in tokens}
-    p = min(positions) - 1
+    first, last = min(span), max(span)
+    for p in range(first - 1, max(-1, first - 4), -1):
+        t = by_position.get(p)
+        if t is None:
+            break
+        if t.number is not None and p not in taken and 0 < t.number < 1000:
+            return t.number
+        if t.word not in STOPWORDS:
+            break
+    after = [by_position.get(p) for p in (last + 1, last + 2, last + 3)]
+    for i, t in enumerate(after[:2]):
+        if t is None:
+            break
+        if t.number is not None and 0 < t.number < 1000 and (last + 1 + i) not in taken:
+            following = after[i + 1] if i + 1 < len(after) else None
+            if (
+                following is None
+                or following.word in STOPWORDS
+                or not any(stems_match(following.stem, s, False) for s in vocabulary)
+            ):
+                return t.number
+            break
+        if t.word not in {"x", "х", "by"}:
+            break
+    return 1
+
+
+def _name_span(
+    tokens: Sequence[QueryToken],
+    positions: set[int],
+    group: Sequence[ItemMatch],
+    name_stems: Sequence[Sequence[str]],
+) -> set[int]:
+    """A mention: its last word grown leftwards over words (and numbers) of the item's own
+    name, so the quantity before "4 oak dining chairs" is found though "oak dining" also
+    matched the table named before it."""
+    stems = {s for m in group for s in name_stems[m.index]}
+    by_position = {t.position: t for t in tokens}
+    p = max(positions)
+    span = {p}
+    p -= 1
     while p in by_position and any(
-        stems_match(by_position[p].stem, s, False) for s in stems if not s.isdigit()
+        by_position[p].word == s if s.isdigit() else stems_match(by_position[p].stem, s, False)
+        for s in stems
     ):
         span.add(p)
         p -= 1
     return span
+
+
+def _blank_amounts(text: str) -> str:
+    for amount in find_amounts(text):
+        text = text[: amount.start] + " " * (amount.end - amount.start) + text[amount.end :]
+    return text
 
 
 # --- amounts --------------------------------------------------------------------------------
@@ -180,7 +246,8 @@ class _Amounts:
     reply: str
     knowledge: Knowledge
     rule_amounts: list[tuple[Amount, str]]  # (amount, the rules sentence it stands in)
-    manager_amounts: list[Amount]
+    manager_amounts: list[Amount]  # what a manager agreed without naming an item
+    agreed: dict[int, Agreement]  # item index → the price a manager agreed for it (latest)
     stated: dict[int, set[int]]
     context: set[int]  # items the customer's messages (or the chat) named
     sentences: list[tuple[int, int]] = field(default_factory=list)
@@ -205,6 +272,19 @@ class _Amounts:
             len(self.sentences) - 1,
         )
 
+    def unit_prices(self, index: int, currency: str) -> set[Decimal]:
+        """The price of one unit of an item in this chat: the one a manager agreed, else the
+        list's (in the amount's currency, or written without one)."""
+        if index in self.agreed:
+            # Both readings: agreements may take a number near the amount for a quantity.
+            return {self.agreed[index].unit_price, self.agreed[index].amount.value}
+        item = self.knowledge.items[index]
+        return (
+            {item.price}
+            if not currency or not item.currency or currency == item.currency
+            else set()
+        )
+
     def qty_for(self, index: int) -> set[int]:
         return {1} | self.stated.get(index, set())
 
@@ -223,13 +303,15 @@ def _unbacked_amounts(
         if context:
             break
     pending_named = set().union(*(_named(knowledge, e.text) for e in turn.pending))
+    agreed = agreements(turn.history, knowledge) if managers else []
     state = _Amounts(
         reply=masked,
         knowledge=knowledge,
         rule_amounts=[
             (a, _sentence_text(rules, a.start)) for a in find_amounts(_mask_codes(rules, knowledge))
         ],
-        manager_amounts=[a for text in managers for a in find_amounts(text)],
+        manager_amounts=[a.amount for a in agreed if a.item_index is None],
+        agreed={a.item_index: a for a in agreed if a.item_index is not None},
         stated=_stated_quantities(knowledge, customer),
         context=pending_named or context,
     )
@@ -260,7 +342,7 @@ def _unbacked_amounts(
                 result = None
             _judge_product(state, amount, qty, result, window_start)
             continue
-        if TOTAL_RE.search(before) and state.lines:
+        if TOTAL_RE.search(before + amount.text) and state.lines:
             _judge_total(state, amount)
             continue
         _judge_single(state, amount, window_start)
@@ -273,7 +355,7 @@ def _judge_product(
     """A written line "N × P (= T)": P the price of the item it is about, N a quantity the
     customer gave that item, T = N × P."""
     items = state.items_for(unit, window_start)
-    priced = [i for i in items if _is_price(unit, state.knowledge.items[i])]
+    priced = [i for i in items if unit.value in state.unit_prices(i, unit.currency)]
     by_manager = _by_manager(state, unit)
     shown = format_money(unit.value, unit.currency)
     if not priced and not by_manager:
@@ -325,6 +407,27 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
     items = state.items_for(amount, window_start)
     for index in items:
         item = knowledge.items[index]
+        agreed = state.agreed.get(index)
+        if agreed is not None:
+            quantities = state.qty_for(index) | {agreed.quantity or 1}
+            if any(
+                amount.value == unit * q
+                for unit in state.unit_prices(index, amount.currency)
+                for q in quantities
+            ):
+                state.lines.append(_Line(amount.value, amount.value))
+                return
+            if _is_price(amount, item):
+                shown = format_money(amount.value, amount.currency)
+                state.found.append(
+                    Finding(
+                        "price",
+                        f"price {shown} for {item.name} contradicts the "
+                        f"{format_money(agreed.amount.value, item.currency)} a manager agreed",
+                    )
+                )
+                return
+            continue
         if _is_price(amount, item):
             qtys = state.stated.get(index, set())
             scaled = amount.value * max(qtys) if len(qtys) == 1 else amount.value
@@ -475,7 +578,7 @@ def deadlines(text: str) -> list[tuple[str, str]]:
     """(canonical form, as written) of every deadline in a text."""
     found = []
     for match in DEADLINE_RE.finditer(text):
-        window = text[max(0, match.start() - 40) : match.end() + 40]
+        window = _sentence_text(text, match.start())
         if match.group("word"):
             if not DEADLINE_CONTEXT.search(window):
                 continue
@@ -607,7 +710,7 @@ ASKS_FREE = re.compile(
     r"\bfree\b|бесплатн|даром|тегін|no charge|for nothing|без оплаты", re.IGNORECASE
 )
 ASKS_DEADLINE = re.compile(
-    r"urgent|asap|as soon as|срочно|побыстрее|быстрее|шұғыл|тез арада|by (?:the )?\d|"
+    r"\b(?:tomorrow|today|tonight|завтра|сегодня|послезавтра|ертең|бүгін)\b|urgent|asap|as soon as|срочно|побыстрее|быстрее|шұғыл|тез арада|by (?:the )?\d|"
     r"by (?:tomorrow|tonight|today|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"к (?:завтра|понедельник|вторник|среде|четвергу|пятнице|субботе|воскресенью)|"
     r"до (?:завтра|понедельника|вторника|среды|четверга|пятницы|субботы|воскресенья)",
@@ -631,6 +734,10 @@ AGREES = re.compile(
     r"предоставим скидку|согласн\w*|"
     r"келістік|келісемін|жасаймыз|жасай аламыз|береміз|болады|мақұл",
     re.IGNORECASE,
+)
+# Closing a deal is a manager's word whatever was asked.
+CLOSES = re.compile(
+    r"(?<!как )(?<!как мы )(?<!уже )договорились|по рукам|келістік|\bit'?s a deal\b", re.IGNORECASE
 )
 WEAK_YES = re.compile(
     r"^\W*(?:yes|yeah|yep|sure|of course|ok|okay|certainly|absolutely|да|конечно|хорошо|ладно|"
@@ -678,6 +785,9 @@ def _agreements(
                 continue
             result.append(Finding("promise", f"promises {label}: '{match.group(0).strip()}'"))
             break
+    closing = CLOSES.search(reply)
+    if closing and not _negated(reply, closing.start()):
+        result.append(Finding("promise", f"closes a deal: '{closing.group(0).strip()}'"))
     asked = _asked_terms(turn, knowledge, rules)
     if not asked:
         return result
@@ -701,7 +811,9 @@ def _asked_terms(turn: TurnInput, knowledge: Knowledge, rules: str) -> str:
         return "a discount the rules do not give"
     if ASKS_FREE.search(text) and not ASKS_FREE.search(rules):
         return "free terms the rules do not give"
-    prices = {i.price for i in knowledge.items} | {a.value for a in find_amounts(rules)}
+    named = _named(knowledge, text)
+    prices = {i.price for n, i in enumerate(knowledge.items) if not named or n in named}
+    prices |= {a.value for a in find_amounts(rules)}
     custom = [a for a in find_amounts(_mask_codes(text, knowledge)) if a.value not in prices]
     if custom and ASKS_PRICE_FOR.search(text):
         return f"the customer's price {format_money(custom[0].value, custom[0].currency)}"
