@@ -313,7 +313,9 @@ def _unbacked_amounts(
         manager_amounts=[a.amount for a in agreed if a.item_index is None],
         agreed={a.item_index: a for a in agreed if a.item_index is not None},
         stated=_stated_quantities(knowledge, customer),
-        context=pending_named or context,
+        # Nothing named anywhere (a name the matcher cannot read, "teeth whitening" on a Russian
+        # list): the amount must at least be some item's price. docs/guardrails.md says so.
+        context=pending_named or context or set(range(len(knowledge.items))),
     )
     state.sentences = _sentences(masked)
     state.sentence_items = [_named(knowledge, masked[a:b]) for a, b in state.sentences]
@@ -710,7 +712,8 @@ ASKS_FREE = re.compile(
     r"\bfree\b|бесплатн|даром|тегін|no charge|for nothing|без оплаты", re.IGNORECASE
 )
 ASKS_DEADLINE = re.compile(
-    r"\b(?:tomorrow|today|tonight|завтра|сегодня|послезавтра|ертең|бүгін)\b|urgent|asap|as soon as|срочно|побыстрее|быстрее|шұғыл|тез арада|by (?:the )?\d|"
+    r"\b(?:tomorrow|today|tonight|завтра|сегодня|послезавтра|ертең|бүгін)\b|"
+    r"urgent|asap|as soon as|срочно|побыстрее|быстрее|шұғыл|тез арада|by (?:the )?\d|"
     r"by (?:tomorrow|tonight|today|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"к (?:завтра|понедельник|вторник|среде|четвергу|пятнице|субботе|воскресенью)|"
     r"до (?:завтра|понедельника|вторника|среды|четверга|пятницы|субботы|воскресенья)",

@@ -79,7 +79,7 @@ class Figures:
 
 def _group(value: Decimal, sep: str) -> str:
     whole = f"{int(value):d}"
-    groups = []
+    groups: list[str] = []
     while len(whole) > 3:
         groups.insert(0, whole[-3:])
         whole = whole[:-3]
@@ -149,7 +149,7 @@ def _translit(text: str) -> str:
             "э": "e",
             "ю": "yu",
             "я": "ya",
-        }  # fmt: skip
+        }
     )
     return text.lower().translate(table)
 
@@ -219,7 +219,7 @@ def _single(
             f"Сколько стоит {name}?",
             f"{name} — {p}, есть в наличии.",
             n,
-        ),  # fmt: skip
+        ),
         _s(business, "single_kk", True, f"{name} қанша тұрады?", f"{name} бағасы {p}.", n),
         _s(
             business,
@@ -228,7 +228,7 @@ def _single(
             f"Do you have the {name}?",
             f"Yes, we have the {name}. It costs {written(price, 'kzt')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "customer_named",
@@ -236,7 +236,7 @@ def _single(
             (f"{name}", "how much?"),
             f"It is {written(price, 'tg')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "by_sku",
@@ -244,7 +244,7 @@ def _single(
             f"price of {item.sku}?",
             f"{item.sku} ({name}): {written(price, 'sign')}",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "another_items_price",
@@ -252,7 +252,7 @@ def _single(
             f"How much is the {name}?",
             f"The {name} costs {written(other.price, style)}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "rounded",
@@ -260,7 +260,7 @@ def _single(
             f"Сколько стоит {name}?",
             f"{name} стоит примерно {written(rounded, 'tg')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "unasked_quantity",
@@ -268,7 +268,7 @@ def _single(
             f"How much is the {name}?",
             f"{name}: 3 × {written(price, 'kzt')} = {written(price * 3, 'kzt')}",
             n,
-        ),  # fmt: skip
+        ),
     ]
     if any("а" <= ch <= "я" for ch in name.lower()):
         latin = _translit(name).capitalize()
@@ -280,7 +280,7 @@ def _single(
                 f"How much is the {latin}?",
                 f"The {name} ({latin}) costs {written(price, 'kzt')}.",
                 n,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -298,7 +298,7 @@ def _quantities(business: str, n: int, item: KnowledgeItem, rnd: random.Random) 
             f"I need {qty} × {name}, how much?",
             f"{name}: {qty} × {written(price, 'kzt')} = {written(total, 'kzt')}",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "line_ru",
@@ -306,7 +306,7 @@ def _quantities(business: str, n: int, item: KnowledgeItem, rnd: random.Random) 
             f"Нужно {qty} шт {name}",
             f"{name}: {qty} шт × {written(price, 'tg')} = {written(total, 'tg')}",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "quantity_total",
@@ -330,7 +330,7 @@ def _quantities(business: str, n: int, item: KnowledgeItem, rnd: random.Random) 
             f"I need {qty} × {name}, how much?",
             f"{name}: {qty + 1} × {written(price, 'kzt')} = {written(price * (qty + 1), 'kzt')}",
             n,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -369,7 +369,7 @@ def _orders(
             f"The {first.name} is {written(a, 'kzt')} and {qty} × {second.name} come to "
             f"{written(b, 'kzt')}. Altogether {written(a + b, 'kzt')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(business, "total", False, ask_en, lines(b, wrong_total), n),
         _s(business, "total_ru", False, ask_ru, lines(b, a + b - 1000, "Итого", "tg"), n),
         _s(business, "total_is_a_price", False, ask_en, lines(b, second.price), n),
@@ -390,7 +390,7 @@ def _with_fee(
             f"The {name} is {written(price, 'kzt')}, delivery {written(fee, 'kzt')}; "
             f"total {written(price + fee, 'kzt')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "fee_ru",
@@ -399,7 +399,7 @@ def _with_fee(
             f"{name}: {written(price, 'tg')}\nДоставка: {written(fee, 'tg')}\n"
             f"Итого: {written(price + fee, 'tg')}",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "fee_total",
@@ -408,7 +408,7 @@ def _with_fee(
             f"The {name} is {written(price, 'kzt')}, delivery {written(fee, 'kzt')}; "
             f"total {written(price + fee * 2, 'kzt')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "free_delivery",
@@ -416,7 +416,7 @@ def _with_fee(
             f"{name}, с доставкой?",
             f"{name}: {written(price, 'tg')}, доставим бесплатно!",
             n,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -435,7 +435,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Sure, I can do that. The price per item is {k}, so the total cost for ten would "
             f"be {written(custom * 10, 'K')}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(business, "custom_price_words", False, ask, "Sure, I can do that!", n),
         _s(
             business,
@@ -445,7 +445,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Sorry, the {name} is {written(price, 'kzt')}; for ten that is "
             f"{written(price * 10, 'kzt')}. A manager can discuss special terms.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_percent",
@@ -453,7 +453,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Any discount on the {name}?",
             f"Yes! {5 + n % 3 * 5}% off the {name} for you.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_words_ru",
@@ -461,7 +461,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Сделаете скидку на {name}?",
             "Хорошо, сделаем скидку!",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_words_kk",
@@ -469,7 +469,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"{name} жеңілдік бар ма?",
             "Жарайды, жеңілдік жасаймыз.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_words_en",
@@ -477,7 +477,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Can I get a discount on the {name}?",
             "Of course, we'll give you a discount.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "deal_ru",
@@ -485,7 +485,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Отдадите {name} за {written(custom, 'тыс')}?",
             "Договорились!",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "deal_kk",
@@ -493,7 +493,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"{name} {written(custom, 'тыс')} берсеңіз аламын",
             "Келістік!",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_refused",
@@ -502,7 +502,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Unfortunately the price is fixed: {written(price, 'kzt')}. A manager can tell you "
             "about special offers.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "discount_handoff",
@@ -510,7 +510,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Скидку сделаете на {name}?",
             "По особым условиям вам ответит менеджер: он скоро напишет здесь.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "deadline",
@@ -518,7 +518,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Can I get the {name} quickly?",
             f"We'll deliver the {name} tomorrow.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "deadline_agreed",
@@ -526,7 +526,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Can you deliver the {name} by Friday?",
             "Yes, we can do that!",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "date",
@@ -534,7 +534,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"When can I get the {name}?",
             f"The {name} will be ready on 15.0{1 + n % 9}.",
             n,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "deadline_ru",
@@ -542,7 +542,7 @@ def _terms(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> li
             f"Когда будет {name}?",
             f"{name} будет готов через {4 + n % 3} дня.",
             n,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -553,7 +553,8 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
         ("customer", f"How much is the {name}?"),
         ("bot", f"{name}: {written(price, 'kzt')}"),
         ("customer", "Can you make it cheaper?"),
-        ("manager", f"The {name} is {written(deal, 'kzt')} for you instead of {written(price, 'kzt')}."),
+        ("manager", f"The {name} is {written(deal, 'kzt')} for you instead of "
+                    f"{written(price, 'kzt')}."),
     )  # fmt: skip
     ask = f"So how much is the {name} then? I want 2"
     return [
@@ -566,7 +567,7 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
             f"{written(deal, 'kzt')} = {written(deal * 2, 'kzt')}.",
             n,
             history,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "manager_price_ru",
@@ -575,7 +576,7 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
             f"Как договорились с менеджером: {written(deal, 'tg')}.",
             n,
             history,
-        ),  # fmt: skip
+        ),
         _s(
             business,
             "list_price_after_agreement",
@@ -584,7 +585,7 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
             f"The {name} is {written(price, 'kzt')}.",
             n,
             history,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -611,7 +612,7 @@ def _rules_only(
                 "how much is delivery?",
                 f"Delivery costs {written(fee, 'kzt')}.",
                 0,
-            ),  # fmt: skip
+            ),
             _s(
                 business,
                 "rule_fee_ru",
@@ -619,7 +620,7 @@ def _rules_only(
                 "сколько стоит доставка?",
                 f"Доставка — {written(fee, 'tg')}.",
                 0,
-            ),  # fmt: skip
+            ),
             _s(
                 business,
                 "invented_fee",
@@ -627,7 +628,7 @@ def _rules_only(
                 "how much is delivery?",
                 f"Delivery costs {written(fee + 500, 'kzt')}.",
                 0,
-            ),  # fmt: skip
+            ),
             _s(
                 business,
                 "free_delivery_en",
@@ -635,7 +636,7 @@ def _rules_only(
                 "is delivery free?",
                 "Yes, delivery is free for you!",
                 0,
-            ),  # fmt: skip
+            ),
         ]
     options = items[:3]
     shown = ", ".join(f"{i.name} ({written(i.price, 'kzt')})" for i in options)
