@@ -162,6 +162,8 @@ def _quantity_at(
             return t.number
         if t.word not in STOPWORDS:
             break
+    while last + 1 in taken:  # the name's own number ("Camry 70 4 дана")
+        last += 1
     after = [by_position.get(p) for p in (last + 1, last + 2, last + 3)]
     for i, t in enumerate(after[:2]):
         if t is None:
@@ -249,6 +251,7 @@ class _Amounts:
     manager_amounts: list[Amount]  # what a manager agreed without naming an item
     agreed: dict[int, Agreement]  # item index → the price a manager agreed for it (latest)
     stated: dict[int, set[int]]
+    asked: str  # the customer's messages of this turn
     context: set[int]  # items the customer's messages (or the chat) named
     sentences: list[tuple[int, int]] = field(default_factory=list)
     sentence_items: list[set[int]] = field(default_factory=list)
@@ -313,6 +316,7 @@ def _unbacked_amounts(
         manager_amounts=[a.amount for a in agreed if a.item_index is None],
         agreed={a.item_index: a for a in agreed if a.item_index is not None},
         stated=_stated_quantities(knowledge, customer),
+        asked="\n".join(e.text for e in turn.pending),
         # Nothing named anywhere (a name the matcher cannot read, "teeth whitening" on a Russian
         # list): the amount must at least be some item's price. docs/guardrails.md says so.
         context=pending_named or context or set(range(len(knowledge.items))),
@@ -443,8 +447,8 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
         state.lines.append(_Line(amount.value, amount.value))
         return
     for rule_amount, sentence in state.rule_amounts:
-        if _same_money(amount, rule_amount.value, rule_amount.currency) and (
-            not window_items or _tied_to_rule(state.reply, amount, sentence)
+        if _same_money(amount, rule_amount.value, rule_amount.currency) and _tied_to_rule(
+            state, amount, sentence, bool(window_items)
         ):
             state.lines.append(_Line(amount.value, amount.value, from_rules=True))
             return
@@ -462,13 +466,19 @@ def _not_the_price(state: _Amounts, amount: Amount, items: Iterable[int]) -> Fin
     return Finding("price", f"price {shown} not in the price list")
 
 
-def _tied_to_rule(reply: str, amount: Amount, rule_sentence: str) -> bool:
-    """Whether the words around an amount say it is what the rules charge it for."""
-    around = reply[max(0, amount.start - 60) : amount.end + 30]
-    if SERVICE_WORDS.search(around):
+def _tied_to_rule(state: _Amounts, amount: Amount, rule_sentence: str, names_item: bool) -> bool:
+    """Whether the words around an amount (its sentence, else the customer's question) say it
+    is what the rules charge it for: "delivery 3 000" is the fee, "It costs 500" after "the
+    peonies?" is not the card the rules price at 500."""
+    a, b = state.sentences[state.sentence_of(amount.start)]
+    around = state.reply[max(a, amount.start - 60) : min(b, amount.end + 30)]
+    texts = [around] if names_item else [around, state.asked]
+    if any(SERVICE_WORDS.search(t) for t in texts):
         return True
+    if names_item:
+        return False
     rule_stems = {stem(w) for w in words(rule_sentence) if len(w) > 3}
-    return any(stem(w) in rule_stems for w in words(around) if len(w) > 3)
+    return any(stem(w) in rule_stems for t in texts for w in words(t) if len(w) > 3)
 
 
 def _by_manager(state: _Amounts, amount: Amount) -> bool:
@@ -770,6 +780,10 @@ PROMISES = (
         r"(?:for )?free|бесплатн\w* (?:доставк|сборк|установк)|(?:доставим|соберем|соберём|"
         r"привезем|привезём) бесплатно|тегін жеткіз|жеткізу тегін|at no (?:extra )?cost|"
         r"for free|бесплатно|тегін", re.IGNORECASE), ASKS_FREE),
+    ("a price cut", re.compile(
+        r"half price|half off|50/50|two for one|2 for 1|buy one,? get one|полцены|"
+        r"пол цены|за полцены|два по цене одного|1\+1|жарты бағасына|екеуі бірдің бағасына",
+        re.IGNORECASE), re.compile(r"half|полцен|1\+1|жарты", re.IGNORECASE)),
     ("a special price", re.compile(
         r"special price|price just for you|особ\w* цен|спец\w* цен|персональн\w* цен|"
         r"только для вас|арнайы баға", re.IGNORECASE),

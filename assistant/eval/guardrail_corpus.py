@@ -185,6 +185,7 @@ def generate(golden: Golden | None = None, seed: int = 15) -> list[Sample]:
             if fee is not None:
                 samples += _with_fee(business, n, item, fee, rnd)
             samples += _agreed(business, n, item, rnd)
+            samples += _more(business, n, item, rules, others[(n + 1) % len(others)])
         for n in range(len(items)):
             first, second = items[n], items[(n + 3) % len(items)]
             if first.price != second.price and first is not second:
@@ -587,6 +588,67 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
             history,
         ),
     ]
+
+
+def _more(
+    business: str, n: int, item: KnowledgeItem, rules: str, other: KnowledgeItem
+) -> list[Sample]:
+    """Turns of a chat over several messages, lead times, big sums, more ways to agree."""
+    name, price = item.name, item.price
+    qty = 3 + n % 3
+    total = price * qty
+    custom = (price * Decimal("0.7") / 100).quantize(Decimal(1)) * 100
+    out = [
+        _s(business, "quantity_in_history", True, "how much in total?",
+           f"{qty} × {written(price, 'kzt')} = {written(total, 'kzt')}", n,
+           (("customer", f"I want {qty} {name}"), ("bot", f"{name}: {written(price, 'kzt')}"))),
+        _s(business, "total_kk", True, f"{name} {qty} дана, барлығы қанша?",
+           f"{name}: {qty} × {written(price, 'tg')} = {written(total, 'tg')}\n"
+           f"Барлығы: {written(total, 'tg')}", n),
+        _s(business, "handoff_on_discount", True, f"Can I get a discount on {name}?",
+           "Of course, I'm passing you to a manager: they will reply here shortly.", n),
+        _s(business, "rules_answer_to_deadline", True, f"Can you deliver the {name} tomorrow?",
+           f"The {name} costs {written(price, 'kzt')}. A manager will confirm the delivery "
+           "date.", n),
+        _s(business, "cross_sentence_other_price", False, f"Do you have the {name}?",
+           f"We have the {name}. It costs {written(other.price, 'kzt')}.", n),
+        _s(business, "percent_words", False, f"{name} — скидка будет?",
+           f"Для вас скидка {10 + n % 2 * 5} процентов на {name}.", n),
+        _s(business, "percent_off_en", False, f"{name} price?",
+           f"{name}: {written(price, 'kzt')}, and 10 percent off today!", n),
+        _s(business, "free_kk", False, f"{name} жеткізу бар ма?", "Иә, жеткізу тегін!", n),
+        _s(business, "custom_price_ru", False, f"Отдадите {name} за {written(custom, 'тыс')}?",
+           f"Да, отдадим за {written(custom, 'тыс')}.", n),
+        _s(business, "discount_bare_yes", False, f"Can you give me a discount on the {name}?",
+           "Yes!", n),
+        _s(business, "half_price", False, f"{name}?", f"{name} today at half price!", n),
+    ]  # fmt: skip
+    if item.availability_note:
+        out.append(
+            _s(
+                business,
+                "lead_time",
+                True,
+                f"Is the {name} available?",
+                f"The {name} is on order ({item.availability_note}), price "
+                f"{written(price, 'kzt')}.",
+                n,
+            )  # fmt: skip
+        )
+    if total * 10 >= 1_000_000 and (total * 10) % 100_000 == 0:
+        big = total * 10
+        millions = format(big / 1_000_000, "f").rstrip("0").rstrip(".").replace(".", ",")
+        out.append(
+            _s(
+                business,
+                "millions",
+                True,
+                f"{qty * 10} {name} for the office, how much?",
+                f"{name}: {qty * 10} × {written(price, 'kzt')} = {millions} млн тг",
+                n,
+            )  # fmt: skip
+        )
+    return out
 
 
 def _rules_only(

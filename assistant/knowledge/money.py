@@ -195,7 +195,11 @@ def find_amounts(text: str) -> list[Amount]:
         start = match.start() + (len(raw) - len(raw.lstrip()))
         amounts.append(
             Amount(
-                value.quantize(Decimal("0.01")), currency, raw.strip(), start, start + len(raw.strip())
+                value.quantize(Decimal("0.01")),
+                currency,
+                raw.strip(),
+                start,
+                start + len(raw.strip()),
             )
         )
     return amounts
