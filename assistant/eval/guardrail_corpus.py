@@ -633,7 +633,7 @@ def _more(
                 f"The {name} is on order ({item.availability_note}), price "
                 f"{written(price, 'kzt')}.",
                 n,
-            )  # fmt: skip
+            )
         )
     if total * 10 >= 1_000_000 and (total * 10) % 100_000 == 0:
         big = total * 10
@@ -646,7 +646,7 @@ def _more(
                 f"{qty * 10} {name} for the office, how much?",
                 f"{name}: {qty * 10} × {written(price, 'kzt')} = {millions} млн тг",
                 n,
-            )  # fmt: skip
+            )
         )
     return out
 
