@@ -122,7 +122,7 @@ _FREE = r"(?<![^\W\d_xXхХ×])(?<![\d.,/\-:#№+])(?!(?<=\d[ \u00a0])\d{3}(?!\d
 _UNIT_AFTER = (
     r"(?!\s?(?:cm|mm|m|km|kg|g|l|ml|ah|w|v|см|мм|м|км|кг|г|л|мл|шт|pcs|%|x|×|х)(?![^\W\d_]))"
 )
-_MULT = r"тыс\.?|тысяч\w*|thousand|млн\.?|миллион\w*|million|mln|mn"
+_MULT = r"тыс\.?|тысяч\w*|мың\w*|thousand|млн\.?|миллион\w*|million|mln|mn"
 
 
 def _mult(name: str) -> str:
@@ -190,7 +190,9 @@ def find_amounts(text: str) -> list[Amount]:
         if groups["n3"] and not (mult or currency) and value < _SMALL:
             continue  # "будет 2 дня", "total is 3 items"
         if mult:
-            value *= MULTIPLIERS.get(mult.lower()[0], 1000)
+            value *= (
+                1000 if mult.lower().startswith("мың") else MULTIPLIERS.get(mult.lower()[0], 1000)
+            )
         raw = match.group(0)
         start = match.start() + (len(raw) - len(raw.lstrip()))
         amounts.append(
