@@ -248,7 +248,7 @@ def test_agreeing_to_terms_the_rules_do_not_give_is_a_promise(asked, reply):
         (
             "Can I get a discount?",
             "Of course, I'm passing you to a manager: they will reply here shortly.",
-        ),  # fmt: skip
+        ),
         ("Скидку сделаете?", "По особым условиям вам ответит менеджер: он скоро напишет здесь."),
         ("Can I get a discount?", "Unfortunately the price is fixed: 45 000 KZT."),
         ("Can you deliver tomorrow?", "Delivery in Almaty takes 1-2 days and costs 3 000 KZT."),
@@ -304,7 +304,7 @@ def test_the_price_a_manager_agreed_binds_for_that_item_after_release():
         "45 тыс. тг",
         "45 тысяч тенге",
         "45000 tenge",
-    ],  # fmt: skip
+    ],
 )
 def test_amounts_are_read_in_the_forms_people_write(written):
     assert order(f"Office chair Lux: {written}", "office chair?") == []
