@@ -15,7 +15,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
 from assistant.knowledge import price_upload
-from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected
+from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected, update_aliases
 from assistant.models import (
     AssistantSettings,
     KnowledgeGap,
@@ -56,11 +56,23 @@ class PriceImportForm(forms.Form):
 
 
 class PriceItemInline(admin.TabularInline):  # type: ignore[type-arg]
+    """The rows of a version; only the aliases (other names customers use) are editable: the
+    rest comes from the imported file."""
+
     model = PriceItem
     extra = 0
     can_delete = False
-    fields = ("sku", "name", "price", "currency", "unit", "availability", "availability_note")
-    readonly_fields = fields
+    fields = (
+        "sku",
+        "name",
+        "aliases",
+        "price",
+        "currency",
+        "unit",
+        "availability",
+        "availability_note",
+    )
+    readonly_fields = tuple(f for f in fields if f != "aliases")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -83,6 +95,17 @@ class PriceListVersionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # versions are written by an import only
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        """Edited aliases go through price_import.update_aliases (the list's knowledge is
+        rebuilt); nothing else of a version is written here."""
+        changed = []
+        for item_form in formset.forms:
+            if item_form.instance.pk and "aliases" in item_form.changed_data:
+                update_aliases(item_form.instance, item_form.cleaned_data.get("aliases", ""))
+                changed.append((item_form.instance, ["aliases"]))
+        # What the admin's change message reads (save_formset would have set these).
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], changed, []
 
 
 @admin.register(PriceList)

@@ -8,6 +8,7 @@ may have an override list whose rows replace the business's rows with the same S
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -190,6 +191,12 @@ class PriceItem(models.Model):
         max_length=16, choices=Availability.choices, default=Availability.UNKNOWN
     )
     availability_note = models.CharField(max_length=200, blank=True)
+    aliases = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Other names customers use for this item, comma-separated (any language): "
+        "the catalogue assistant and the guardrail match them like the name.",
+    )
 
     class Meta:
         ordering = ["version", "position"]
@@ -197,6 +204,15 @@ class PriceItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sku or '-'} {self.name}: {self.price} {self.currency}"
+
+    def alias_list(self) -> tuple[str, ...]:
+        return split_aliases(self.aliases)
+
+
+def split_aliases(text: str) -> tuple[str, ...]:
+    """ "диван Бостон, Boston sofa; угловой" → three aliases (commas, semicolons, | or lines)."""
+    parts = (" ".join(p.split()) for p in re.split(r"[,;|\n]", text or ""))
+    return tuple(dict.fromkeys(p for p in parts if p))
 
 
 class KnowledgeGap(Handoff):

@@ -1,12 +1,15 @@
 """The catalogue assistant: a deterministic, offline backend. It is NOT a language model.
 
-It answers exactly two kinds of question from the price list, prices and availability, by exact
-and fuzzy matching of names and SKUs (quantity × price included: "2 office chairs" → 2 × 45 000
-= 90 000 KZT); asks which one when several items fit equally; and hands everything else to a
-person with the right reason, found by keyword rules in English and Russian (plus common Kazakh
-words): asks for a person, wants to buy, discount or special terms, complaint. A question that
-names nothing in the list gets one clarifying question; the second miss in a row is handed off
-as outside_knowledge_base (the history shows whether the last bot message was that question).
+It answers from the price list (prices and availability, matched across languages and scripts,
+each quantity with the item it stands next to: "a table and 4 chairs" → 1 × table + 4 × chair,
+with a total) and from the business rules (the sentence that answers a question about delivery,
+assembly, hours, payment…, quoted as written); asks which one when several items fit equally;
+and hands everything else to a person with the right reason (`assistant.decision.intents`:
+asks for a person, wants to buy, special terms, complaint; a denied phrase asks for nothing).
+A price a manager agreed in this chat (`assistant.knowledge.agreements`) is quoted instead of
+the list's. A question that names nothing gets one clarifying question; the second miss in a
+row is handed off as outside_knowledge_base. A "which one?" question expires when the customer
+asks about something else.
 """
 
 from __future__ import annotations
@@ -15,52 +18,28 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from assistant.decision.replies import handoff_message, is_text, language_for, text
+from assistant.decision.intents import INTENTS, detect_intent, mentions
+from assistant.decision.replies import (
+    availability_phrase,
+    handoff_message,
+    is_text,
+    language_for,
+    text,
+)
+from assistant.knowledge.agreements import Agreement, agreed_price, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.matching import analyse, content_tokens, normalise, quantity_near
+from assistant.knowledge.matching import analyse, content_tokens, normalise
 from assistant.knowledge.money import format_money
-from assistant.models import AssistantSettings, Availability
+from assistant.knowledge.rules import RuleAnswer, rule_answer, topics
+from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
 
+__all__ = ["INTENTS", "decide", "detect_intent"]
+
 MAX_OPTIONS = 5
+# How far back a follow-up without a product ("and the price?") looks for what was discussed.
+CONTEXT_ENTRIES = 6
 
-# Keyword rules, checked in this order (the first that fires decides the reason).
-INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("complaint", (
-        r"complain", r"\bbroken\b", r"\bbroke\b", r"damaged", r"defect", r"\brefund",
-        r"\breturn (?:it|the|my|this)", r"terrible", r"awful", r"horrible", r"\bworst\b",
-        r"disappoint", r"\bscam", r"\bangry\b", r"unacceptable", r"never (?:arrived|came)",
-        r"still (?:not|hasn.?t|haven.?t|no)\b", r"\bwrong (?:item|order|size|colou?r)",
-        r"жалоб", r"сломал", r"сломан", r"\bбрак", r"возврат", r"верните", r"ужасн",
-        r"отвратительн", r"обман", r"недовол", r"хамств", r"безобраз", r"до сих пор не",
-        r"так и не", r"не работает", r"не пришл", r"не привезли", r"вернуть", r"не подош",
-        r"шағым",
-    )),
-    ("asks_for_human", (
-        r"\bmanager", r"\bhuman\b", r"real person", r"\ba person\b", r"\boperator", r"call me",
-        r"call back", r"speak (?:to|with)", r"talk (?:to|with)", r"менеджер", r"оператор",
-        r"живо\w* человек", r"с человеком", r"позвоните", r"перезвоните", r"свяжитесь",
-        r"связаться", r"консультант", r"адаммен", r"хабарлас", r"қоңырау",
-    )),
-    ("non_standard_terms", (
-        r"discount", r"cheaper", r"\bdeal\b", r"bargain", r"wholesale", r"\bbulk\b",
-        r"install?ment", r"\bcredit\b", r"\bloan\b", r"\bcustom", r"special (?:price|offer)",
-        r"best price", r"negotia", r"\bpromo", r"скидк", r"дешевле", r"\bопт\w*", r"рассрочк",
-        r"кредит", r"индивидуальн", r"на заказ\b", r"\bторг", r"уступит", r"промокод",
-        r"жеңілдік", r"бөліп",
-    )),
-    ("ready_to_buy", (
-        r"\bbuy\b", r"\bi.?ll take\b", r"\bwe.?ll take\b", r"\border\b", r"\bordering\b",
-        r"purchase", r"\bpay\b", r"payment", r"checkout", r"invoice", r"\bbook\b", r"booking",
-        r"appointment", r"reserve", r"sign (?:me )?up", r"\bкуп(?:лю|ить|им|ите)\b",
-        r"\bберу\b", r"возьм(?:у|ем|ём)", r"заказ(?:ать|ываю|ала?|ем|ём)\b", r"\bоформ",
-        r"оплат", r"\bсчет\b", r"\bсчёт\b", r"запиш", r"записат", r"\bзапись\b", r"бронир",
-        r"сатып ал", r"\bалам\b", r"тапсырыс", r"жазыл",
-    )),
-)  # fmt: skip
-
-# Phrases that look like an intent word but are an availability question ("on order").
-NEUTRAL_PHRASES = (r"под заказ", r"on order", r"to order\?")
 GREETINGS = re.compile(
     r"^(?:hi|hello|hey|good (?:morning|afternoon|evening)|здравствуйте|здравствуй|привет|"
     r"добрый (?:день|вечер)|доброе утро|салем|сәлем|сәлеметсіз бе|ассалаумағалейкум)\b"
@@ -69,6 +48,17 @@ THANKS = re.compile(r"\b(?:thanks|thank you|thx|спасибо|благодар�
 NAME_RE = re.compile(
     r"(?i:my name is|i am|i'm|меня зовут|это|менің атым)\s+([A-ZА-ЯЁӘҒҚҢӨҰҮҺІ][\w-]{1,30})"
 )
+# A follow-up that asks about price or stock without naming the product again.
+PRICE_QUESTION = re.compile(
+    r"price|how much|cost|in stock|available|total|цен|сколько|стоит|стоят|почем|налич|"
+    r"итого|қанша|баға|бар ма"
+)
+ORDINALS: dict[str, int] = {
+    "first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1, "первый": 0, "первая": 0,
+    "первое": 0, "первую": 0, "второй": 1, "вторая": 1, "второе": 1, "вторую": 1,
+    "третий": 2, "третья": 2, "третье": 2, "третью": 2, "последний": -1, "последнюю": -1,
+    "бірінші": 0, "екінші": 1, "үшінші": 2,
+}  # fmt: skip
 CITIES = {
     "almaty": "Almaty", "алматы": "Almaty", "алма-ата": "Almaty", "astana": "Astana",
     "астана": "Astana", "shymkent": "Shymkent", "шымкент": "Shymkent", "karaganda": "Karaganda",
@@ -85,51 +75,90 @@ CITIES = {
 class Quote:
     item: KnowledgeItem
     qty: int
+    # The price a manager agreed for this item in this chat (None: the list price holds).
+    agreed: Agreement | None = None
+
+    @property
+    def unit_price(self) -> Decimal:
+        return self.agreed.unit_price if self.agreed else self.item.price
 
     @property
     def total(self) -> Decimal:
-        return self.item.price * self.qty
+        return self.unit_price * self.qty
+
+
+@dataclass(frozen=True)
+class Found:
+    quotes: list[Quote]
+    ambiguous: list[KnowledgeItem]
 
 
 def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> Decision:
-    """One turn's decision from the price list alone."""
+    """One turn's decision from the price list, the business rules and this chat alone."""
     lang = language_for(turn)
     message = " ".join(entry.text for entry in turn.pending).strip()
     last_bot = _last_bot_message(turn.history)
-    query = message
-    if last_bot is not None and is_text(last_bot.text, "clarify.ambiguous"):
-        # The customer answers "which one?": read it together with what they asked before.
-        query = f"{_last_customer_before(turn.history, last_bot)} {message}".strip()
-    quotes, ambiguous = _find(query, knowledge)
-    facts = _facts(turn, quotes)
-    intent = detect_intent(message)
     codes = set(config.reason_codes())
+    intent = detect_intent(message)
+    found = _find_in_context(message, turn.history, last_bot, knowledge)
+    agreed = agreements(turn.history, knowledge) if knowledge.items else []
+    quotes = [_with_agreement(q, agreed, knowledge) for q in found.quotes]
+    facts = _facts(turn, quotes)
+    said = manager_statements(turn.history)
+    rule = rule_answer(message, config.business_rules, said)
 
+    if intent == "non_standard_terms" and rule and any(mentions(intent, s) for s in rule.sentences):
+        intent = ""  # the rules already give these terms: quote them
     if intent and intent in codes:
         reply = handoff_message(intent, lang)
         if quotes and intent == "ready_to_buy":
             reply += "\n" + _quote_lines(quotes, lang)
-        return Decision(
-            action=Action.HANDOFF,
-            reason=intent,
-            summary=_summary(intent, quotes, lang),
-            reply_to_customer=reply,
-            facts=facts,
+        return _handoff(intent, reply, quotes, lang, facts)
+    conditional = [q for q in quotes if _agreed_for_another_quantity(q)]
+    if conditional and "non_standard_terms" in codes:
+        # The manager's price was for another quantity: only a person can say what holds now.
+        return _handoff(
+            "non_standard_terms",
+            handoff_message("non_standard_terms", lang),
+            quotes,
+            lang,
+            facts,
+            asked=message,
         )
-    if ambiguous:
+    after_miss = last_bot is not None and is_text(last_bot.text, "clarify.miss")
+    if (
+        found.ambiguous
+        and not quotes
+        and after_miss
+        and "outside_knowledge_base" in codes
+        and _mostly_unknown(message, knowledge)
+    ):
+        # Asked again for something the list does not have ("swing chairs for the terrace"):
+        # offering the chairs we do have would be a second miss.
+        return _handoff(
+            "outside_knowledge_base",
+            handoff_message("outside_knowledge_base", lang),
+            quotes,
+            lang,
+            facts,
+            asked=message,
+        )
+    if found.ambiguous:
         return Decision(
             action=Action.CLARIFY,
             reason="ambiguous",
             summary="",
-            reply_to_customer=_options(ambiguous, lang),
+            reply_to_customer=_options(found.ambiguous, lang),
             facts=facts,
         )
-    if quotes:
+    if quotes or rule:
+        parts = [_quote_lines(quotes, lang, with_availability=True)] if quotes else []
+        parts += _rule_lines(rule) if rule else []
         return Decision(
             action=Action.ANSWER,
             reason="",
             summary="",
-            reply_to_customer=_quote_lines(quotes, lang, with_availability=True),
+            reply_to_customer="\n".join(parts),
             facts=facts,
         )
     normalised = normalise(message)
@@ -137,17 +166,14 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
         return Decision(action=Action.ANSWER, reply_to_customer=text("answer.greeting", lang))
     if THANKS.search(normalised) and not content_tokens(analyse(THANKS.sub(" ", normalised))):
         return Decision(action=Action.ANSWER, reply_to_customer=text("answer.thanks", lang))
-    if (
-        last_bot is not None
-        and is_text(last_bot.text, "clarify.miss")
-        and "outside_knowledge_base" in codes
-    ):
-        return Decision(
-            action=Action.HANDOFF,
-            reason="outside_knowledge_base",
-            summary=_summary("outside_knowledge_base", quotes, lang, message),
-            reply_to_customer=handoff_message("outside_knowledge_base", lang),
-            facts=facts,
+    if after_miss and "outside_knowledge_base" in codes:
+        return _handoff(
+            "outside_knowledge_base",
+            handoff_message("outside_knowledge_base", lang),
+            quotes,
+            lang,
+            facts,
+            asked=message,
         )
     return Decision(
         action=Action.CLARIFY,
@@ -158,63 +184,123 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     )
 
 
-def detect_intent(message: str) -> str:
-    """The handoff reason a keyword rule finds in the message, or ""."""
-    low = normalise(message)
-    for phrase in NEUTRAL_PHRASES:
-        low = re.sub(phrase, " ", low)
-    for reason, patterns in INTENTS:
-        if any(re.search(pattern, low) for pattern in patterns):
-            return reason
-    return ""
+def _handoff(
+    reason: str, reply: str, quotes: list[Quote], lang: str, facts: Facts, asked: str = ""
+) -> Decision:
+    return Decision(
+        action=Action.HANDOFF,
+        reason=reason,
+        summary=_summary(reason, quotes, lang, asked),
+        reply_to_customer=reply,
+        facts=facts,
+    )
 
 
-def _find(query: str, knowledge: Knowledge) -> tuple[list[Quote], list[KnowledgeItem]]:
-    """Clear matches with their quantities, and the first ambiguous group (if any)."""
+def _find(query: str, knowledge: Knowledge) -> Found:
+    """Clear matches with their own quantities, and the first ambiguous group (if any)."""
     if not knowledge.items or not query:
-        return [], []
-    groups = knowledge.catalogue.resolve(query)
-    tokens = analyse(query)
-    taken: set[int] = set()
-    for group in groups:
-        for match in group:
-            taken |= set(match.number_positions)
-            if match.by_sku:
-                taken |= set(match.positions)
+        return Found([], [])
     quotes: list[Quote] = []
     ambiguous: list[KnowledgeItem] = []
-    for group in groups:
+    for group, qty in knowledge.catalogue.order_lines(query):
         if len(group) == 1:
-            match = group[0]
-            qty = quantity_near(tokens, match.positions, taken)
-            quotes.append(Quote(knowledge.items[match.index], qty))
+            quotes.append(Quote(knowledge.items[group[0].index], qty))
         elif not ambiguous:
             ambiguous = [knowledge.items[m.index] for m in group]
-    return quotes, ambiguous
+    return Found(quotes, ambiguous)
+
+
+def _find_in_context(
+    message: str, history: list[HistoryEntry], last_bot: HistoryEntry | None, knowledge: Knowledge
+) -> Found:
+    """What the message is about, read with the conversation where it leans on it: the answer
+    to "which one?", or "and the price?" after a product was named."""
+    own = _find(message, knowledge)
+    if last_bot is not None and is_text(last_bot.text, "clarify.ambiguous"):
+        asked = _last_customer_before(history, last_bot)
+        options = [i for i in knowledge.items if i.name in last_bot.text]
+        picked = _ordinal(message, options)
+        if picked is not None:
+            return _find(f"{asked} {picked.name}", knowledge)
+        named = {q.item.key for q in own.quotes} | {i.key for i in own.ambiguous}
+        within = named <= {i.key for i in options}
+        # The clarifying question expires when the customer asks about something else.
+        if within and not topics(message):
+            glued = _find(f"{asked} {message}".strip(), knowledge)
+            if glued.quotes or glued.ambiguous:
+                return glued
+        return own
+    if own.quotes or own.ambiguous or not PRICE_QUESTION.search(normalise(message)):
+        return own
+    for entry in reversed(history[-CONTEXT_ENTRIES:]):
+        if entry.speaker != "customer":
+            continue
+        earlier = _find(entry.text, knowledge)
+        if earlier.quotes or earlier.ambiguous:
+            return earlier
+    return own
+
+
+def _mostly_unknown(message: str, knowledge: Knowledge) -> bool:
+    unknown = knowledge.catalogue.unknown_words(message)
+    named = content_tokens(analyse(message))
+    return len(unknown) >= 2 and len(unknown) * 2 >= len(named)
+
+
+def _ordinal(message: str, options: list[KnowledgeItem]) -> KnowledgeItem | None:
+    if not options:
+        return None
+    for word in re.findall(r"\w+", normalise(message)):
+        if word in ORDINALS:
+            index = ORDINALS[word]
+            if -len(options) <= index < len(options):
+                return options[index]
+    return None
+
+
+def _with_agreement(quote: Quote, found: list[Agreement], knowledge: Knowledge) -> Quote:
+    index = knowledge.items.index(quote.item)
+    agreed = agreed_price(found, index)
+    if agreed is None:
+        return quote
+    qty = quote.qty
+    if qty == 1 and agreed.quantity and agreed.quantity > 1:
+        qty = agreed.quantity  # "how much is it then?" about the manager's offer for N
+    return Quote(quote.item, qty, agreed)
+
+
+def _agreed_for_another_quantity(quote: Quote) -> bool:
+    agreed = quote.agreed
+    return bool(agreed and agreed.quantity and agreed.quantity > 1 and quote.qty != agreed.quantity)
 
 
 def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False) -> str:
     lines = []
     for quote in quotes:
         item = quote.item
-        price = format_money(item.price, item.currency)
+        price = format_money(quote.unit_price, item.currency)
         if quote.qty > 1:
             total = format_money(quote.total, item.currency)
             line = f"{item.name}: {quote.qty} × {price} = {total}"
         else:
             unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
             line = f"{item.name}: {price}{unit}"
+        notes = [text("answer.agreed", lang)] if quote.agreed else []
         if with_availability:
-            status = text(f"availability.{Availability(item.availability).value}", lang)
-            if status:
-                note = f", {item.availability_note}" if item.availability_note else ""
-                line += f" ({status}{note})"
+            phrase = availability_phrase(item.availability, item.availability_note, lang)
+            notes += [phrase] if phrase else []
+        if notes:
+            line += f" ({'; '.join(notes)})"
         lines.append(line)
     currencies = {q.item.currency for q in quotes}
     if len(quotes) > 1 and len(currencies) == 1:
         grand = sum((q.total for q in quotes), Decimal(0))
         lines.append(text("answer.total", lang, total=format_money(grand, currencies.pop())))
     return "\n".join(lines)
+
+
+def _rule_lines(rule: RuleAnswer) -> list[str]:
+    return list(rule.sentences)
 
 
 PIECES = {"шт", "шт.", "pcs", "pc", "piece", "pieces", "unit", "units", "дана"}
@@ -250,6 +336,7 @@ def _summary(reason: str, quotes: list[Quote], lang: str, asked: str = "") -> st
     summary = parts.get(reason, "")
     if quotes:
         summary += " " + "; ".join(f"{q.qty} × {q.item.name}" for q in quotes) + "."
+        summary += "".join(f" «{q.agreed.words[:200]}»" for q in quotes if q.agreed)
     if asked:
         summary += f" «{asked[:300]}»"
     return summary.strip()

@@ -8,7 +8,10 @@ sentences, so they are data here, not prose scattered through code.
 
 from __future__ import annotations
 
+import re
+
 from assistant import language
+from assistant.models import Availability
 from assistant.schema import TurnInput
 
 TEXTS: dict[str, dict[str, str]] = {
@@ -76,6 +79,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "ru": "Пожалуйста! Чем ещё могу помочь?",
     },
     "answer.total": {"en": "Total: {total}", "ru": "Итого: {total}"},
+    "answer.agreed": {"en": "as agreed with the manager", "ru": "как договорились с менеджером"},
     "answer.more": {"en": "and {count} more", "ru": "и ещё {count}"},
     "availability.in_stock": {"en": "in stock", "ru": "в наличии"},
     "availability.out_of_stock": {"en": "out of stock", "ru": "нет в наличии"},
@@ -83,6 +87,32 @@ TEXTS: dict[str, dict[str, str]] = {
     "availability.unknown": {"en": "", "ru": ""},
     "word.or": {"en": "or", "ru": "или"},
 }
+
+
+# What a price list's availability cell may say that only repeats the status ("под заказ" for
+# on order): left out of the note so the customer never reads "(on order, on order)".
+RESTATED: dict[str, tuple[str, ...]] = {
+    Availability.IN_STOCK: ("in stock", "instock", "в наличии", "есть", "имеется", "available",
+                            "yes", "да", "бар", "+"),
+    Availability.OUT_OF_STOCK: ("out of stock", "нет в наличии", "sold out", "отсутствует",
+                                "нет", "no", "жоқ", "-"),
+    Availability.ON_ORDER: ("on order", "to order", "under order", "pre-order", "preorder",
+                            "backorder", "под заказ", "на заказ", "заказ", "order",
+                            "тапсырыспен"),
+}  # fmt: skip
+
+
+def availability_phrase(status: str, note: str, lang: str) -> str:
+    """ "on order, 2 weeks": the status in the customer's language and what the note adds to
+    it (nothing when the note only repeats the status)."""
+    label = text(f"availability.{Availability(status).value}", lang) if status else ""
+    rest = note.strip()
+    for phrase in sorted(RESTATED.get(status, ()), key=len, reverse=True):
+        rest = re.sub(rf"(?<!\w){re.escape(phrase)}(?!\w)", " ", rest, flags=re.IGNORECASE)
+    rest = " ".join(rest.split()).strip(" ,;:.-–—()")
+    if label and rest and rest.lower() != label.lower():
+        return f"{label}, {rest}"
+    return label or rest
 
 
 def language_for(turn: TurnInput) -> str:

@@ -35,6 +35,8 @@ class KnowledgeItem:
     availability: str = Availability.UNKNOWN
     availability_note: str = ""
     from_channel: bool = False
+    # Other names customers use (the price list's aliases/keywords column).
+    aliases: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -78,6 +80,7 @@ class Knowledge:
             [i.name for i in self.items],
             [i.sku for i in self.items],
             [f"{i.sku} {i.name} {i.description}" for i in self.items],
+            [i.aliases for i in self.items],
         )
 
 
@@ -100,12 +103,15 @@ def knowledge_for_channel(channel_id: int) -> Knowledge:
     rows = list(
         PriceList.objects.filter(business_id=channel.business_id)
         .filter(Q(channel__isnull=True) | Q(channel_id=channel_id))
-        .values_list("channel_id", "current_version_id", "current_version__created_at")
+        .values_list(
+            "channel_id", "current_version_id", "current_version__created_at", "updated_at"
+        )
     )
-    lists: dict[int | None, int | None] = {owner: version for owner, version, _at in rows}
+    lists: dict[int | None, int | None] = {owner: version for owner, version, _at, _u in rows}
     base_version = lists.get(None)
     channel_version = lists.get(channel_id)
-    # Version ids plus their creation times: SQLite may reuse the id of a deleted row.
+    # Version ids plus their creation times (SQLite may reuse the id of a deleted row) and the
+    # lists' change times (aliases edited in the admin change a version in place).
     key = (channel_id, channel.business.name, tuple(sorted(rows, key=str)))
     with _cache_lock:
         if key in _cache:
@@ -144,6 +150,7 @@ def _items(version_id: int | None, from_channel: bool) -> list[KnowledgeItem]:
             availability=row.availability,
             availability_note=row.availability_note,
             from_channel=from_channel,
+            aliases=row.alias_list(),
         )
         for row in PriceItem.objects.filter(version_id=version_id).order_by("position")
     ]

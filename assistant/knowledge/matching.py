@@ -1,10 +1,15 @@
-"""Lexical matching of what customers write against price-list names: no ML, no dictionaries.
+"""Lexical matching of what customers write against price-list names, across languages: no ML.
 
 Tokens are lower-cased words of Latin, Cyrillic (Russian and Kazakh letters) and digits, with a
 crude suffix-stripping stemmer (English plurals, Russian case endings) so "стулья", "стула" and
-"стул" meet, and a typo tolerance (one edit, two for long words, same first letter) applied
-only to words the price list does not contain. Used by the catalogue assistant (which item did
-the customer mean?) and by the prompt's retrieval when the list is too big to send whole (BM25).
+"стул" meet. Each word is then reduced to a key that does not depend on the language: the
+meaning from a small bilingual vocabulary (`assistant.knowledge.vocabulary`: "sofa", "диван"
+→ #sofa) or else its transliterated skeleton (`assistant.knowledge.transliteration`: "Бостон",
+"Boston" → boston). A typo tolerance (one edit, two for long words, same first letter) applies
+only to words the price list does not contain. An item is named by its name or by one of its
+aliases (the price list's keywords column). Used by the catalogue assistant (which item did the
+customer mean, how many?), by the guardrail (which item does a sentence name?) and by the
+prompt's retrieval when the list is too big to send whole (BM25).
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assistant import language
+from assistant.knowledge.transliteration import skeleton
+from assistant.knowledge.vocabulary import ATTRIBUTES, PRODUCTS
 
 WORD_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+", re.IGNORECASE)
 COMPOUND_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:[-./][0-9a-zа-яёәғқңөұүһі]+)*", re.IGNORECASE)
@@ -42,6 +49,10 @@ _STOPWORD_LINES = (
     "здравствуйте добрый день вечер утро пожалуйста спасибо подскажите скажите наличии наличие",
     "бар ма ме қанша бағасы сәлем салем сiз сіз сізде рахмет еще тоже уже вот там тут",
     "шт штук штуки штука pcs pieces piece units unit x будет будут было был была надо",
+    "show send give write text me us so then if take order total much more else other same",
+    "стоить стоили цену цене напишите просто тогда также еще ещё беру возьму заказать купить",
+    "покажите скиньте пришлите стал стала стали хорошо ладно ок",
+    "тұрады керек маған бізге және ал алғым келеді ба бе па пе",
 )
 STOPWORDS = frozenset(" ".join(_STOPWORD_LINES).split())
 
@@ -148,6 +159,75 @@ def content_tokens(tokens: Sequence[QueryToken]) -> list[QueryToken]:
     ]
 
 
+@dataclass(frozen=True)
+class _Meaning:
+    key: str
+    attribute: bool
+
+
+def _vocabulary() -> dict[str, _Meaning]:
+    table: dict[str, _Meaning] = {}
+    for entries, attribute in ((PRODUCTS, False), (ATTRIBUTES, True)):
+        for meaning, forms in entries.items():
+            for form in forms:
+                for word in words(form):
+                    table.setdefault(stem(word), _Meaning("#" + meaning, attribute))
+    return table
+
+
+MEANINGS = _vocabulary()
+ATTRIBUTE_KEYS = frozenset(m.key for m in MEANINGS.values() if m.attribute)
+
+
+# Kazakh plural, case and possessive endings, longest first: "тюльпандар", "диванды", "үстелге".
+KK_ENDINGS = sorted(
+    {f"{p}{c}" for p in ("лар", "лер", "дар", "дер", "тар", "тер")
+     for c in ("", "дың", "дің", "ға", "ге", "ды", "ді", "да", "де", "ы", "і", "ың", "ің")}
+    | {"ның", "нің", "дың", "дің", "тың", "тің", "ға", "ге", "қа", "ке", "ды", "ді", "ты", "ті",
+       "ны", "ні", "да", "де", "та", "те", "сы", "сі", "ын", "ін", "ы", "і"},
+    key=len,
+    reverse=True,
+)  # fmt: skip
+
+
+def word_key(word: str) -> str:
+    """The language-free key of one word: "#sofa" for "диванов", "boston" for "Бостон"."""
+    if word.isdigit():
+        return word
+    stemmed = stem(word)
+    meaning = MEANINGS.get(stemmed)
+    if meaning is None and language.is_cyrillic(word):
+        low = normalise(word)
+        for ending in KK_ENDINGS:
+            if low.endswith(ending) and len(low) - len(ending) >= 3:
+                meaning = MEANINGS.get(stem(low[: -len(ending)]))
+                if meaning is not None:
+                    break
+    return meaning.key if meaning else skeleton(stemmed)
+
+
+def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:
+    """Meanings match exactly; spellings by prefix and, when `fuzzy`, within a typo."""
+    if query_key.startswith("#") or name_key.startswith("#"):
+        return query_key == name_key
+    return stems_match(query_key, name_key, fuzzy)
+
+
+def _meaning_by_typo(stemmed: str) -> str:
+    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair), or ""."""
+    if len(stemmed) < 5:
+        return ""
+    limit = 1 if len(stemmed) < 7 else 2
+    for known, meaning in MEANINGS.items():
+        if (
+            len(known) >= 4
+            and known[0] == stemmed[0]
+            and edit_distance_at_most(stemmed, known, limit)
+        ):
+            return meaning.key
+    return ""
+
+
 @dataclass
 class ItemMatch:
     index: int
@@ -156,23 +236,56 @@ class ItemMatch:
     positions: frozenset[int]  # query token positions explained by this item
     by_sku: bool = False
     number_positions: frozenset[int] = field(default_factory=frozenset)
+    # Only descriptive words (colour, material, size) matched: "white" alone is not a product.
+    weak: bool = False
+    # Every matched word is the name's own word, as written (not a translation of it).
+    literal: bool = False
+
+
+SEPARATORS_RE = re.compile(
+    r"[,;+\n]|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s", re.IGNORECASE
+)
+
+
+def segments(text: str) -> list[str]:
+    """The parts of a message that each name one thing: "a table and 4 chairs" → two parts."""
+    return [part.strip() for part in SEPARATORS_RE.split(f" {text} ") if part and part.strip()]
 
 
 class Catalogue:
-    """An index over item names (and SKUs) for matching and retrieval."""
+    """An index over item names, aliases and SKUs for matching and retrieval."""
 
-    def __init__(self, names: Sequence[str], skus: Sequence[str], texts: Sequence[str]) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        skus: Sequence[str],
+        texts: Sequence[str],
+        aliases: Sequence[Sequence[str]] | None = None,
+    ) -> None:
         self.names = list(names)
-        self.name_stems = [list(dict.fromkeys(stem(w) for w in words(n))) for n in names]
+        alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
+        # Each item is named by its name and by each alias: one key list per way of naming it.
+        self.variants: list[list[list[str]]] = []
+        # key → the spelling of the name word it came from, per way of naming an item
+        self.shapes: list[list[dict[str, str]]] = []
+        for name, extra in zip(self.names, alias_lists, strict=True):
+            keyed = [
+                {word_key(w): skeleton(stem(w)) for w in words(v)} for v in (name, *extra) if v
+            ]
+            self.variants.append([list(k) for k in keyed])
+            self.shapes.append(keyed)
         self.skus = [compact(s) for s in skus]
         df: Counter[str] = Counter()
-        for stems in self.name_stems:
-            df.update(set(stems))
+        for variants in self.variants:
+            df.update({key for keys in variants for key in keys})
         self.vocabulary = set(df)
         n = max(1, len(names))
         self.idf = {s: math.log(1 + n / c) for s, c in df.items()}
-        # BM25 over name + SKU + description
-        self.doc_tokens = [[stem(w) for w in words(t)] for t in texts]
+        # BM25 over name + aliases + SKU + description
+        self.doc_tokens = [
+            [word_key(w) for w in words(f"{t} {' '.join(a)}")]
+            for t, a in zip(texts, alias_lists, strict=True)
+        ]
         self.doc_len = [len(d) for d in self.doc_tokens]
         self.avg_len = (sum(self.doc_len) / len(self.doc_len)) if self.doc_len else 1.0
         doc_df: Counter[str] = Counter()
@@ -183,6 +296,15 @@ class Catalogue:
 
     # --- matching (catalogue assistant) ---------------------------------------------------
 
+    def _token_keys(self, token: QueryToken) -> set[str]:
+        key = word_key(token.word)
+        found = {k for k in self.vocabulary if keys_match(key, k, key not in self.vocabulary)}
+        if not found and not key.startswith("#"):
+            meaning = _meaning_by_typo(token.stem)
+            if meaning in self.vocabulary:
+                found.add(meaning)
+        return found
+
     def match(self, text: str) -> list[ItemMatch]:
         """Every item the text could be naming, best first."""
         tokens = analyse(text)
@@ -190,49 +312,83 @@ class Catalogue:
         numbers = [t for t in tokens if t.word.isdigit()]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
-        # Which name stems each content token matches, computed once over the vocabulary
+        # Which name keys each content token matches, computed once over the vocabulary
         # rather than once per item (names share most of their words).
-        matching_stems = [
-            {s for s in self.vocabulary if stems_match(t.stem, s, t.stem not in self.vocabulary)}
-            for t in content
-        ]
+        keys_of = [(t, self._token_keys(t)) for t in content]
         matches: list[ItemMatch] = []
-        for index, stems in enumerate(self.name_stems):
-            if self.skus[index] and len(self.skus[index]) >= 3 and self.skus[index] in compounds:
-                sku_positions = frozenset(
-                    t.position for t in tokens if t.word and t.word in self.skus[index]
-                )
+        for index, variants in enumerate(self.variants):
+            sku = self.skus[index]
+            if sku and len(sku) >= 3 and sku in compounds:
+                sku_positions = frozenset(t.position for t in tokens if t.word and t.word in sku)
                 matches.append(ItemMatch(index, 1.0, 99.0, sku_positions, by_sku=True))
                 continue
-            total = sum(self.idf.get(s, 1.0) for s in stems) or 1.0
-            matched = 0.0
-            positions: set[int] = set()
-            number_positions: set[int] = set()
-            for s in stems:
-                if s.isdigit():
-                    for t in numbers:
-                        if t.word == s:
-                            matched += self.idf.get(s, 1.0)
-                            number_positions.add(t.position)
-                            break
-                    continue
-                for t, stems_of_t in zip(content, matching_stems, strict=True):
-                    if s in stems_of_t:
-                        matched += self.idf.get(s, 1.0)
-                        positions.add(t.position)
-                        break
-            if positions:
-                matches.append(
-                    ItemMatch(
-                        index,
-                        matched / total,
-                        matched,
-                        frozenset(positions | number_positions),
-                        number_positions=frozenset(number_positions),
-                    )
-                )
+            best = max(
+                (
+                    self._score(index, keys, self.shapes[index][v], keys_of, numbers)
+                    for v, keys in enumerate(variants)
+                ),
+                key=lambda m: (m.coverage, m.weight) if m else (-1.0, -1.0),
+                default=None,
+            )
+            if best is not None:
+                matches.append(best)
+        if any(not m.weak for m in matches):
+            matches = [m for m in matches if not m.weak]
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return matches
+
+    def _score(
+        self,
+        index: int,
+        keys: list[str],
+        shapes: dict[str, str],
+        keys_of: list[tuple[QueryToken, set[str]]],
+        numbers: list[QueryToken],
+    ) -> ItemMatch | None:
+        """How well the query names one way of naming an item. Each name word binds to the
+        query word nearest to the others, so "a table … and 4 oak chairs" keeps them apart."""
+        total = sum(self.idf.get(k, 1.0) for k in keys) or 1.0
+        candidates: dict[str, list[int]] = {}
+        for k in keys:
+            if k.isdigit():
+                at = [t.position for t in numbers if t.word == k]
+            else:
+                at = [t.position for t, found in keys_of if k in found]
+            if at:
+                candidates[k] = at
+        words_found = [k for k in candidates if not k.isdigit()]
+        if not words_found:
+            return None
+        chosen: dict[str, int] = {}
+        for k in sorted(words_found, key=lambda k: -self.idf.get(k, 1.0)):
+            if not chosen:
+                chosen[k] = candidates[k][0]
+                continue
+            anchor = list(chosen.values())
+            chosen[k] = min(candidates[k], key=lambda p: min(abs(p - a) for a in anchor))
+        number_positions: set[int] = set()
+        anchor = list(chosen.values())
+        for k in candidates:
+            if k.isdigit():
+                p = min(candidates[k], key=lambda p: min(abs(p - a) for a in anchor))
+                chosen[k] = p
+                number_positions.add(p)
+        matched = sum(self.idf.get(k, 1.0) for k in chosen)
+        by_position = {t.position: t for t, _found in keys_of}
+        literal = all(
+            stems_match(skeleton(by_position[p].stem), shapes[k], fuzzy=True)
+            for k, p in chosen.items()
+            if p in by_position
+        )
+        return ItemMatch(
+            index,
+            matched / total,
+            matched,
+            frozenset(chosen.values()),
+            number_positions=frozenset(number_positions),
+            weak=all(k in ATTRIBUTE_KEYS for k in words_found),
+            literal=literal,
+        )
 
     def resolve(self, text: str) -> list[list[ItemMatch]]:
         """Groups of matches, one group per thing the customer named: a group of one is a
@@ -256,10 +412,18 @@ class Catalogue:
                     and m.coverage >= top.coverage - 0.34
                 ]
                 # A name fully named (every word present) beats longer names that merely
-                # contain the same words ("table" vs "table lamp").
+                # contain the same words ("table" vs "table lamp"); an exact name beats all.
                 complete = [m for m in group if m.coverage >= 0.999]
+                if len(complete) > 1:
+                    heaviest = max(m.weight for m in complete)
+                    complete = [m for m in complete if m.weight >= heaviest - 1e-9]
                 if len(complete) == 1:
                     group = complete
+                # The name in the customer's own words beats one matched only in translation
+                # ("office chair" → "Office chair Lux", not "Кресло офисное").
+                literal = [m for m in group if m.literal and m.coverage >= 0.5]
+                if len(group) > 1 and len(literal) == 1:
+                    group = literal
             groups.append(group)
             consumed |= set(top.positions)
             ids = {m.index for m in group}
@@ -268,11 +432,58 @@ class Catalogue:
             ]
         return groups
 
+    def order_lines(self, text: str) -> list[tuple[list[ItemMatch], int]]:
+        """What the customer named, part by part, each with the quantity written next to it:
+        "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4). Positions are relative to
+        each part."""
+        lines: list[tuple[list[ItemMatch], int]] = []
+        seen: set[int] = set()
+        previous = ""
+        for part in segments(text):
+            groups = self.resolve(part)
+            if groups and len(groups[0]) > 1 and previous:
+                groups = self._elliptic(part, previous, seen) or groups
+            previous = part if groups else previous
+            if not groups:
+                continue
+            tokens = analyse(part)
+            taken: set[int] = set()
+            for group in groups:
+                for m in group:
+                    taken |= set(m.number_positions)
+                    if m.by_sku:
+                        taken |= set(m.positions)
+            for number, group in enumerate(groups):
+                if number and max(m.coverage for m in group) < 0.6:
+                    continue  # a stray word beside the thing named ("teeth whitening")
+                if len(group) == 1 and group[0].index in seen:
+                    continue  # named twice ("the table … and that table"): one line
+                lines.append((group, quantity_near(tokens, group[0].positions, taken)))
+                if len(group) == 1:
+                    seen.add(group[0].index)
+        return lines
+
+    def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
+        """A part that only describes ("and the oil one too" after "air filter Camry") read
+        with the words of the part before it, for an item not named already."""
+        own = len(analyse(part))
+        for group in self.resolve(f"{part} {previous}"):
+            fresh = [m for m in group if m.index not in seen]
+            if len(fresh) == 1 and len(group) == 1 and min(fresh[0].positions) < own:
+                only_own = frozenset(p for p in fresh[0].positions if p < own)
+                return [[replace(fresh[0], positions=only_own, number_positions=frozenset())]]
+        return []
+
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of a message that could name a product but match nothing in the list
+        ("swing", "terrace"): a sign the customer asks for something the list does not have."""
+        return [t.word for t in content_tokens(analyse(text)) if not self._token_keys(t)]
+
     # --- retrieval (prompt, large lists) -------------------------------------------------
 
     def retrieve(self, text: str, k: int) -> list[int]:
         """Indices of the k items that score best for the text (BM25, k1=1.2, b=0.75)."""
-        query = [t.stem for t in content_tokens(analyse(text))]
+        query = [word_key(t.word) for t in content_tokens(analyse(text))]
         query += [t.word for t in analyse(text) if t.word.isdigit()]
         if not query:
             return []
@@ -281,7 +492,7 @@ class Catalogue:
             if q in self.doc_df:
                 expanded.append(q)
                 continue
-            close = [s for s in self.vocabulary if stems_match(q, s, fuzzy=True)]
+            close = [s for s in self.vocabulary if keys_match(q, s, fuzzy=True)]
             expanded.extend(close[:3])
         n = len(self.doc_tokens)
         scores: list[tuple[float, int]] = []
@@ -300,6 +511,14 @@ class Catalogue:
         return [i for _, i in scores[:k]]
 
 
+# A number followed by one of these is a size, weight or amount, not how many the customer wants.
+_MEASURES = (
+    "cm mm m kg g l ml см мм м кг г л мл литр литра литров метр метра метров inch дюйм x х "
+    "тг тенге kzt k к тыс тысяч тысячи млн usd rub руб ah"
+)
+MEASURE_WORDS = frozenset(_MEASURES.split())
+
+
 def quantity_near(
     tokens: Sequence[QueryToken], positions: frozenset[int], exclude: set[int]
 ) -> int:
@@ -308,18 +527,34 @@ def quantity_near(
         return 1
     first, last = min(positions), max(positions)
     by_position = {t.position: t for t in tokens}
+
+    def count_at(p: int) -> int | None:
+        t = by_position.get(p)
+        if t is None or t.number is None or p in exclude or not 0 < t.number < 1000:
+            return None
+        after = by_position.get(p + 1)
+        if after is not None and after.word in MEASURE_WORDS and after.word != "x":
+            return None
+        if after is not None and len(after.word) == 3 and after.word.isdigit():
+            return None  # "30 000": an amount written in groups of thousands
+        return t.number
+
     for p in range(first - 1, max(-1, first - 4), -1):
         t = by_position.get(p)
         if t is None:
             break
-        if t.number is not None and p not in exclude and 0 < t.number < 1000:
-            return t.number
+        number = count_at(p)
+        if number is not None:
+            return number
         if t.word not in STOPWORDS and t.number is None and p not in positions:
             break
-    for p in range(last + 1, last + 3):
+    for p in range(last + 1, last + 6):
         t = by_position.get(p)
         if t is None:
             break
-        if t.number is not None and p not in exclude and 0 < t.number < 1000:
-            return t.number
+        number = count_at(p)
+        if number is not None:
+            return number
+        if t.word not in STOPWORDS and t.number is None:
+            break
     return 1

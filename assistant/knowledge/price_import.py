@@ -5,7 +5,8 @@
         version = apply_price_list(preview, business, channel=None, user=request.user)
 
 Headers are matched tolerantly (SKU / article / код / артикул, name / наименование / товар,
-price / цена, currency / валюта, unit, description, availability / in stock / наличие, …); the
+price / цена, currency / валюта, unit, description, availability / in stock / наличие,
+aliases / keywords / синонимы / ключевые слова: other names customers use, …); the
 header row may sit below a title row. Amounts parse in the usual formats (see
 assistant.knowledge.money). A file with any row error is never applied: the current list stays as it
 was.
@@ -26,9 +27,16 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from assistant.knowledge.money import find_currency, normalise_currency, parse_amount
-from assistant.models import Availability, PriceItem, PriceList, PriceListVersion
+from assistant.models import (
+    Availability,
+    PriceItem,
+    PriceList,
+    PriceListVersion,
+    split_aliases,
+)
 from inbox.conversations.models import Business, Channel
 
 log = logging.getLogger(__name__)
@@ -60,6 +68,10 @@ HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "availability": ("availability", "in stock", "stock", "available", "status", "qty",
                      "quantity", "наличие", "в наличии", "остаток", "количество", "статус",
                      "склад"),
+    "aliases": ("aliases", "alias", "keywords", "keyword", "synonyms", "synonym", "tags",
+                "search words", "also known as", "aka", "other names", "синонимы", "синоним",
+                "ключевые слова", "ключевики", "теги", "другие названия", "псевдонимы",
+                "кілт сөздер", "синонимдер"),
 }  # fmt: skip
 
 IN_STOCK_WORDS = {"yes", "y", "true", "in stock", "available", "есть", "да", "в наличии",
@@ -80,6 +92,7 @@ class ParsedRow:
     description: str
     availability: str
     availability_note: str
+    aliases: str = ""
 
     @property
     def key(self) -> str:
@@ -253,6 +266,7 @@ def apply_price_list(
                     description=row.description,
                     availability=row.availability,
                     availability_note=row.availability_note,
+                    aliases=row.aliases,
                 )
                 for i, row in enumerate(preview.rows)
             ],
@@ -270,6 +284,16 @@ def apply_price_list(
         },
     )
     return version
+
+
+def update_aliases(item: PriceItem, aliases: str) -> None:
+    """Set the other names of one item (typed in the admin) and mark its list changed, so every
+    process rebuilds that list's knowledge on its next turn."""
+    cleaned = ", ".join(split_aliases(aliases))[:500]
+    with transaction.atomic():
+        PriceItem.objects.filter(pk=item.pk).update(aliases=cleaned)
+        PriceList.objects.filter(versions=item.version_id).update(updated_at=timezone.now())
+    item.aliases = cleaned
 
 
 # --- internals ------------------------------------------------------------------------------
@@ -390,6 +414,7 @@ def _parse_row(
             description=_cell_text(_cell(cells, columns, "description")),
             availability=availability,
             availability_note=note[:200],
+            aliases=", ".join(split_aliases(_cell_text(_cell(cells, columns, "aliases"))))[:500],
         ),
         [],
     )

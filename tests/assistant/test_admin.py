@@ -56,3 +56,32 @@ def test_knowledge_gap_review_lists_only_outside_knowledge_base_handoffs(admin_c
     body = page.content.decode()
     assert "asks about sofas" in body
     assert "broken leg" not in body
+
+
+def test_aliases_are_editable_in_the_version_page_and_matching_uses_them_at_once(admin_client):
+    from assistant.knowledge.effective import knowledge_for_channel
+    from assistant.knowledge.price_import import apply_price_list, parse_price_file
+
+    biz = factories.business()
+    chan = factories.channel(biz)
+    version = apply_price_list(parse_price_file(b"name,price\nVarta 75Ah,52000\n", "p.csv"), biz)
+    item = version.items.get()
+    assert knowledge_for_channel(chan.pk).catalogue.order_lines("аккумулятор 75") == []
+
+    url = reverse("admin:assistant_pricelistversion_change", args=[version.pk])
+    page = admin_client.get(url)
+    assert 'name="items-0-aliases"' in page.content.decode()
+    form = {
+        "items-TOTAL_FORMS": "1",
+        "items-INITIAL_FORMS": "1",
+        "items-MIN_NUM_FORMS": "0",
+        "items-MAX_NUM_FORMS": "1000",
+        "items-0-id": str(item.pk),
+        "items-0-version": str(version.pk),
+        "items-0-aliases": "аккумулятор, battery",
+    }
+    assert admin_client.post(url, form).status_code == 302
+    item.refresh_from_db()
+    assert item.aliases == "аккумулятор, battery"
+    [(group, _qty)] = knowledge_for_channel(chan.pk).catalogue.order_lines("аккумулятор 75")
+    assert group[0].index == 0

@@ -17,8 +17,10 @@ ROWS = (
     ("escalation accuracy", "escalation_accuracy", "{:.3f}"),
     ("action accuracy", "action_accuracy", "{:.3f}"),
     ("JSON validity", "json_validity", "{:.3f}"),
-    ("invented-price rate", "invented_price_rate", "{:.3f}"),
     ("price accuracy", "price_accuracy", "{:.3f}"),
+    ("wrong-amount rate", "wrong_amount_rate", "{:.3f}"),
+    ("wrong amounts", "wrong_amounts", "{}"),
+    ("  of which in no list", "wrong_unlisted", "{}"),
     ("latency p50 (ms)", "latency_p50_ms", "{:.1f}"),
     ("latency p95 (ms)", "latency_p95_ms", "{:.1f}"),
     ("no answer (model down)", "no_answer", "{}"),
@@ -27,8 +29,10 @@ ROWS = (
 
 class Command(BaseCommand):
     help = (
-        "Score an assistant backend on the golden conversations (assistant/eval/golden.json): "
-        "escalation accuracy, JSON validity, invented-price rate, price accuracy, latency. "
+        "Score an assistant backend on the golden conversations (assistant/eval/golden/): "
+        "escalation, action and price accuracy, amounts a right reply could not contain (the "
+        "eval's own judge, not the guardrail), JSON validity, latency; per category and per "
+        "business. "
         "Without --base-url it scores the offline catalogue assistant. Exits non-zero when a "
         "given threshold is missed or, with --compare-base-url, when the candidate (--base-url) "
         "regresses against the baseline (--compare-base-url) beyond --tolerance."
@@ -52,12 +56,22 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tolerance", type=float, default=0.02)
         parser.add_argument("--min-escalation-accuracy", type=float, default=None)
-        parser.add_argument("--max-invented-price-rate", type=float, default=None)
+        parser.add_argument(
+            "--max-invented-price-rate",
+            type=float,
+            default=None,
+            help="the most replies with a wrong amount, as a share (the judge's figure)",
+        )
         parser.add_argument("--min-json-validity", type=float, default=None)
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         parser.add_argument("--concurrency", type=int, default=1)
         parser.add_argument("--no-stream", action="store_true")
-        parser.add_argument("--golden", type=Path, default=None, help="another golden file")
+        parser.add_argument(
+            "--golden", type=Path, default=None, help="another golden folder or file"
+        )
+        parser.add_argument(
+            "--no-breakdown", action="store_true", help="no per-category/business tables"
+        )
         parser.add_argument("--limit", type=int, default=0, help="only the first N cases")
         parser.add_argument("--case", action="append", default=[], help="only this case id")
         parser.add_argument("--max-tokens", type=int, default=512)
@@ -94,6 +108,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps([r.summary() for r in reports], indent=1))
         else:
+            # The breakdowns first: a log's tail (CI, gpu_check) keeps the headline table.
+            if not options["no_breakdown"]:
+                self._breakdown(candidate)
             self._table(golden, reports)
         if options["show_misses"]:
             self._misses(candidate)
@@ -136,16 +153,37 @@ class Command(BaseCommand):
             cells = "".join(f"{fmt.format(s[key]):>24}" for s in summaries)
             self.stdout.write(f"{label:26}{cells}")
 
+    def _breakdown(self, report: Report) -> None:
+        """Where the backend fails: the figures per category and per business."""
+        for title, groups in (
+            ("category", report.by_category()),
+            ("business", report.by_business()),
+            ("language", report.by_language()),
+        ):
+            self.stdout.write(
+                f"{'by ' + title:20}{'cases':>6}{'escal.':>8}{'action':>8}{'price':>8}"
+                f"{'priced':>8}{'wrong':>7}"
+            )
+            for name, s in groups.items():
+                price = f"{s['price_accuracy']:.2f}" if s["priced_cases"] else "-"
+                self.stdout.write(
+                    f"{name:20}{s['cases']:>6}{s['escalation_accuracy']:>8.2f}"
+                    f"{s['action_accuracy']:>8.2f}{price:>8}"
+                    f"{s['priced_cases']:>8}{s['wrong_amounts']:>7}"
+                )
+            self.stdout.write("")
+
     def _misses(self, report: Report) -> None:
         for r in report.results:
-            wrong = not r.escalation_ok or r.action != r.case.expected_action
-            if wrong or r.invented or r.prices_ok is False:
-                expected = f"{r.case.expected_action}/{r.case.expected_reason or '-'}"
-                self.stdout.write(
-                    f"  {r.case.id}: expected {expected}, got {r.action}/{r.reason or '-'}"
-                    f"{' INVENTED ' + '; '.join(r.invented) if r.invented else ''}"
-                    f"{' MISSING PRICE' if r.prices_ok is False else ''}"
-                )
+            if r.ok:
+                continue
+            expected = f"{r.case.expected_action}/{r.case.expected_reason or '-'}"
+            self.stdout.write(
+                f"  {r.case.id} [{', '.join(r.case.categories)}]: expected {expected}, "
+                f"got {r.action}/{r.reason or '-'}"
+                f"{' WRONG AMOUNT ' + '; '.join(r.invented) if r.invented else ''}"
+                f"{' MISSING ' + ', '.join(r.missing) if r.missing else ''}"
+            )
 
     def _thresholds(self, report: Report, options: dict[str, Any]) -> list[str]:
         problems = []

@@ -254,3 +254,20 @@ def test_knowledge_follows_a_renamed_business():
     biz.name = "New name"
     biz.save()
     assert knowledge_for_channel(channel.pk).business_name == "New name"
+
+
+@pytest.mark.parametrize("header", ["Aliases", "Keywords", "Синонимы", "Ключевые слова"])
+def test_an_aliases_column_gives_items_the_other_names_customers_use(header):
+    biz = factories.business()
+    chan = factories.channel(biz)
+    text = f"Name;Price;{header}\nДиван угловой Бостон;420 000;Boston sofa, corner couch\n"
+    preview = parse_price_file(text.encode(), "prices.csv", "KZT")
+    assert preview.ok, preview.errors
+    assert preview.columns["aliases"] == header
+    assert preview.rows[0].aliases == "Boston sofa, corner couch"
+    apply_price_list(preview, biz)
+
+    knowledge = knowledge_for_channel(chan.pk)
+    assert knowledge.items[0].aliases == ("Boston sofa", "corner couch")
+    [(group, qty)] = knowledge.catalogue.order_lines("how much is the corner couch?")
+    assert (knowledge.items[group[0].index].name, qty) == ("Диван угловой Бостон", 1)

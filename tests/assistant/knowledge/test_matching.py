@@ -1,0 +1,117 @@
+"""Which item a customer names, as they write it: across languages and scripts, with typos,
+aliases and several items with their own quantities in one message."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.knowledge.effective import Knowledge
+from assistant.knowledge.matching import segments
+from assistant.knowledge.transliteration import skeleton
+from tests.assistant.builders import item, knowledge
+
+SHOP = knowledge(
+    (
+        item("SF-1", "Диван угловой Бостон", "420000"),
+        item("SF-2", "Sofa Milano 3-seat", "310000"),
+        item("CH-1", "Office chair Lux", "45000"),
+        item("KR-1", "Кресло офисное Комфорт", "54000"),
+        item("TB-1", "Oak dining table 180", "189000"),
+        item("CH-2", "Oak dining chair", "32000"),
+        item("CT-1", "Coffee table", "54000"),
+        item("ST-1", "Bar stool", "28900"),
+        item("AU-1", "Масляный фильтр Toyota", "3500"),
+        item("AU-2", "Щётки стеклоочистителя Bosch 600мм", "7800"),
+        item("FL-1", "Тюльпаны микс 11 шт", "9900"),
+        item("FL-2", "Пионы розовые 5 шт", "15000", aliases=("peony bouquet", "пионы букет")),
+    )
+)
+
+
+def named(text: str, shop: Knowledge = SHOP) -> list[tuple[list[str], int]]:
+    lines = shop.catalogue.order_lines(text)
+    return [([shop.items[m.index].name for m in group], qty) for group, qty in lines]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("how much is the Boston corner sofa?", "Диван угловой Бостон"),
+        ("диван милано есть?", "Sofa Milano 3-seat"),
+        ("сколько стоит офисное кресло люкс", "Office chair Lux"),
+        ("Komfort office armchair price", "Кресло офисное Комфорт"),
+        ("oil filter for a toyota", "Масляный фильтр Toyota"),
+        ("масляный фильтр на тойоту", "Масляный фильтр Toyota"),
+        ("bosch wipers", "Щётки стеклоочистителя Bosch 600мм"),
+        ("How much are the tulips?", "Тюльпаны микс 11 шт"),
+        ("тюльпандар бар ма?", "Тюльпаны микс 11 шт"),
+    ],
+)
+def test_a_product_is_found_across_languages_and_scripts(text, expected):
+    assert named(text) == [([expected], 1)]
+
+
+def test_an_alias_names_the_item_like_its_name():
+    assert named("a peony bouquet please") == [(["Пионы розовые 5 шт"], 1)]
+
+
+def test_an_exact_name_is_a_clear_match_even_when_other_names_share_its_words():
+    assert named("Oak dining chair") == [(["Oak dining chair"], 1)]
+    assert named("Office chair Lux") == [(["Office chair Lux"], 1)]
+
+
+def test_the_name_in_the_customers_own_words_beats_a_translated_one():
+    assert named("2 ofice chiars") == [(["Office chair Lux"], 2)]
+
+
+def test_a_general_word_alone_stays_ambiguous():
+    [(group, _qty)] = named("стулья")
+    assert sorted(group) == ["Oak dining chair", "Office chair Lux", "Кресло офисное Комфорт"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Oak dining table 180 cm and 4 oak dining chairs",
+            [(["Oak dining table 180"], 1), (["Oak dining chair"], 4)],
+        ),
+        ("a coffee table and 2 bar stools", [(["Coffee table"], 1), (["Bar stool"], 2)]),
+        ("2 bar stools, coffee table", [(["Bar stool"], 2), (["Coffee table"], 1)]),
+        (
+            "стол обеденный 180 и 6 стульев дуб",
+            [(["Oak dining table 180"], 1), (["Oak dining chair"], 6)],
+        ),
+        ("bar stool x3", [(["Bar stool"], 3)]),
+    ],
+)
+def test_each_quantity_belongs_to_the_item_it_stands_next_to(text, expected):
+    assert named(text) == expected
+
+
+def test_sizes_and_amounts_are_not_quantities():
+    assert named("oak dining table 180 cm") == [(["Oak dining table 180"], 1)]
+    assert named("bar stool for 30 000 тг") == [(["Bar stool"], 1)]
+
+
+def test_a_stray_word_beside_the_product_adds_no_second_item():
+    shop = knowledge(
+        (
+            item("D-1", "Отбеливание Zoom 4", "90000"),
+            item("D-2", "Удаление зуба простое", "8000"),
+            item("D-3", "Удаление зуба мудрости", "20000"),
+        )
+    )
+    assert named("How much is teeth whitening?", shop) == [(["Отбеливание Zoom 4"], 1)]
+
+
+def test_spellings_meet_across_scripts():
+    assert skeleton("бостон") == skeleton("boston")
+    assert skeleton("тойота") == skeleton("toyota")
+    assert skeleton("камри") == skeleton("kamri") == skeleton("camri")
+    assert skeleton("шымкент") == skeleton("shymkent")
+    assert skeleton("сүзгі") == skeleton("suzgi")
+
+
+def test_segments_split_where_a_new_thing_is_named():
+    assert segments("a table and 4 chairs, a lamp") == ["a table", "4 chairs", "a lamp"]
