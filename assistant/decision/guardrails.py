@@ -39,12 +39,11 @@ from assistant.knowledge.effective import (
     knowledge_for_channel,
 )
 from assistant.knowledge.matching import (
-    STOPWORDS,
     ItemMatch,
-    QueryToken,
     analyse,
+    quantity_near,
+    segments,
     stem,
-    stems_match,
     words,
 )
 from assistant.knowledge.money import Amount, find_amounts, find_percentages, format_money
@@ -86,11 +85,13 @@ def findings(
     rules = _reference_text(knowledge, config)
     managers = [e.text for e in turn.history if e.speaker == "manager"]
     reference = "\n".join([rules, *managers])
+    # Numbers in the list's own names ("Extended warranty 1 year", "Milk 2.5%") are the names'.
+    named = "\n".join([reference, *(i.name for i in knowledge.items)])
     result: list[Finding] = []
     result += _unbacked_amounts(reply, turn, knowledge, rules, managers)
-    result += _unbacked_percentages(reply, reference)
-    result += _unbacked_deadlines(reply, reference)
-    result += _unbacked_dates_and_times(reply, reference)
+    result += _unbacked_percentages(reply, named)
+    result += _unbacked_deadlines(reply, named)
+    result += _unbacked_dates_and_times(reply, named)
     result += _agreements(reply, turn, knowledge, rules, managers)
     result += _forbidden_promises(reply, config)
     return list(dict.fromkeys(result))
@@ -99,110 +100,75 @@ def findings(
 # --- which items a text names, and the quantities the customer gave them --------------------
 
 
-def _named(knowledge: Knowledge, text: str) -> set[int]:
+def _named(knowledge: Knowledge, text: str, strong: bool = False) -> set[int]:
     """The items a text names: each thing named resolves to the items that explain its words
-    best ("oak table" to the oak tables, not to every table); SKUs name their item."""
+    best ("oak table" to the oak tables, not to every table); SKUs name their item. `strong`
+    keeps only things named by at least half their name (a stray "come" is not "Корея")."""
     if not text.strip() or not knowledge.items:
         return set()
-    return {m.index for group in knowledge.catalogue.resolve(text) for m in group}
+    return {
+        m.index
+        for group in knowledge.catalogue.resolve(text)
+        if not strong or any(m.by_sku or m.coverage >= 0.5 for m in group)
+        for m in group
+    }
 
 
 def _stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, set[int]]:
-    """item index → the quantities the customer put next to it ("4 oak dining chairs" gives the
-    chairs 4, not the table named before them). A message naming one thing gives it every
-    number it holds ("the Lux chair for 40k if I take ten": ten); a message naming none ("4 of
-    them") gives its numbers to the items named last. Amounts of money are not quantities."""
+    """item index → the quantities the customer put next to it (`Catalogue.order_lines`: "4
+    oak dining chairs" gives the chairs 4, not the table named before them). A message naming
+    one thing gives it every number it holds ("the Lux chair for 40k if I take ten": ten); a
+    message naming none ("4 of them") gives its numbers to the items named last. Amounts of
+    money are not quantities."""
     stated: dict[int, set[int]] = {}
     last: set[int] = set()
     catalogue = knowledge.catalogue
     for raw in texts:
         text = _blank_amounts(_mask_codes(raw, knowledge))
-        tokens = analyse(text)
+        lines = catalogue.order_lines(text) if knowledge.items else []
         groups = catalogue.resolve(text) if knowledge.items else []
-        in_names = {p for g in groups for p in g[0].number_positions}
+        in_names = {p for g in groups for m in g for p in m.number_positions}
         free = [
             t.number
-            for t in tokens
+            for t in analyse(text)
             if t.number is not None and 0 < t.number < 1000 and t.position not in in_names
         ]
-        if not groups:
+        if not lines:
             for index in last:
                 stated.setdefault(index, set()).update(free)
             continue
-        consumed: set[int] = set()
         named_now: set[int] = set()
-        for group in groups:
-            own = set(group[0].positions) - consumed - set(group[0].number_positions)
-            consumed |= set(group[0].positions)
-            anchor = own or set(group[0].positions)
-            span = _name_span(tokens, anchor, group, catalogue.name_stems)
-            qty = _quantity_at(tokens, span, set(group[0].number_positions), catalogue.vocabulary)
+        for group, qty in [*lines, *_own_quantities(knowledge, text)]:
             for match in group:
                 stated.setdefault(match.index, set()).add(qty)
-                if len(groups) == 1:
+                if len(lines) == 1:
                     stated[match.index].update(free)
                 named_now.add(match.index)
         last = named_now
     return stated
 
 
-def _quantity_at(
-    tokens: Sequence[QueryToken], span: set[int], taken: set[int], vocabulary: set[str]
-) -> int:
-    """The number right before a mention ("4 chairs", "4 oak chairs"), else right after it
-    when nothing else follows ("chairs x4", "стул 3 шт"), else 1. Unlike a looser reading,
-    "a table and 4 chairs" gives the table nothing."""
-    by_position = {t.position: t for t in tokens}
-    first, last = min(span), max(span)
-    for p in range(first - 1, max(-1, first - 4), -1):
-        t = by_position.get(p)
-        if t is None:
-            break
-        if t.number is not None and p not in taken and 0 < t.number < 1000:
-            return t.number
-        if t.word not in STOPWORDS:
-            break
-    while last + 1 in taken:  # the name's own number ("Camry 70 4 дана")
-        last += 1
-    after = [by_position.get(p) for p in (last + 1, last + 2, last + 3)]
-    for i, t in enumerate(after[:2]):
-        if t is None:
-            break
-        if t.number is not None and 0 < t.number < 1000 and (last + 1 + i) not in taken:
-            following = after[i + 1] if i + 1 < len(after) else None
-            if (
-                following is None
-                or following.word in STOPWORDS
-                or not any(stems_match(following.stem, s, False) for s in vocabulary)
-            ):
-                return t.number
-            break
-        if t.word not in {"x", "х", "by"}:
-            break
-    return 1
-
-
-def _name_span(
-    tokens: Sequence[QueryToken],
-    positions: set[int],
-    group: Sequence[ItemMatch],
-    name_stems: Sequence[Sequence[str]],
-) -> set[int]:
-    """A mention: its last word grown leftwards over words (and numbers) of the item's own
-    name, so the quantity before "4 oak dining chairs" is found though "oak dining" also
-    matched the table named before it."""
-    stems = {s for m in group for s in name_stems[m.index]}
-    by_position = {t.position: t for t in tokens}
-    p = max(positions)
-    span = {p}
-    p -= 1
-    while p in by_position and any(
-        by_position[p].word == s if s.isdigit() else stems_match(by_position[p].stem, s, False)
-        for s in stems
-    ):
-        span.add(p)
-        p -= 1
-    return span
+def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatch], int]]:
+    """The quantity next to each thing named, part by part, where only the thing's own name
+    numbers are not quantities: `order_lines` also sets aside numbers another, weaker match
+    took ("4 × Масляный фильтр" loses its 4 to "Масло … 4л")."""
+    found = []
+    for part in segments(text):
+        tokens = analyse(part)
+        letters = {t.position for t in tokens if len(t.word) == 1 and not t.word.isdigit()}
+        for group in knowledge.catalogue.resolve(part):
+            words_at = set(group[0].positions) - set(group[0].number_positions)
+            if not words_at:
+                continue
+            first = min(words_at)
+            # A name's numbers follow its words ("Масло … 4л"): a number before them is a
+            # quantity even when it equals one ("4 Масло моторное … 4л").
+            own = {p for p in group[0].number_positions if p > first}
+            positions = words_at | own
+            while max(positions) + 1 in letters:  # "4л", "0W-20": the unit letter
+                positions.add(max(positions) + 1)
+            found.append((group, quantity_near(tokens, frozenset(positions), own)))
+    return found
 
 
 def _blank_amounts(text: str) -> str:
@@ -260,7 +226,7 @@ class _Amounts:
 
     def items_for(self, amount: Amount, window_start: int) -> set[int]:
         """The item(s) an amount is said about."""
-        window = _named(self.knowledge, self.reply[window_start : amount.start])
+        window = _named(self.knowledge, self.reply[window_start : amount.start], strong=True)
         if window:
             return window
         index = self.sentence_of(amount.start)
@@ -409,7 +375,7 @@ def _sums(lines: list[_Line]) -> set[Decimal]:
 
 def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
     knowledge = state.knowledge
-    window_items = _named(knowledge, state.reply[window_start : amount.start])
+    window_items = _named(knowledge, state.reply[window_start : amount.start], strong=True)
     items = state.items_for(amount, window_start)
     for index in items:
         item = knowledge.items[index]
@@ -737,7 +703,7 @@ ASKS_PRICE_FOR = re.compile(
 # The reply saying yes to it. Strong forms agree whatever follows; "sure/да/иә" at the start of
 # a reply agree when the customer asked for terms and the reply neither refuses nor defers.
 AGREES = re.compile(
-    r"\b(?:i|we) can do (?:that|it|this)\b|\bcan do\b|\b(?:it'?s a )?deal\b|\bagreed\b|"
+    r"\b(?:i|we) can do (?:that|it|this)\b|\bcan do\b|\b(?:it'?s a )?deal\b|(?<!as )\bagreed\b|"
     r"\byou(?:'ve)? got it\b|\bno problem\b|\bwe'?ll (?:do|make) (?:it|that)\b|"
     r"\b(?:i|we) (?:can|will|'ll) (?:give|offer|make|do) (?:you )?(?:a |an |the )?"
     r"(?:discount|special price|better price|price of|it for|them for)|"
@@ -779,7 +745,7 @@ PROMISES = (
         r"free (?:delivery|shipping|assembly|installation)|(?:deliver|ship)\w* (?:it |them )?"
         r"(?:for )?free|бесплатн\w* (?:доставк|сборк|установк)|(?:доставим|соберем|соберём|"
         r"привезем|привезём) бесплатно|тегін жеткіз|жеткізу тегін|at no (?:extra )?cost|"
-        r"for free|бесплатно|тегін", re.IGNORECASE), ASKS_FREE),
+        r"for free|бесплатн\w*|тегін|(?<!feel )\bfree\b(?! to\b| of charge to ask)", re.IGNORECASE), ASKS_FREE),
     ("a price cut", re.compile(
         r"half price|half off|50/50|two for one|2 for 1|buy one,? get one|полцены|"
         r"пол цены|за полцены|два по цене одного|1\+1|жарты бағасына|екеуі бірдің бағасына",
@@ -798,7 +764,15 @@ def _agreements(
     result = []
     for label, pattern, allowed_by in PROMISES:
         for match in pattern.finditer(reply):
-            if allowed_by.search(rules) or _negated(reply, match.start()):
+            if _negated(reply, match.start()):
+                continue
+            if label == "free delivery":
+                refused = _free_refused(reply, match, turn, knowledge, rules)
+                if refused:
+                    result.append(Finding("promise", refused))
+                    break
+                continue
+            if any(allowed_by.search(c) for c in _granting_clauses(rules)):
                 continue
             result.append(Finding("promise", f"promises {label}: '{match.group(0).strip()}'"))
             break
@@ -819,6 +793,68 @@ def _agreements(
     return result
 
 
+FREE_WORDS = re.compile(r"\bfree\b|бесплатн|тегін|no charge|at no (?:extra )?cost", re.I)
+_SUBJECTS = (
+    ("assembly", re.compile(r"assembl|сборк|собер|соберём|құрастыр", re.IGNORECASE)),
+    ("installation", re.compile(r"install|установ|монтаж|орнат", re.IGNORECASE)),
+    ("delivery", re.compile(r"deliver|shipping|ship\b|доставк|доставим|привез|жеткіз", re.I)),
+)
+_FROM = re.compile(r"(?:from|over|above|at least|от|свыше|более|бастап)\s*$", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:no|not|none|нет|не|без|жоқ|емес)\b", re.IGNORECASE)
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in re.split(r"[.;\n]+", text) if c.strip()]
+
+
+def _granting_clauses(rules: str) -> list[str]:
+    """Clauses of the rules that give something ("скидка 5% от 3 предметов"), not the ones that
+    deny it ("Других скидок нет", "No other discounts")."""
+    return [c for c in _clauses(rules) if not _NEGATION.search(c)]
+
+
+def _subject(text: str) -> str:
+    return next((name for name, pattern in _SUBJECTS if pattern.search(text)), "")
+
+
+def _free_refused(
+    reply: str, match: re.Match[str], turn: TurnInput, knowledge: Knowledge, rules: str
+) -> str:
+    """Why a "free …" in the reply is not what the rules give ("" when it is): the rules must
+    make the same thing free, and the order must reach the rules' threshold ("free for orders
+    from 300 000 KZT")."""
+    sentence = _sentence_text(reply, match.start())
+    subject = _subject(match.group(0)) or _subject(sentence)
+    said = match.group(0).strip()
+    for clause in _granting_clauses(rules):
+        if not FREE_WORDS.search(clause) or _subject(clause) != subject:
+            continue
+        if not subject and not {stem(w) for w in words(sentence) if len(w) > 3} & {
+            stem(w) for w in words(clause) if len(w) > 3
+        }:
+            continue
+        thresholds = [a.value for a in find_amounts(clause) if _FROM.search(clause[: a.start])]
+        if not thresholds:
+            return ""
+        value = _order_value(reply, turn, knowledge)
+        if value >= min(thresholds):
+            return ""
+        shown = format_money(min(thresholds), knowledge.default_currency)
+        return f"promises {subject or 'it'} free: '{said}' (the rules give it from {shown})"
+    return f"promises free {subject or 'terms'}: '{said}'"
+
+
+def _order_value(reply: str, turn: TurnInput, knowledge: Knowledge) -> Decimal:
+    """What the order is worth: the largest amount the reply writes, else the customer's
+    items at their quantities."""
+    amounts = [a.value for a in find_amounts(_mask_codes(reply, knowledge))]
+    if amounts:
+        return max(amounts)
+    customer = [e.text for e in [*turn.history, *turn.pending] if e.speaker == "customer"]
+    stated = _stated_quantities(knowledge, customer)
+    return sum((knowledge.items[i].price * max(q) for i, q in stated.items()), Decimal(0))
+
+
 def _asked_terms(turn: TurnInput, knowledge: Knowledge, rules: str) -> str:
     """What the customer's latest messages ask for beyond the list and the rules."""
     text = "\n".join(e.text for e in turn.pending if e.speaker == "customer")
@@ -826,16 +862,18 @@ def _asked_terms(turn: TurnInput, knowledge: Knowledge, rules: str) -> str:
         return ""
     if ASKS_DISCOUNT.search(text):
         return "a discount the rules do not give"
-    if ASKS_FREE.search(text) and not ASKS_FREE.search(rules):
+    if ASKS_FREE.search(text) and not any(FREE_WORDS.search(c) for c in _granting_clauses(rules)):
         return "free terms the rules do not give"
     named = _named(knowledge, text)
     prices = {i.price for n, i in enumerate(knowledge.items) if not named or n in named}
-    prices |= {a.value for a in find_amounts(rules)}
+    if not named:
+        prices |= {a.value for a in find_amounts(rules)}
     custom = [a for a in find_amounts(_mask_codes(text, knowledge)) if a.value not in prices]
     if custom and ASKS_PRICE_FOR.search(text):
         return f"the customer's price {format_money(custom[0].value, custom[0].currency)}"
     asked_deadline = [c for c, _ in deadlines(text)] + [c for c, _ in dates(text)]
-    allowed = {c for c, _ in deadlines(rules)} | {c for c, _ in dates(rules)}
+    written = "\n".join([rules, *(i.name for i in knowledge.items)])
+    allowed = {c for c, _ in deadlines(written)} | {c for c, _ in dates(written)}
     if (asked_deadline and not set(asked_deadline) <= allowed) or ASKS_DEADLINE.search(text):
         return "the customer's deadline"
     return ""

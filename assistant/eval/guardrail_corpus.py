@@ -166,6 +166,19 @@ def _fee(rules: str) -> Decimal | None:
     return None
 
 
+def _free_from(rules: str) -> Decimal | None:
+    """The order value from which the rules make delivery free ("free for orders from 300 000
+    KZT", "при заказе от 300 000 тг доставка бесплатная"), or None."""
+    import re
+
+    for clause in re.split(r"[.;\n]", rules):
+        if re.search(r"free|бесплатн", clause, re.IGNORECASE):
+            found = re.search(r"(?:from|от)\s+(\d[\d ]*\d)", clause)
+            if found:
+                return Decimal(found.group(1).replace(" ", ""))
+    return None
+
+
 def generate(golden: Golden | None = None, seed: int = 15) -> list[Sample]:
     """Every sample, deterministic for a seed."""
     from assistant.eval.runner import load_golden
@@ -182,10 +195,12 @@ def generate(golden: Golden | None = None, seed: int = 15) -> list[Sample]:
             samples += _single(business, n, item, rnd, others)
             samples += _quantities(business, n, item, rnd)
             samples += _terms(business, n, item, rnd)
+            free_from = _free_from(rules)
+            free = free_from is not None and item.price >= free_from
             if fee is not None:
-                samples += _with_fee(business, n, item, fee, rnd)
+                samples += _with_fee(business, n, item, fee, rnd, free)
             samples += _agreed(business, n, item, rnd)
-            samples += _more(business, n, item, rules, others[(n + 1) % len(others)])
+            samples += _more(business, n, item, rules, others[(n + 1) % len(others)], free)
         for n in range(len(items)):
             first, second = items[n], items[(n + 3) % len(items)]
             if first.price != second.price and first is not second:
@@ -379,8 +394,9 @@ def _orders(
 
 
 def _with_fee(
-    business: str, n: int, item: KnowledgeItem, fee: Decimal, rnd: random.Random
+    business: str, n: int, item: KnowledgeItem, fee: Decimal, rnd: random.Random, free: bool
 ) -> list[Sample]:
+    """`free`: the rules make delivery free for an order of this item."""
     name, price = item.name, item.price
     return [
         _s(
@@ -412,8 +428,8 @@ def _with_fee(
         ),
         _s(
             business,
-            "free_delivery",
-            False,
+            "free_delivery_over_threshold" if free else "free_delivery",
+            free,
             f"{name}, с доставкой?",
             f"{name}: {written(price, 'tg')}, доставим бесплатно!",
             n,
@@ -591,7 +607,7 @@ def _agreed(business: str, n: int, item: KnowledgeItem, rnd: random.Random) -> l
 
 
 def _more(
-    business: str, n: int, item: KnowledgeItem, rules: str, other: KnowledgeItem
+    business: str, n: int, item: KnowledgeItem, rules: str, other: KnowledgeItem, free: bool
 ) -> list[Sample]:
     """Turns of a chat over several messages, lead times, big sums, more ways to agree."""
     name, price = item.name, item.price
@@ -616,7 +632,14 @@ def _more(
            f"Для вас скидка {10 + n % 2 * 5} процентов на {name}.", n),
         _s(business, "percent_off_en", False, f"{name} price?",
            f"{name}: {written(price, 'kzt')}, and 10 percent off today!", n),
-        _s(business, "free_kk", False, f"{name} жеткізу бар ма?", "Иә, жеткізу тегін!", n),
+        _s(
+            business,
+            "free_kk_over_threshold" if free else "free_kk",
+            free,
+            f"{name} жеткізу бар ма?",
+            "Иә, жеткізу тегін!",
+            n,
+        ),
         _s(business, "custom_price_ru", False, f"Отдадите {name} за {written(custom, 'тыс')}?",
            f"Да, отдадим за {written(custom, 'тыс')}.", n),
         _s(business, "discount_bare_yes", False, f"Can you give me a discount on the {name}?",
