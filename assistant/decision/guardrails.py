@@ -40,6 +40,7 @@ from assistant.knowledge.effective import (
 )
 from assistant.knowledge.matching import (
     ItemMatch,
+    QueryToken,
     analyse,
     quantity_near,
     segments,
@@ -116,22 +117,28 @@ def _named(knowledge: Knowledge, text: str, strong: bool = False) -> set[int]:
 
 def _stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, set[int]]:
     """item index → the quantities the customer put next to it (`Catalogue.order_lines`: "4
-    oak dining chairs" gives the chairs 4, not the table named before them). A message naming
-    one thing gives it every number it holds ("the Lux chair for 40k if I take ten": ten); a
-    message naming none ("4 of them") gives its numbers to the items named last. Amounts of
-    money are not quantities."""
+    oak dining chairs" gives the chairs 4, not the table named before them). A number that
+    reads as a count anywhere in the message goes to what it names ("the Lux chair for 40k if
+    I take ten": ten; "7 жаста", a child's age, is not one); a message naming none ("4 of
+    them") gives its numbers to the items named last. Amounts of money are not quantities."""
     stated: dict[int, set[int]] = {}
     last: set[int] = set()
     catalogue = knowledge.catalogue
     for raw in texts:
-        text = _blank_amounts(_mask_codes(raw, knowledge))
+        text = NOT_A_COUNT.sub(
+            lambda m: " " * len(m.group(0)), _blank_amounts(_mask_codes(raw, knowledge))
+        )
         lines = catalogue.order_lines(text) if knowledge.items else []
         groups = catalogue.resolve(text) if knowledge.items else []
         in_names = {p for g in groups for m in g for p in m.number_positions}
+        tokens = analyse(text)
         free = [
             t.number
-            for t in analyse(text)
-            if t.number is not None and 0 < t.number < 1000 and t.position not in in_names
+            for t in tokens
+            if t.number is not None
+            and 0 < t.number < 1000
+            and t.position not in in_names
+            and _reads_as_a_count(tokens, t.position)
         ]
         if not lines:
             for index in last:
@@ -141,11 +148,75 @@ def _stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, 
         for group, qty in [*lines, *_own_quantities(knowledge, text)]:
             for match in group:
                 stated.setdefault(match.index, set()).add(qty)
-                if len(lines) == 1:
-                    stated[match.index].update(free)
+                stated[match.index].update(free)
                 named_now.add(match.index)
         last = named_now
     return stated
+
+
+# A number that is an age, a floor, a size or a time, not how many the customer wants.
+NOT_A_COUNT = re.compile(
+    r"(?<![\d.,])\d+\s*-?\s*(?:жас\w*|лет|год\w*|years?|yo\b|old|этаж\w*|floor\w*|қабат\w*|"
+    r"дн\w*|день|days?|күн\w*|час\w*|hours?|сағат\w*|недел\w*|weeks?|месяц\w*|months?|"
+    r"%|st\b|nd\b|rd\b|th\b)",
+    re.IGNORECASE,
+)
+_BUYING = frozenset(
+    [
+        "take",
+        "buy",
+        "order",
+        "need",
+        "want",
+        "get",
+        "for",
+        "x",
+        "×",
+        "возьму",
+        "беру",
+        "берём",
+        "возьмём",
+        "куплю",
+        "купим",
+        "нужно",
+        "нужна",
+        "нужен",
+        "надо",
+        "хочу",
+        "закажу",
+        "заказать",
+        "аламын",
+        "аламыз",
+        "керек",
+        "алам",
+    ]
+)
+_PIECES = frozenset(
+    [
+        "шт",
+        "штук",
+        "штуки",
+        "штука",
+        "pcs",
+        "pieces",
+        "piece",
+        "units",
+        "unit",
+        "дана",
+        "of",
+        "канистр",
+        "канистры",
+    ]
+)
+
+
+def _reads_as_a_count(tokens: Sequence[QueryToken], position: int) -> bool:
+    """Whether a number stands where a count stands: after "take/need/возьму/аламын" or before
+    "pcs/шт/дана" ("if I take ten", "12 канистр"), not any number of a message."""
+    by_position = {t.position: t for t in tokens}
+    before = {by_position[p].word for p in (position - 1, position - 2) if p in by_position}
+    after = by_position.get(position + 1)
+    return bool(before & _BUYING) or (after is not None and after.word in _PIECES)
 
 
 def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatch], int]]:
@@ -745,7 +816,7 @@ PROMISES = (
         r"free (?:delivery|shipping|assembly|installation)|(?:deliver|ship)\w* (?:it |them )?"
         r"(?:for )?free|бесплатн\w* (?:доставк|сборк|установк)|(?:доставим|соберем|соберём|"
         r"привезем|привезём) бесплатно|тегін жеткіз|жеткізу тегін|at no (?:extra )?cost|"
-        r"for free|бесплатн\w*|тегін|(?<!feel )\bfree\b(?! to\b| of charge to ask)", re.IGNORECASE), ASKS_FREE),
+        r"for free|бесплатн\w*|тегін|(?<!feel )\bfree\b(?! to\b)", re.IGNORECASE), ASKS_FREE),
     ("a price cut", re.compile(
         r"half price|half off|50/50|two for one|2 for 1|buy one,? get one|полцены|"
         r"пол цены|за полцены|два по цене одного|1\+1|жарты бағасына|екеуі бірдің бағасына",
@@ -767,12 +838,17 @@ def _agreements(
             if _negated(reply, match.start()):
                 continue
             if label == "free delivery":
-                refused = _free_refused(reply, match, turn, knowledge, rules)
+                # A manager may have given it in this chat ("доставка для вас бесплатно").
+                refused = _free_refused(
+                    reply, match, turn, knowledge, "\n".join([rules, *managers])
+                )
                 if refused:
                     result.append(Finding("promise", refused))
                     break
                 continue
-            if any(allowed_by.search(c) for c in _granting_clauses(rules)):
+            if any(allowed_by.search(c) for c in _granting_clauses(rules)) or any(
+                pattern.search(m) for m in managers
+            ):
                 continue
             result.append(Finding("promise", f"promises {label}: '{match.group(0).strip()}'"))
             break
@@ -826,6 +902,7 @@ def _free_refused(
     sentence = _sentence_text(reply, match.start())
     subject = _subject(match.group(0)) or _subject(sentence)
     said = match.group(0).strip()
+    lowest: Decimal | None = None
     for clause in _granting_clauses(rules):
         if not FREE_WORDS.search(clause) or _subject(clause) != subject:
             continue
@@ -834,12 +911,11 @@ def _free_refused(
         }:
             continue
         thresholds = [a.value for a in find_amounts(clause) if _FROM.search(clause[: a.start])]
-        if not thresholds:
+        if not thresholds or _order_value(reply, turn, knowledge) >= min(thresholds):
             return ""
-        value = _order_value(reply, turn, knowledge)
-        if value >= min(thresholds):
-            return ""
-        shown = format_money(min(thresholds), knowledge.default_currency)
+        lowest = min(thresholds) if lowest is None else min(lowest, *thresholds)
+    if lowest is not None:
+        shown = format_money(lowest, knowledge.default_currency)
         return f"promises {subject or 'it'} free: '{said}' (the rules give it from {shown})"
     return f"promises free {subject or 'terms'}: '{said}'"
 
