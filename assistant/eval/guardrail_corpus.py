@@ -206,6 +206,7 @@ def generate(golden: Golden | None = None, seed: int = 15) -> list[Sample]:
             if first.price != second.price and first is not second:
                 samples += _orders(business, n, first, second, rnd)
         samples += _rules_only(business, rules, fee, items, rnd)
+        samples += _in_english(business, items)
     return samples
 
 
@@ -674,6 +675,49 @@ def _more(
     return out
 
 
+# Russian names as an English-speaking customer (and a model answering in English) says them.
+IN_ENGLISH = {
+    "Диван угловой Бостон": "Boston corner sofa",
+    "Стул барный Лофт": "Loft bar stool",
+    "Кресло офисное Комфорт": "Komfort office armchair",
+    "Кресло руководителя Директор": "Direktor executive chair",
+    "Шкаф-купе 2-дверный белый": "white 2-door sliding wardrobe",
+    "Кровать Сканди 160x200": "Skandi bed 160x200",
+    "Матрас ортопедический 160x200": "orthopedic mattress 160x200",
+    "Букет 51 роза": "bouquet of 51 roses",
+    "Букет 101 роза": "bouquet of 101 roses",
+    "Тюльпаны микс 11 шт": "11 mixed tulips",
+    "Пионы розовые 5 шт": "5 pink peonies",
+    "Мишка плюшевый 30 см": "30 cm teddy bear",
+    "Масляный фильтр Toyota": "Toyota oil filter",
+    "Аккумулятор Varta 75Ah": "Varta 75Ah battery",
+    "Свеча зажигания Denso": "Denso spark plug",
+    "Антифриз Toyota красный 5л": "Toyota red antifreeze 5l",
+    "Отбеливание Zoom 4": "Zoom 4 teeth whitening",
+    "Удаление зуба мудрости": "wisdom tooth removal",
+    "Коронка цирконий": "zirconia crown",
+    "Консультация стоматолога": "dentist consultation",
+}
+
+
+def _in_english(business: str, items: list[KnowledgeItem]) -> list[Sample]:
+    out = []
+    for n, item in enumerate(i for i in items if i.name in IN_ENGLISH):
+        said = IN_ENGLISH[item.name]
+        other = next(i for i in items if i.price != item.price)
+        out += [
+            _s(business, "named_in_english", True, f"how much is the {said}?",
+               f"The {said} is {written(item.price, 'kzt')}.", n),
+            _s(business, "named_in_english_next_sentence", True, f"do you have the {said}?",
+               f"Yes, we do. It costs {written(item.price, 'kzt')}.", n),
+            _s(business, "named_in_english_line", True, f"I need 2 {said}",
+               f"{said}: 2 × {written(item.price, 'kzt')} = {written(item.price * 2, 'kzt')}", n),
+            _s(business, "named_in_english_other_price", False, f"how much is the {said}?",
+               f"The {said} is {written(other.price, 'kzt')}.", n),
+        ]  # fmt: skip
+    return out
+
+
 def _rules_only(
     business: str, rules: str, fee: Decimal | None, items: list[KnowledgeItem], rnd: random.Random
 ) -> list[Sample]:
@@ -780,6 +824,62 @@ def measure(samples: list[Sample], golden: Golden | None = None) -> Figures:
     return figures
 
 
+@dataclass
+class GoldenCheck:
+    """The catalogue assistant's replies to the golden conversations, judged by the eval's own
+    amount judge (`assistant.eval.judge`, independent of the guardrail) and by the guardrail."""
+
+    clean: int = 0  # replies the judge finds no wrong amount in
+    clean_blocked: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    wrong: int = 0  # replies with an amount the judge says a right reply could not hold
+    wrong_passed: list[tuple[str, str, list[str]]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        options = sum(_is_options(reply) for _, reply, _ in self.wrong_passed)
+        return {
+            "catalogue_replies": self.clean + self.wrong,
+            "judge_clean": self.clean,
+            "judge_clean_blocked": len(self.clean_blocked),
+            "judge_wrong": self.wrong,
+            "judge_wrong_blocked": self.wrong - len(self.wrong_passed),
+            "judge_wrong_passed_clarify_options": options,
+            "judge_wrong_passed_other": len(self.wrong_passed) - options,
+        }
+
+
+def _is_options(reply: str) -> bool:
+    return reply.startswith(("Уточните", "Which one"))
+
+
+def against_golden(golden: Golden | None = None) -> GoldenCheck:
+    """What the guardrail would do with the catalogue assistant's golden-set replies."""
+    from assistant.decision.guardrails import findings
+    from assistant.eval.runner import load_golden, run
+
+    golden = golden or load_golden()
+    check = GoldenCheck()
+    for result in run(golden, None, "catalogue").results:
+        case = result.case
+        found = [
+            f.text
+            for f in findings(
+                result.reply,
+                case.turn,
+                golden.knowledge[case.business],
+                golden.config[case.business],
+            )
+        ]
+        if result.invented:
+            check.wrong += 1
+            if not found:
+                check.wrong_passed.append((case.id, result.reply, result.invented))
+        else:
+            check.clean += 1
+            if found:
+                check.clean_blocked.append((case.id, result.reply, found))
+    return check
+
+
 def main(argv: list[str] | None = None) -> int:
     import os
 
@@ -790,9 +890,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--misses", action="store_true", help="show every reply judged wrongly")
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
+    parser.add_argument(
+        "--golden",
+        action="store_true",
+        help="also judge the catalogue assistant's golden-set replies (eval judge vs guardrail)",
+    )
     args = parser.parse_args(argv)
     figures = measure(generate())
     summary = figures.summary()
+    if args.golden:
+        check = against_golden()
+        summary["golden"] = check.summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
@@ -801,12 +909,19 @@ def main(argv: list[str] | None = None) -> int:
             f"({figures.right_pass_rate:.1%}), wrong blocked {figures.wrong_blocked}/"
             f"{figures.wrong} ({figures.wrong_block_rate:.1%})"
         )
+        if args.golden:
+            print("golden set, catalogue replies:", json.dumps(summary["golden"]))
     if args.misses:
         for sample, found in figures.misses:
             verdict = f"blocked: {found}" if found else "passed"
             print(f"\n[{sample.id}] {'right' if sample.right else 'WRONG'} reply {verdict}")
             print(f"  customer: {' | '.join(sample.customer)}")
             print(f"  reply:    {sample.reply!r}")
+        if args.golden:
+            for case_id, reply, found in check.clean_blocked:
+                print(f"\n[{case_id}] judge-clean catalogue reply blocked: {found}\n  {reply!r}")
+            for case_id, reply, wrong in check.wrong_passed:
+                print(f"\n[{case_id}] judge-wrong catalogue reply passed {wrong}\n  {reply!r}")
     return 0
 
 

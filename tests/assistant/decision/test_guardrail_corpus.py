@@ -44,3 +44,11 @@ def test_every_wrong_reply_is_blocked_and_right_ones_pass():
     slipped = [s.id for s, found in figures.misses if not s.right]
     assert figures.wrong_block_rate == 1.0, slipped
     assert figures.right_pass_rate >= 0.98, [(s.id, f) for s, f in figures.misses if s.right]
+
+
+def test_the_catalogue_assistants_right_golden_replies_are_not_held_back():
+    # Judged by the eval's own amount judge, independent of the guardrail: a reply it finds
+    # no wrong amount in must reach the customer, not a manager.
+    check = guardrail_corpus.against_golden(GOLDEN)
+    assert check.clean >= 100
+    assert len(check.clean_blocked) <= 0.02 * check.clean, check.clean_blocked

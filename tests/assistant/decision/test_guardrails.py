@@ -10,7 +10,7 @@ from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision
 from tests import factories
-from tests.assistant.builders import entry, item, knowledge, turn
+from tests.assistant.builders import FURNITURE, entry, item, knowledge, turn
 
 CONFIG = AssistantSettings(
     business_rules="Delivery in Almaty takes 1-2 days, 2 000 KZT. Скидка 5% при заказе от 3 "
@@ -337,3 +337,30 @@ def test_percentages_as_words_and_off():
     assert order("Для вас скидка 15 процентов.", "скидка?") == [
         "discount 15% not in the price list"
     ]
+
+
+CROSS = knowledge((*FURNITURE, item("SF-302", "Диван угловой Бостон", "420000")))
+
+
+@pytest.mark.parametrize(
+    ("asked", "reply", "found"),
+    [
+        # The case: the list names it in Russian, the reply in English.
+        (
+            "how much is the Boston corner sofa?",
+            "the price of the Boston corner sofa is 420 000 KZT",
+            [],
+        ),  # fmt: skip
+        ("how much is the Boston corner sofa?", "It is 420 000 KZT.", []),
+        (
+            "how much is the Boston corner sofa?",
+            "It is 310 000 KZT.",
+            ["price 310 000 KZT is not the price of Диван угловой Бостон"],
+        ),  # fmt: skip
+        ("how much is the bar stool?", "Барный стул Лофт — 32 000 тг", []),
+        ("сколько стоит офисное кресло Люкс?", "Office chair Lux — 45 000 тг", []),
+        ("2 bar stools Loft", "2 × 32 000 = 64 000 KZT", []),
+    ],
+)
+def test_items_are_bound_across_languages_and_scripts(asked, reply, found):
+    assert [f.text for f in guardrails.findings(reply, turn(asked), CROSS, CONFIG)] == found
