@@ -36,7 +36,6 @@ from typing import Any
 from assistant.decision import brain
 from assistant.eval.judge import Verdict, judge, name_numbers, parse_allowed
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.money import find_amounts
 from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
 from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings

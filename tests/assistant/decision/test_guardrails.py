@@ -350,13 +350,13 @@ CROSS = knowledge((*FURNITURE, item("SF-302", "Диван угловой Бос�
             "how much is the Boston corner sofa?",
             "the price of the Boston corner sofa is 420 000 KZT",
             [],
-        ),  # fmt: skip
+        ),
         ("how much is the Boston corner sofa?", "It is 420 000 KZT.", []),
         (
             "how much is the Boston corner sofa?",
             "It is 310 000 KZT.",
             ["price 310 000 KZT is not the price of Диван угловой Бостон"],
-        ),  # fmt: skip
+        ),
         ("how much is the bar stool?", "Барный стул Лофт — 32 000 тг", []),
         ("сколько стоит офисное кресло Люкс?", "Office chair Lux — 45 000 тг", []),
         ("2 bar stools Loft", "2 × 32 000 = 64 000 KZT", []),
