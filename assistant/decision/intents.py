@@ -23,13 +23,25 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"still (?:not|hasn.?t|haven.?t|no)\b", r"(?:not|n.?t) (?:yet )?(?:received|delivered)",
         r"didn.?t (?:get|receive|arrive|come)", r"(?:doesn.?t|does not|stopped|not) work",
         r"\bwrong (?:item|order|size|colou?r|product|model)", r"where is my order",
-        r"scratche?d", r"(?:poor|bad) quality", r"you promised",
-        r"жалоб", r"пожалу[юй]", r"сломал", r"сломан", r"\bбрак", r"возврат", r"верните",
+        r"(?:sent|gave|delivered|brought|sold) (?:me |us )?(?:the |a )?wrong",
+        r"(?:прислали|привезли|отправили|продали) (?:мне |нам )?не т", r"перепутали",
+        r"scratche?d", r"(?:poor|bad) quality", r"you promised", r"\bdied\b", r"\bdead\b",
+        r"(?:no ?one|nobody) (?:is )?(?:answer|repl|respond|pick)", r"droop", r"wilt",
+        r"not what i (?:paid|ordered|asked) for", r"\blate\b.{0,20}\b(?:again|hours?)\b",
+        r"жалоб", r"пожалуюсь", r"пожаловаться", r"сломал", r"сломан", r"\bбрак", r"возврат",
+        r"верните",
         r"вернуть", r"ужасн", r"отвратительн", r"обман", r"недовол", r"хамств", r"хамил",
         r"безобраз", r"кошмар", r"разочаров", r"до сих пор не", r"так и не", r"не работает",
         r"перестал\w* работать", r"не пришл", r"не привезли", r"не доставили", r"не подош",
         r"царапин", r"поцарапан", r"испорчен", r"где мой заказ", r"плохое качество",
+        r"царапал", r"разбил", r"повредил", r"испортил", r"опоздал", r"нагруб", r"грубил",
+        r"выпал[аио]?\b", r"завял", r"увял", r"пятн", r"\bstain", r"\bдыр", r"\bhole\b",
+        r"\btorn\b", r"порван", r"\bdent(?:ed|s)?\b", r"вмятин", r"помят",
+        r"\bгруб(?:ый|ая|ые|о|ил|ила|ят|ит)?\b", r"кровоточ", r"после (?:вашей|вашего|ваших|вас)\b",
+        r"after (?:your|you) (?:\w+ )?(?:clean|treat|repair|install|service|fix)",
+        r"никто не (?:отвечает|берет|перезвонил)", r"не то,? что (?:заказывал|оплачивал|просил)",
         r"шағым", r"сынып", r"бұзыл", r"ақшамды қайтар", r"келмеді", r"нашар",
+        r"енді\s+(?:\w+\s+)?ауыр",
     )),
     ("asks_for_human", (
         r"\bmanager", r"\bhuman\b", r"real person", r"live person", r"\ba person\b",
@@ -38,6 +50,9 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"менеджер", r"оператор", r"консультант", r"живо\w* человек", r"с человеком",
         r"позвон(?:ите|и|ить)\b", r"перезвоните", r"наберите", r"созвон", r"свяжитесь",
         r"связаться", r"позовите", r"соедините", r"поговорить с",
+        r"(?:someone|somebody|anyone) (?:who )?(?:can |could )?(?:tell|answer|help|call)",
+        r"(?:кто-то|кто-нибудь|кто нибудь)\s+(?:\w+\s+)?"
+        r"(?:сказать|подсказать|ответить|помочь|позвонить)",
         r"адаммен", r"хабарлас", r"қоңырау", r"звондаңыз",
     )),
     ("non_standard_terms", (
@@ -51,13 +66,25 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"кредит", r"в долг", r"индивидуальн", r"на заказ\b", r"промокод", r"\bакци[яиюй]",
         r"бесплатн", r"отдадите за", r"сделаете за", r"если (?:возьму|возьмем|куплю) \d+",
         r"жеңілдік", r"бөліп", r"несие", r"арзан", r"тегін",
+        r"скин(?:ете|ешь|ьте|уть|ите)", r"сбросит", r"(?:price|цена) (?:for us|для нас)",
+        r"\d+\s*\w*\s*(?:в месяц|per month|a month|every month|ежемесячно)",
+        r"(?:оплат|плат|заплат)\w*\s+(?:через|после|позже|потом)", r"pay (?:later|after|in \d+)",
+        r"отсрочк", r"постоплат",
+        r"\bmake (?:it|the|a|an)\b.{0,40}\b(?:wide|long|high|tall|bigger|smaller|larger)",
+        r"instead of the standard", r"нестандарт", r"по (?:моим|нашим|индивидуальным) размерам",
+        r"собрать букет", r"(?:тысяч|тыс|k)\s+на\s+\d+|на\s+\d+\s*(?:тысяч|тыс)", r"budget of",
+        r"(?:можно|можете|может)\s+(?:\w+\s+)?под заказ|под заказ\s+(?:можно|можете|привез)",
+        r"(?:can|could) you order (?:it|one|them) in",
     )),
     ("ready_to_buy", (
         r"\bbuy\b", r"\bi.?ll take\b", r"\bi will take\b", r"\bwe.?ll take\b",
         r"\b(?:i|we) (?:want|would like|.?d like|need) to (?:buy|order|purchase|get|book|reserve)",
-        r"\b(?:i|we) (?:want|.?ll take|will take|.?d like) (?:\d+|one|two|three|four|five|ten)\b",
+        r"\b(?:i|we) (?:.?ll take|will take) (?:\d+|one|two|three|four|five|ten)\b",
         r"\bordering\b", r"\bto order\b", r"place (?:an|the|my) order", r"make an order",
         r"\border (?:\d+|one|two|three|a|an|the|it|them)\b", r"purchase",
+        r"let.?s (?:do|go with|take|get)", r"when can (?:i|we) come", r"i.?d like to come",
+        r"(?:хочу|можно|могу|хотел[аи]? бы) (?:прийти|подойти|приехать|зайти)", r"\bi.?m ready\b",
+        r"^(?:\W*(?:ok(?:ay)?|fine|good|great|then|yes|so)\W+)*(?:please\s+)?(?:send|deliver|bring|ship)\b",
         r"how (?:do|can|should) i pay", r"ready to (?:buy|order|pay)", r"payment link",
         r"want to pay", r"pay now", r"checkout", r"invoice", r"\bbook (?:a|an|me|it)\b",
         r"booking", r"appointment", r"reserve", r"sign (?:me )?up", r"let.?s do it",
@@ -65,8 +92,10 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"заказ(?:ать|ываю|ала?|ем)\b", r"закажу", r"\bоформ", r"оплачу",
         r"как (?:можно )?оплатить", r"куда (?:платить|оплатить|переводить|перевести)",
         r"готов\w* (?:купить|оплатить|заказать|брать|взять)", r"\bсчет\b", r"реквизит",
-        r"запиш(?:ите|усь)", r"записат", r"\bзапись\b", r"бронир", r"хочу \d+",
-        r"сатып ал", r"\bаламын\b", r"\bалам\b", r"тапсырыс", r"жазыл", r"жазып қой",
+        r"запиш(?:ите|усь)", r"записыва(?:йте|й)", r"записат", r"привезите", r"отправьте",
+        r"доставьте", r"давайте (?:оформ|возьм|закаж)", r"\bзапись\b", r"бронир",
+        r"сатып ал", r"\bаламын\b", r"\bалам\b", r"алайын", r"аламыз", r"жіберіңіз",
+        r"тапсырыс", r"жазыл", r"жазып қой",
         r"төлейін", r"қалай төлеймін",
     )),
 )  # fmt: skip
@@ -74,12 +103,13 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Phrases that look like an intent word but are an availability question ("on order"), and
 # polite requests that only look like a denial ("не могли бы вы позвонить").
 NEUTRAL_PHRASES = (
-    r"под заказ", r"on order", r"to order\?", r"made to order\?", r"не могли бы",
+    r"(?<!можно )(?<!можете )(?<!может )под заказ(?!\s+(?:можно|можете|привез))",
+    r"on order", r"to order\?", r"made to order\?", r"не могли бы",
     r"не можете ли", r"не подскажете", r"couldn.?t you", r"can.?t you", r"why don.?t you",
     r"почему бы не", r"would you mind",
 )  # fmt: skip
 CLAUSE_RE = re.compile(
-    r"[,.;!?\n()—]|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|тек|жай)\s"
+    r"[,;!?\n()—]|(?<!\d)\.|\.(?!\d)|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|тек|жай)\s"
 )
 # A denial before the phrase, in its clause: "don't call me", "не надо звать менеджера".
 NEGATION_BEFORE = re.compile(
@@ -94,6 +124,17 @@ NEGATION_AFTER = re.compile(
 )
 
 
+# "I want 2" is a purchase; "I want 2 boxes, total?" asks what they would cost.
+WANTS_QUANTITY = re.compile(
+    r"\b(?:i|we) (?:want|need|.?d like|would like) (?:\d+|one|two|three|four|five|ten)\b|"
+    r"(?:хочу|хотим|беру|берем|возьму|возьмем) \d+|\d+ (?:дана|штук\w*) (?:аламын|алам)"
+)
+QUESTION_RE = re.compile(r"\?|how much|total|price|cost|сколько|итого|почем|цена|қанша|баға")
+# A clause that only supposes ("if it doesn't fit, can I return it?") neither buys nor complains.
+CONDITIONAL_RE = re.compile(r"\b(?:if|in case|если|в случае|егер)\b")
+HYPOTHETICAL_REASONS = ("complaint", "ready_to_buy")
+
+
 def detect_intent(message: str) -> str:
     """The handoff reason the message asks for, or ""."""
     low = normalise(message)
@@ -101,17 +142,32 @@ def detect_intent(message: str) -> str:
         low = re.sub(phrase, " ", low)
     clauses = CLAUSE_RE.split(f" {low} ")
     for reason, patterns in INTENTS:
-        for clause in clauses:
+        for number, clause in enumerate(clauses):
+            if reason in HYPOTHETICAL_REASONS and _supposed(clauses, number):
+                continue
             if any(_affirmed(pattern, clause) for pattern in patterns):
                 return reason
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", low):
+        if WANTS_QUANTITY.search(sentence) and not QUESTION_RE.search(sentence):
+            return "ready_to_buy"
     return ""
 
 
-def mentions(reason: str, text: str) -> bool:
-    """Whether the text speaks of what a reason is about ("рассрочка" for special terms), used
-    to see whether a business rule already answers a request."""
-    low = normalise(text)
-    return any(re.search(p, low) for r, patterns in INTENTS if r == reason for p in patterns)
+def _supposed(clauses: list[str], number: int) -> bool:
+    """Whether the clause, or the one it continues ("если не подойдёт, можно вернуть?"),
+    supposes rather than states."""
+    return bool(
+        CONDITIONAL_RE.search(clauses[number])
+        or (number and CONDITIONAL_RE.search(clauses[number - 1]))
+    )
+
+
+def shared_terms(reason: str, question: str, text: str) -> bool:
+    """Whether a text speaks of the very terms a question asks for ("рассрочка" in both), used
+    to see whether a business rule already answers a request for special terms."""
+    asked, written = normalise(question), normalise(text)
+    patterns = next(p for r, p in INTENTS if r == reason)
+    return any(re.search(p, asked) and re.search(p, written) for p in patterns)
 
 
 def _affirmed(pattern: str, clause: str) -> bool:

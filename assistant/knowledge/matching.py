@@ -14,6 +14,7 @@ prompt's retrieval when the list is too big to send whole (BM25).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from assistant import language
 from assistant.knowledge.transliteration import skeleton
-from assistant.knowledge.vocabulary import ATTRIBUTES, PRODUCTS
+from assistant.knowledge.vocabulary import ATTRIBUTES, NAME_COMPOUNDS, PRODUCTS, QUERY_WIDER
 
 WORD_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+", re.IGNORECASE)
 COMPOUND_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:[-./][0-9a-zа-яёәғқңөұүһі]+)*", re.IGNORECASE)
@@ -61,7 +62,8 @@ NUMBER_WORDS: dict[str, int] = {
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12, "couple": 2, "pair": 2,
     "один": 1, "одна": 1, "одну": 1, "одно": 1, "два": 2, "две": 2, "пару": 2, "пара": 2,
     "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7, "восемь": 8, "девять": 9,
-    "десять": 10, "дюжину": 12,
+    "десять": 10, "дюжину": 12, "двух": 2, "двум": 2, "трех": 3, "трем": 3, "четырех": 4,
+    "пяти": 5, "шести": 6, "семи": 7, "восьми": 8, "девяти": 9, "десяти": 10,
     "бір": 1, "екі": 2, "үш": 3, "төрт": 4, "бес": 5, "алты": 6, "жеті": 7, "сегіз": 8,
     "тоғыз": 9,
 }  # fmt: skip
@@ -129,7 +131,13 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     shorter = min(len(query_stem), len(name_stem))
     if shorter >= 4 and (query_stem.startswith(name_stem) or name_stem.startswith(query_stem)):
         return True
-    if not fuzzy or shorter < 4 or query_stem[0] != name_stem[0]:
+    # Long words of one root ("металлокерамической", "металлокерамика") share most letters.
+    common = next(
+        (i for i, (a, b) in enumerate(zip(query_stem, name_stem, strict=False)) if a != b), shorter
+    )
+    if shorter >= 8 and common >= max(7, int(shorter * 0.75)):
+        return True
+    if not fuzzy or shorter < 5 or query_stem[0] != name_stem[0]:
         return False
     return edit_distance_at_most(query_stem, name_stem, 1 if shorter < 7 else 2)
 
@@ -155,7 +163,7 @@ def content_tokens(tokens: Sequence[QueryToken]) -> list[QueryToken]:
     return [
         t
         for t in tokens
-        if t.word not in STOPWORDS and t.number is None and not t.word.isdigit() and len(t.word) > 1
+        if not is_stopword(t.word) and t.number is None and not t.word.isdigit() and len(t.word) > 1
     ]
 
 
@@ -177,6 +185,35 @@ def _vocabulary() -> dict[str, _Meaning]:
 
 MEANINGS = _vocabulary()
 ATTRIBUTE_KEYS = frozenset(m.key for m in MEANINGS.values() if m.attribute)
+# The same meanings by spelling, for Russian and Kazakh typed in Latin letters ("kolodki").
+MEANINGS_BY_SHAPE = {skeleton(form): meaning for form, meaning in reversed(MEANINGS.items())}
+STOPWORD_SHAPES = frozenset(skeleton(w) for w in STOPWORDS if language.is_cyrillic(w))
+# Russian endings as they look in Latin letters: "zuba", "kolodki", "perednie".
+LATIN_RU_ENDINGS = ("ami", "ykh", "ikh", "ogo", "ego", "ie", "ye", "yi", "ii", "oi", "ei", "ov",
+                    "ev", "om", "em", "ah", "ax", "a", "y", "i", "u", "e", "o")  # fmt: skip
+WIDER = {stem(form): tuple("#" + m for m in meanings) for form, meanings in QUERY_WIDER.items()}
+COMPOUNDS = {("#" + a, "#" + b): "#" + c for (a, b), c in NAME_COMPOUNDS.items()}
+
+
+def is_stopword(word: str) -> bool:
+    """A question word, in either script ("skolko" is "сколько" typed in Latin letters)."""
+    if word in STOPWORDS:
+        return True
+    return (
+        not language.is_cyrillic(word)
+        and stem(word) not in MEANINGS
+        and (skeleton(word) in STOPWORD_SHAPES)
+    )
+
+
+def latin_shapes(word: str) -> list[str]:
+    """Spellings of a Latin-typed word with a Russian ending taken off ("zuba" → "zub")."""
+    if language.is_cyrillic(word) or word.isdigit():
+        return []
+    shape = skeleton(word)
+    return [
+        shape[: -len(e)] for e in LATIN_RU_ENDINGS if shape.endswith(e) and len(shape) - len(e) >= 3
+    ]
 
 
 # Kazakh plural, case and possessive endings, longest first: "тюльпандар", "диванды", "үстелге".
@@ -203,7 +240,16 @@ def word_key(word: str) -> str:
                 meaning = MEANINGS.get(stem(low[: -len(ending)]))
                 if meaning is not None:
                     break
-    return meaning.key if meaning else skeleton(stemmed)
+    if meaning is None and not language.is_cyrillic(word):
+        shape = skeleton(stemmed)
+        meaning = MEANINGS_BY_SHAPE.get(shape) or next(
+            (MEANINGS_BY_SHAPE[s] for s in latin_shapes(word) if s in MEANINGS_BY_SHAPE), None
+        )
+    if meaning:
+        return meaning.key
+    shape = skeleton(stemmed)
+    # A foreign name in Cyrillic loses too much to Russian endings ("Осстем" → "осст").
+    return shape if len(shape) >= 4 or len(shape) == len(skeleton(word)) else skeleton(word)
 
 
 def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:
@@ -214,14 +260,17 @@ def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:
 
 
 def _meaning_by_typo(stemmed: str) -> str:
-    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair), or ""."""
-    if len(stemmed) < 5:
+    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair, "tulps" → #tulip),
+    or "". Short words must keep their first two letters."""
+    if len(stemmed) < 4:
         return ""
     limit = 1 if len(stemmed) < 7 else 2
+    head = 1 if len(stemmed) >= 5 else 2
     for known, meaning in MEANINGS.items():
         if (
             len(known) >= 4
-            and known[0] == stemmed[0]
+            and known[:head] == stemmed[:head]
+            and not (head == 2 and meaning.attribute)
             and edit_distance_at_most(stemmed, known, limit)
         ):
             return meaning.key
@@ -243,7 +292,9 @@ class ItemMatch:
 
 
 SEPARATORS_RE = re.compile(
-    r"[,;+\n]|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s", re.IGNORECASE
+    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
+    r"|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
+    re.IGNORECASE,
 )
 
 
@@ -268,17 +319,35 @@ class Catalogue:
         self.variants: list[list[list[str]]] = []
         # key → the spelling of the name word it came from, per way of naming an item
         self.shapes: list[list[dict[str, str]]] = []
+        # key → other keys a query word may match it by ("кресло" for the "chair" of an
+        # "office chair"), per way of naming an item
+        self.also: list[list[dict[str, set[str]]]] = []
         for name, extra in zip(self.names, alias_lists, strict=True):
             keyed = [
-                {word_key(w): skeleton(stem(w)) for w in words(v)} for v in (name, *extra) if v
+                {
+                    word_key(w): skeleton(stem(w))
+                    for w in words(v)
+                    if w.isdigit() or not is_stopword(w)
+                }
+                for v in (name, *extra)
+                if v
             ]
             self.variants.append([list(k) for k in keyed])
             self.shapes.append(keyed)
+            also: list[dict[str, set[str]]] = []
+            for k in keyed:
+                extra_keys: dict[str, set[str]] = {}
+                for (a, b), c in COMPOUNDS.items():
+                    if a in k and b in k:
+                        extra_keys.setdefault(b, set()).add(c)
+                also.append(extra_keys)
+            self.also.append(also)
         self.skus = [compact(s) for s in skus]
         df: Counter[str] = Counter()
         for variants in self.variants:
             df.update({key for keys in variants for key in keys})
         self.vocabulary = set(df)
+        self.vocabulary |= {c for also in self.also for a in also for cs in a.values() for c in cs}
         n = max(1, len(names))
         self.idf = {s: math.log(1 + n / c) for s, c in df.items()}
         # BM25 over name + aliases + SKU + description
@@ -300,16 +369,20 @@ class Catalogue:
         key = word_key(token.word)
         found = {k for k in self.vocabulary if keys_match(key, k, key not in self.vocabulary)}
         if not found and not key.startswith("#"):
+            for shape in latin_shapes(token.word):
+                found |= {k for k in self.vocabulary if keys_match(shape, k, False)}
+        if not found and not key.startswith("#"):
             meaning = _meaning_by_typo(token.stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
+        found |= {k for k in WIDER.get(stem(token.word), ()) if k in self.vocabulary}
         return found
 
     def match(self, text: str) -> list[ItemMatch]:
         """Every item the text could be naming, best first."""
         tokens = analyse(text)
         content = content_tokens(tokens)
-        numbers = [t for t in tokens if t.word.isdigit()]
+        numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
         # Which name keys each content token matches, computed once over the vocabulary
@@ -324,7 +397,9 @@ class Catalogue:
                 continue
             best = max(
                 (
-                    self._score(index, keys, self.shapes[index][v], keys_of, numbers)
+                    self._score(
+                        index, keys, self.shapes[index][v], self.also[index][v], keys_of, numbers
+                    )
                     for v, keys in enumerate(variants)
                 ),
                 key=lambda m: (m.coverage, m.weight) if m else (-1.0, -1.0),
@@ -342,6 +417,7 @@ class Catalogue:
         index: int,
         keys: list[str],
         shapes: dict[str, str],
+        also: dict[str, set[str]],
         keys_of: list[tuple[QueryToken, set[str]]],
         numbers: list[QueryToken],
     ) -> ItemMatch | None:
@@ -351,9 +427,10 @@ class Catalogue:
         candidates: dict[str, list[int]] = {}
         for k in keys:
             if k.isdigit():
-                at = [t.position for t in numbers if t.word == k]
+                at = [t.position for t in numbers if t.number == int(k)]
             else:
-                at = [t.position for t, found in keys_of if k in found]
+                via = also.get(k, set()) | {k}
+                at = [t.position for t, found in keys_of if via & found]
             if at:
                 candidates[k] = at
         words_found = [k for k in candidates if not k.isdigit()]
@@ -439,9 +516,13 @@ class Catalogue:
         lines: list[tuple[list[ItemMatch], int]] = []
         seen: set[int] = set()
         previous = ""
+        # Descriptive words alone ("white", "oak") name nothing when the message names a product.
+        strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
-            groups = self.resolve(part)
-            if groups and len(groups[0]) > 1 and previous:
+            resolved = self.resolve(part)
+            groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
+            vague = resolved and (not groups or len(groups[0]) > 1)
+            if vague and previous:
                 groups = self._elliptic(part, previous, seen) or groups
             previous = part if groups else previous
             if not groups:
@@ -461,7 +542,12 @@ class Catalogue:
                 lines.append((group, quantity_near(tokens, group[0].positions, taken)))
                 if len(group) == 1:
                     seen.add(group[0].index)
-        return lines
+        # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
+        return [
+            (group, qty)
+            for group, qty in lines
+            if len(group) == 1 or not ({m.index for m in group} & seen)
+        ]
 
     def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
         """A part that only describes ("and the oil one too" after "air filter Camry") read
@@ -511,10 +597,25 @@ class Catalogue:
         return [i for _, i in scores[:k]]
 
 
+# Words between an item and its count: "tires, a set of 4", "комплект из 4".
+COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "набор", "из", "упаковка"})
+
+
+def quantity_of_unit(text: str, unit: str) -> int | None:
+    """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
+    unit_keys = {word_key(w) for w in words(unit)}
+    tokens = analyse(text)
+    for this, after in itertools.pairwise(tokens):
+        if this.number is not None and 0 < this.number < 1000 and word_key(after.word) in unit_keys:
+            return this.number
+    return None
+
+
 # A number followed by one of these is a size, weight or amount, not how many the customer wants.
 _MEASURES = (
     "cm mm m kg g l ml см мм м кг г л мл литр литра литров метр метра метров inch дюйм x х "
-    "тг тенге kzt k к тыс тысяч тысячи млн usd rub руб ah"
+    "тг тенге kzt k к тыс тысяч тысячи млн usd rub руб ah лет года год years year old жас жаста "
+    "жастағы месяцев months дней days этаж этаже floor floors"
 )
 MEASURE_WORDS = frozenset(_MEASURES.split())
 
@@ -546,15 +647,15 @@ def quantity_near(
         number = count_at(p)
         if number is not None:
             return number
-        if t.word not in STOPWORDS and t.number is None and p not in positions:
+        if not is_stopword(t.word) and t.number is None and p not in positions:
             break
-    for p in range(last + 1, last + 6):
+    for p in range(last + 1, last + 7):
         t = by_position.get(p)
         if t is None:
             break
         number = count_at(p)
         if number is not None:
             return number
-        if t.word not in STOPWORDS and t.number is None:
+        if not is_stopword(t.word) and t.number is None and t.word not in COUNT_WORDS:
             break
     return 1

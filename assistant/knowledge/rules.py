@@ -17,19 +17,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from assistant import language
-from assistant.knowledge.matching import normalise
+from assistant.knowledge.matching import normalise, stem, words
+from assistant.knowledge.money import find_amounts
+from assistant.knowledge.transliteration import skeleton
 
 # topic → a pattern that finds it in a question and in a rule sentence
 TOPICS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
         "delivery": r"deliver|shipping|\bship\b|courier|доставк|доставит|доставля|доставим|"
-        r"привез|привоз|курьер|жеткіз|жеткізу",
+        r"привез|привоз|курьер|отправ|в регион|other cities|другие города|жеткіз|жеткізу",
         "assembly": r"assembl|put (?:it )?together|сборк|собрат|собер|сборщик|құрастыр",
-        "installation": r"install|\bfit(?:ting)? (?:the|it)|установ|монтаж|орнат",
-        "hours": r"\bopen\b|opening|hours|what time|\bclose[sd]?\b|closing|schedule|weekend|"
+        "installation": r"install|\bfit(?:ting)? (?:the|it)|mount|\bhang\b|установ|монтаж|орнат|"
+        r"повес|поставить|поставите|поставят",
+        "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|"
+        r"\bclose[sd]?\b|closing|"
+        r"schedule|weekend|"
         r"sunday|saturday|график|часы работы|режим работы|работаем|"
         r"(?:когда|сегодня|завтра|в выходные|в субботу|в воскресенье)\W+(?:\w+\W+){0,2}работает|"
         r"работае\w*\W+(?:\w+\W+){0,2}(?:до скольки|во сколько|сегодня|завтра|в выходные|"
@@ -37,9 +43,15 @@ TOPICS: dict[str, re.Pattern[str]] = {
         r"до скольки|во сколько|выходн|ежедневно|без выходных|\bпн\b|жұмыс (?:уақыт|істей)|"
         r"нешеге",
         "payment": r"pay (?:by|with|in|via)|payment method|\bcash\b|\bcard\b|kaspi|каспи|"
-        r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу",
+        r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу|рассрочк|install?ments?|"
+        r"\bcredit\b|кредит|бөліп төле|0-0-\d+",
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
-        "returns": r"return polic|exchange|обмен|возврат",
+        "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",
+        "insurance": r"insurance|омс|страхов|сақтандыру",
+        "booking": r"appointment|walk[- ]in|без записи|запись на|записаться можно|прием|приём|"
+        r"қабылда",
+        "age": r"\bage\b|how old|возраст|с какого|лет\b|жастан",
+        "lifting": r"подъ[её]м|поднять|поднимете|этаж|лифт|\bfloor|upstairs|\blift\b|carry",
         "pickup": r"pick ?up|self-collect|collect it|самовывоз|забрать сам|өзім алып",
         "address": r"address|where are you|located|location|адрес|где вы|находитесь|"
         r"мекенжай|қайда орналас",
@@ -80,39 +92,183 @@ def places(text: str) -> frozenset[str]:
     return frozenset(PLACES[m.group(1).lower()] for m in _PLACE_RE.finditer(normalise(text)))
 
 
+# Abbreviations a sentence does not end at ("пр. Абая 52", "ул. Толе би").
+_ABBREVIATIONS = "пр просп ул д г мкр корп кв оф им ст пос обл р-н тел st ave rd no tel bldg apt"
+ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
+
+
 def sentences(text: str) -> list[str]:
-    """The rules text, sentence by sentence (amounts such as "1.5" and "3 000" stay whole)."""
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", text or "")
-    return [" ".join(p.split()) for p in parts if p.strip()]
+    """The rules text, sentence by sentence (amounts such as "1.5" and "3 000" and addresses
+    such as "пр. Абая 52" stay whole)."""
+    parts = [
+        " ".join(p.split())
+        for p in re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", text or "")
+    ]
+    merged: list[str] = []
+    for part in (p for p in parts if p):
+        last = merged[-1].rsplit(" ", 1)[-1].rstrip(".").lower() if merged else ""
+        if merged and merged[-1].endswith(".") and last in ABBREVIATIONS:
+            merged[-1] += " " + part
+        else:
+            merged.append(part)
+    return merged
+
+
+# A sentence that serves places other than the named ones ("в другие города", "regions").
+ELSEWHERE_RE = re.compile(
+    r"other cities|regions?\b|outside|в регион|другие города|межгород|по (?:всему )?казахстану|"
+    r"за город|басқа қала|облыс",
+    re.IGNORECASE,
+)
 
 
 def rule_answer(question: str, rules: str, said: Iterable[str] = ()) -> RuleAnswer | None:
     """The sentences that answer a question about the business's terms, or None.
 
-    `said` are sentences a manager wrote in this chat: when they cover the asked topic they are
-    the answer, not the rules (a promise made to this customer wins over the general text)."""
+    `said` are sentences a manager wrote in this chat: for a topic they cover they are the
+    answer, not the rules (a promise made to this customer wins over the general text)."""
     asked = topics(question)
     if not asked:
         return None
-    for source in (list(said), sentences(rules)):
-        chosen = _answering(question, asked, source)
-        if chosen:
-            return RuleAnswer(asked, tuple(chosen))
-    return None
+    manager = list(said)
+    written = sentences(rules)
+    chosen: list[str] = []
+    answered: set[str] = set()
+    for topic in sorted(asked):
+        for source in (manager, written):
+            picked = _answering(question, topic, source)
+            if picked:
+                chosen += [p for p in picked if p not in chosen]
+                answered.add(topic)
+                break
+    if not chosen:
+        return None
+    return RuleAnswer(frozenset(answered), tuple(chosen[: MAX_SENTENCES + 1]))
 
 
-def _answering(question: str, asked: frozenset[str], source: Sequence[str]) -> list[str]:
-    candidates = [s for s in source if topics(s) & asked]
-    wanted_places = places(question)
-    if wanted_places:
-        # A sentence naming other places does not answer for this one ("Astana" vs "Almaty").
-        candidates = [s for s in candidates if not places(s) or places(s) & wanted_places]
+def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
+    candidates = [s for s in source if topic in topics(s)]
+    wanted = places(question)
+    if wanted:
+        # A sentence about other places does not answer for this one ("Astana" vs "Almaty").
+        candidates = [
+            s for s in candidates if not places(s) or places(s) & wanted or ELSEWHERE_RE.search(s)
+        ]
     if not candidates:
         return []
     # Prefer the sentences in the customer's script when the rules are written in both.
     script = language.detect(question)
     same = [s for s in candidates if language.detect(s) == script]
     chosen = same or candidates
-    # Most topics in common first; the rules' own order otherwise.
-    chosen = sorted(chosen, key=lambda s: -len(topics(s) & asked))
-    return chosen[:MAX_SENTENCES]
+    asked_words = _shapes(question)
+
+    # The sentence sharing most words with the question, then the one that is about the topic
+    # from its first words ("Оплата: …" rather than "… после оплаты").
+    def about(sentence: str) -> int:
+        found = TOPICS[topic].search(normalise(sentence))
+        return found.start() if found else len(sentence)
+
+    best = max(chosen, key=lambda s: (len(_shapes(s) & asked_words), -about(s), -chosen.index(s)))
+    return [best]
+
+
+def _shapes(text: str, skip: re.Pattern[str] | None = None) -> set[str]:
+    return {
+        skeleton(stem(w))
+        for w in words(text)
+        if len(w) > 2 and not w.isdigit() and not (skip and skip.search(w))
+    }
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A fixed amount the rules put on an order for a topic asked about ("доставка 3 000 тг"),
+    0 when the rules make it free at this order's size. `words` is the clause it comes from."""
+
+    topic: str
+    amount: Decimal
+    words: str
+
+
+FREE_RE = re.compile(r"free|бесплатн|тегін", re.IGNORECASE)
+FROM_RE = re.compile(r"(?:\bот|\bfrom|\bover|\babove|свыше|не менее|at least)\s*$", re.IGNORECASE)
+# An amount per something the customer did not count (per floor, per km): not a fixed charge.
+PER_RE = re.compile(
+    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+(?!заказ|order)\w+", re.IGNORECASE
+)
+
+
+def charges(question: str, answer: RuleAnswer, subtotal: Decimal) -> list[Charge] | None:
+    """The fixed charge of every topic the question asks to add to an order ("с доставкой в
+    Талгар"), read from the answering sentences; None when one of them is not a fixed amount
+    (a price "from", per floor, or no amount), so no total is computed at all."""
+    found: list[Charge] = []
+    wanted_places = places(question)
+    for topic in sorted(answer.topics):
+        clauses = [
+            (clause, inherited)
+            for sentence in answer.sentences
+            if topic in topics(sentence)
+            for clause, inherited in _clauses(sentence)
+        ]
+        on_topic = [c for c, t in clauses if topic in t]
+        free_from = [_threshold(c) for c in on_topic if FREE_RE.search(c)]
+        fees = [c for c in on_topic if not FREE_RE.search(c) and len(find_amounts(c)) == 1]
+        if wanted_places:
+            fees = [c for c in fees if not places(c) or places(c) & wanted_places]
+        if not fees:
+            return None
+        # The topic's own words ("доставка") tell the clauses apart no more; a place or a kind
+        # of product does ("за город (Талгар…)", "установка стиральной машины").
+        pattern = TOPICS[topic]
+        asked_here = _shapes(question, pattern)
+        fee = max(fees, key=lambda c: (len(_shapes(c, pattern) & asked_here), -fees.index(c)))
+        amount = find_amounts(fee)[0]
+        before, after = fee[: amount.start], fee[amount.start + len(amount.text) :]
+        if FROM_RE.search(before) or PER_RE.match(after):
+            return None
+        limits = [t for t in free_from if t is not None]
+        if limits and subtotal >= min(limits):
+            found.append(Charge(topic, Decimal(0), fee))
+        else:
+            found.append(Charge(topic, amount.value, fee))
+    return found
+
+
+# Topics that put an amount on an order; "после оплаты" in a delivery clause is not one.
+CHARGED = frozenset({"delivery", "assembly", "installation", "lifting"})
+
+
+def _clauses(sentence: str) -> list[tuple[str, frozenset[str]]]:
+    """A sentence's clauses (split at ";" then ","), each with its topics; a clause without
+    one of its own is about what the clause before it was ("…; за город 4 000 тг")."""
+    out: list[tuple[str, frozenset[str]]] = []
+    current: frozenset[str] = frozenset()
+    for part in _split_outside_brackets(sentence):
+        part = part.strip(" .")
+        if not part:
+            continue
+        own = topics(part) & CHARGED
+        current = own or current
+        out.append((part, current))
+    return out
+
+
+def _threshold(clause: str) -> Decimal | None:
+    for amount in find_amounts(clause):
+        if FROM_RE.search(clause[: amount.start]):
+            return amount.value
+    return None
+
+
+def _split_outside_brackets(sentence: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for i, ch in enumerate(sentence):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        next_is_digit = i + 1 < len(sentence) and sentence[i + 1].isdigit()
+        if depth == 0 and (ch == ";" or (ch == "," and not next_is_digit)):
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [*parts, current]

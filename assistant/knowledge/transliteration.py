@@ -39,6 +39,8 @@ _FOLDS: tuple[tuple[str, str], ...] = (
     ("y", "i"),
 )
 _C_SOFT = re.compile(r"c(?=[eiy])")
+# A word-initial x is an s in Chinese brand names as Russian writes them ("Xiaomi" → "Сяоми").
+_X_START = re.compile(r"^(?:x|ks)")
 _DOUBLE = re.compile(r"([a-z])\1+")
 
 
@@ -49,7 +51,7 @@ def to_latin(word: str) -> str:
 
 def skeleton(word: str) -> str:
     """The script-free matching key of one word (already lower-cased and stemmed)."""
-    latin = to_latin(word)
+    latin = _X_START.sub("s", to_latin(word))
     latin = _C_SOFT.sub("s", latin).replace("ch", "\x00").replace("c", "k").replace("\x00", "ch")
     for old, new in _FOLDS:
         latin = latin.replace(old, new)

@@ -14,7 +14,8 @@ from __future__ import annotations
 PRODUCTS: dict[str, tuple[str, ...]] = {
     # furniture
     "sofa": ("sofa", "couch", "settee", "диван", "софа", "тахта"),
-    "chair": ("chair", "armchair", "стул", "кресло", "орындық", "кресла"),
+    "chair": ("chair", "стул", "стульчик", "орындық"),
+    "armchair": ("armchair", "кресло", "кресла"),
     "stool": ("stool", "табурет", "табуретка"),
     "table": ("table", "стол", "столик", "үстел"),
     "desk": ("desk", "парта"),
@@ -27,7 +28,12 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "lamp": ("lamp", "лампа", "светильник", "торшер", "шам"),
     "nightstand": ("nightstand", "тумба", "тумбочка"),
     "kitchen": ("kitchen", "кухня", "кухонный", "асүй"),
+    "coffee": ("coffee", "журнальный"),
     "office": ("office", "офис", "офисный", "кеңсе"),
+    "executive": ("executive", "руководителя", "руководитель", "директорское"),
+    "computer": ("computer", "компьютерный"),
+    "gaming": ("gaming", "игровой"),
+    "machine": ("machine", "машина", "машинка"),
     "dining": ("dining", "обеденный"),
     "bar": ("bar", "барный"),
     "door": ("door", "дверь", "дверный", "есік"),
@@ -38,12 +44,13 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "whitening": ("whitening", "bleaching", "отбеливание", "ағарту"),
     "tooth": ("tooth", "teeth", "зуб", "зубы", "тіс"),
     "caries": ("caries", "cavity", "filling", "кариес", "пломба"),
-    "extraction": ("extraction", "removal", "удаление", "жұлу"),
+    "extraction": ("extraction", "removal", "remove", "удаление", "удалить", "удалять", "жұлу"),
     "implant": ("implant", "имплант", "имплантация"),
     "xray": ("xray", "x-ray", "снимок", "рентген"),
     "checkup": ("checkup", "check-up", "examination", "осмотр", "тексеру"),
     "treatment": ("treatment", "лечение", "емдеу"),
     "crown": ("crown", "коронка"),
+    "zirconia": ("zirconia", "zirconium", "цирконий", "циркониевый"),
     "braces": ("braces", "брекеты", "брекет"),
     "wisdom": ("wisdom", "мудрости", "мудрость"),
     "child": ("child", "children", "kid", "kids", "детский", "ребенок", "детей", "бала"),
@@ -51,7 +58,8 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "brake": ("brake", "тормоз", "тормозной", "тежегіш"),
     "pad": ("pad", "колодка", "колодки"),
     "filter": ("filter", "фильтр", "сүзгі"),
-    "oil": ("oil", "масло", "масляный"),
+    "oil": ("oil", "масло"),
+    "oily": ("масляный",),
     "battery": ("battery", "аккумулятор", "акб", "батарея"),
     "wiper": ("wiper", "дворник", "дворники", "стеклоочиститель", "стеклоочистителя"),
     "spark plug": ("spark", "свеча", "свечи"),
@@ -64,13 +72,30 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "tulip": ("tulip", "тюльпан", "тюльпаны", "қызғалдақ"),
     "peony": ("peony", "peonies", "пион", "пионы"),
     "flower": ("flower", "цветок", "цветы", "гүл"),
-    "postcard": ("postcard", "открытка", "ашықхат"),
+    "postcard": ("postcard", "card", "открытка", "открыточка", "ашықхат"),
+    "teddy bear": ("teddy", "мишка", "медведь", "аю"),
     "orchid": ("orchid", "орхидея"),
     "lily": ("lily", "lilies", "лилия"),
     # electronics
     "phone": ("phone", "smartphone", "телефон", "смартфон"),
     "laptop": ("laptop", "notebook", "ноутбук"),
-    "tv": ("tv", "television", "телевизор"),
+    "tv": ("tv", "television", "телевизор", "телек", "теледидар"),
+    # household appliances
+    "vacuum": ("vacuum", "пылесос", "шаңсорғыш"),
+    "robot": ("robot", "робот"),
+    "kettle": ("kettle", "чайник", "шәйнек"),
+    "iron": ("iron", "утюг", "үтік"),
+    "fryer": ("fryer", "аэрогриль", "фритюрница"),
+    "microwave": ("microwave", "микроволновка", "микроволновая", "свч"),
+    "fridge": ("fridge", "refrigerator", "холодильник", "тоңазытқыш"),
+    "washing machine": ("washing", "washer", "стиральная", "стиралка", "стиралку"),
+    "dishwasher": ("dishwasher", "посудомоечная", "посудомойка"),
+    "blender": ("blender", "блендер"),
+    "dryer": ("dryer", "фен"),
+    "hair": ("hair", "волос", "шаш"),
+    "coffee machine": ("espresso", "кофемашина", "кофеварка"),
+    "steam": ("steam", "паровой", "парогенератор"),
+    "warranty": ("warranty", "гарантия", "кепілдік"),
     "charger": ("charger", "зарядка", "зарядное", "зарядтағыш"),
     "headphones": ("headphones", "earphones", "наушники", "құлаққап"),
     "cable": ("cable", "кабель", "провод"),
@@ -83,7 +108,7 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "shoes": ("shoes", "обувь", "туфли", "аяқкиім"),
     "boots": ("boots", "ботинки", "сапоги"),
     # food and drink
-    "coffee": ("coffee", "кофе"),
+    "coffee drink": ("кофе",),
     "tea": ("tea", "чай", "шай"),
     "cake": ("cake", "торт"),
     "water": ("water", "вода"),
@@ -93,6 +118,26 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "manicure": ("manicure", "маникюр"),
     "massage": ("massage", "массаж"),
     "set": ("set", "kit", "набор", "комплект", "жиынтық"),
+}
+
+# Words that, asked for, also mean a narrower thing the same language names apart: a customer
+# asking for a "chair" in English may mean an armchair (кресло), one asking for a "стул" does
+# not; English "oil" is both масло and масляный (an oil filter), Russian "масло" is not.
+QUERY_WIDER: dict[str, tuple[str, ...]] = {
+    "chair": ("armchair",),
+    "oil": ("oily",),
+    "орындық": ("armchair",),
+    "table": ("desk",),
+}
+
+# Two meanings in one name that together are a third: an "office chair" is a кресло.
+NAME_COMPOUNDS: dict[tuple[str, str], str] = {
+    ("oil", "filter"): "oily",
+    ("office", "chair"): "armchair",
+    ("executive", "chair"): "armchair",
+    ("computer", "chair"): "armchair",
+    ("gaming", "chair"): "armchair",
+    ("coffee", "machine"): "coffee machine",
 }
 
 ATTRIBUTES: dict[str, tuple[str, ...]] = {
@@ -118,6 +163,7 @@ ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "front": ("front", "передний", "алдыңғы"),
     "rear": ("rear", "задний", "артқы"),
     "air": ("air", "воздушный", "ауа"),
+    "cabin": ("cabin", "салонный", "салона"),
     "mixed": ("mix", "mixed", "микс", "ассорти"),
     "single": ("single", "поштучно", "штучный"),
 }

@@ -122,3 +122,151 @@ def test_disabled_reason_is_not_used():
     config = AssistantSettings(handoff_reasons=[{"code": "asks_for_human", "description": "x"}])
     d = catalogue.decide(turn("any discount on the sofa?"), knowledge(), config)
     assert d.action == Action.ANSWER  # non_standard_terms switched off: the price is answered
+
+
+# --- what customers write: denials, rules, context, orders, agreements, wording ------------
+
+RULES = AssistantSettings(
+    business_rules="Доставка по Алматы 1-2 дня, 3 000 тг; при заказе от 300 000 тг доставка "
+    "бесплатная. Сборка мебели 5 000 тг за заказ. Работаем ежедневно с 10:00 до 20:00. "
+    "Оплата: Kaspi, карта, наличные; рассрочка Kaspi 0-0-12 на заказ от 100 000 тг.\n"
+    "Delivery in Almaty takes 1-2 days and costs 3 000 KZT; assembly 5 000 KZT per order. "
+    "Open daily 10:00-20:00."
+)
+
+
+def decide_with_rules(*messages, history=None):
+    return catalogue.decide(turn(*messages, history=history), knowledge(), RULES)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Don't call me, just text me the price of the Office chair Lux",
+        "Не надо звать менеджера, просто скажите цену кресла Комфорт",
+        "Менеджер не нужен, сколько стоит кухонный стул?",
+        "I'm not complaining, just asking how much the Sofa Milano is",
+        "шағым емес, Milano диван бағасы қанша?",
+        "без менеджера пожалуйста, цена на барный стул",
+        "I don't want to buy yet, just the price of the kitchen chair",
+    ],
+)
+def test_a_denied_request_asks_for_nothing_and_the_question_is_answered(message):
+    d = decide(message)
+    assert d.action == Action.ANSWER, d.reply_to_customer
+    assert "KZT" in d.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("I don't want to wait, call me", "asks_for_human"),
+        ("соедините с консультантом пожалуйста", "asks_for_human"),
+        ("the chair you sold me broke after a week and nobody answers", "complaint"),
+        ("курьер опоздал на 4 часа", "complaint"),
+        ("ok let's do the kitchen chairs, send them today", "ready_to_buy"),
+        ("so how much is the office chair then? I want 2", "ready_to_buy"),
+        ("если возьму 10 стульев, скинете?", "non_standard_terms"),
+        ("можно оплатить через неделю после получения?", "non_standard_terms"),
+    ],
+)
+def test_what_customers_mean_decides_the_reason(message, reason):
+    assert (decide(message).action, decide(message).reason) == (Action.HANDOFF, reason)
+
+
+def test_a_supposition_is_not_a_complaint():
+    assert decide("если не подойдёт, можно вернуть?").reason != "complaint"
+
+
+@pytest.mark.parametrize(
+    ("message", "quoted"),
+    [
+        ("how much is delivery within Almaty?", "costs 3 000 KZT"),
+        ("сколько стоит сборка?", "Сборка мебели 5 000 тг за заказ."),
+        ("до скольки вы работаете?", "Работаем ежедневно с 10:00 до 20:00."),
+        ("можно картой оплатить?", "Оплата: Kaspi, карта, наличные"),
+        ("рассрочка есть?", "рассрочка Kaspi 0-0-12"),
+    ],
+)
+def test_a_question_the_business_rules_answer_quotes_the_rule(message, quoted):
+    d = decide_with_rules(message)
+    assert d.action == Action.ANSWER
+    assert quoted in d.reply_to_customer
+
+
+def test_a_rule_about_another_city_does_not_answer():
+    d = decide_with_rules("Do you deliver to Astana?")
+    assert d.action == Action.CLARIFY
+
+
+def test_special_terms_the_rules_do_not_give_are_handed_off():
+    d = decide_with_rules("рассрочка на 24 месяца есть?")
+    assert (d.action, d.reason) == (Action.HANDOFF, "non_standard_terms")
+
+
+def test_a_total_with_delivery_counts_the_rules_fee():
+    d = decide_with_rules("2 kitchen chairs with delivery, how much in total?")
+    assert d.reply_to_customer.splitlines()[:3] == [
+        "Kitchen chair Oak: 2 × 28 000 KZT = 56 000 KZT (in stock)",
+        "Delivery: 3 000 KZT",
+        "Total: 59 000 KZT",
+    ]
+
+
+def test_each_quantity_stays_with_its_item_in_the_reply():
+    d = decide("Oak dining table 200 and 4 kitchen chairs, how much?")
+    assert d.reply_to_customer.splitlines() == [
+        "Oak dining table 200: 150 000 KZT (in stock)",
+        "Kitchen chair Oak: 4 × 28 000 KZT = 112 000 KZT (in stock)",
+        "Total: 262 000 KZT",
+    ]
+
+
+def test_the_which_one_question_expires_when_the_customer_asks_something_else():
+    first = decide_with_rules("how much is a chair?")
+    assert first.action == Action.CLARIFY
+    history = [
+        entry("customer", "how much is a chair?", 1),
+        entry("bot", first.reply_to_customer, 2),
+    ]
+    second = decide_with_rules("nvm, how much is delivery in Almaty?", history=history)
+    assert second.action == Action.ANSWER
+    assert "3 000 KZT" in second.reply_to_customer
+    third = decide_with_rules("the Sofa Milano then", history=history)
+    assert third.reply_to_customer.startswith("Sofa Milano 3-seat: 310 000 KZT")
+
+
+def test_an_ordinal_picks_an_option_of_the_which_one_question():
+    first = decide("how much for 2 oak dining tables?")
+    history = [
+        entry("customer", "how much for 2 oak dining tables?", 1),
+        entry("bot", first.reply_to_customer, 2),
+    ]
+    second = decide("the second one", history=history)
+    assert second.reply_to_customer.startswith("Oak dining table 200: 2 × 150 000 KZT")
+
+
+def test_a_price_a_manager_agreed_is_quoted_instead_of_the_list_price():
+    history = [
+        entry("customer", "any discount on the Office chair Lux?", 1),
+        entry("manager", "For you the Office chair Lux is 40 000 KZT instead of 45 000.", 2),
+        entry("system", "Chat returned to the assistant", 3),
+    ]
+    d = decide("how much for 2 office chairs lux then?", history=history)
+    assert d.action == Action.ANSWER
+    assert d.reply_to_customer.startswith(
+        "Office chair Lux: 2 × 40 000 KZT = 80 000 KZT (as agreed with the manager; in stock)"
+    )
+    bought = decide("great, I'll take 2 office chairs lux", history=history)
+    assert (bought.action, bought.reason) == (Action.HANDOFF, "ready_to_buy")
+    assert "80 000 KZT" in bought.reply_to_customer
+    assert "45 000" not in bought.reply_to_customer
+
+
+def test_a_price_agreed_for_another_quantity_is_handed_off():
+    history = [
+        entry("manager", "Kitchen chair Oak: 10 chairs for 250 000 KZT.", 1),
+        entry("system", "Chat returned to the assistant", 2),
+    ]
+    d = decide("and 3 kitchen chairs?", history=history)
+    assert (d.action, d.reason) == (Action.HANDOFF, "non_standard_terms")

@@ -66,6 +66,14 @@ def test_the_name_in_the_customers_own_words_beats_a_translated_one():
 
 def test_a_general_word_alone_stays_ambiguous():
     [(group, _qty)] = named("стулья")
+    assert sorted(group) == ["Oak dining chair", "Office chair Lux"]
+
+
+def test_a_word_of_one_language_means_what_it_means_there():
+    # кресло is an armchair, стул is not; an English office chair is a кресло.
+    [(group, _qty)] = named("сколько стоит кресло?")
+    assert sorted(group) == ["Office chair Lux", "Кресло офисное Комфорт"]
+    [(group, _qty)] = named("how much is a chair?")
     assert sorted(group) == ["Oak dining chair", "Office chair Lux", "Кресло офисное Комфорт"]
 
 
