@@ -32,6 +32,7 @@ backed by it. What cannot be proven is not sent: the turn hands the chat to a ma
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,9 +45,11 @@ from assistant.knowledge.effective import (
     knowledge_for_channel,
 )
 from assistant.knowledge.matching import (
+    Catalogue,
     ItemMatch,
     QueryToken,
     analyse,
+    content_tokens,
     quantity_near,
     segments,
     stem,
@@ -114,7 +117,7 @@ def _named(knowledge: Knowledge, text: str, strong: bool = False) -> set[int]:
         return set()
     return {
         m.index
-        for group in knowledge.catalogue.resolve(text)
+        for group in _resolve(knowledge, text)
         if not strong or any(m.by_sku or m.coverage >= 0.5 for m in group)
         for m in group
     }
@@ -134,7 +137,7 @@ def _stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, 
             lambda m: " " * len(m.group(0)), _blank_amounts(_mask_codes(raw, knowledge))
         )
         lines = catalogue.order_lines(text) if knowledge.items else []
-        groups = catalogue.resolve(text) if knowledge.items else []
+        groups = _resolve(knowledge, text)
         in_names = {p for g in groups for m in g for p in m.number_positions}
         tokens = analyse(text)
         free = [
@@ -232,7 +235,7 @@ def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatc
     for part in segments(text):
         tokens = analyse(part)
         letters = {t.position for t in tokens if len(t.word) == 1 and not t.word.isdigit()}
-        for group in knowledge.catalogue.resolve(part):
+        for group in _resolve(knowledge, part):
             words_at = set(group[0].positions) - set(group[0].number_positions)
             if not words_at:
                 continue
@@ -538,13 +541,53 @@ def _same_money(amount: Amount, value: Decimal, currency: str) -> bool:
     )
 
 
+_CODE_RE = re.compile(r"[^\s,;:()\[\]]+")
+
+
 def _mask_codes(text: str, knowledge: Knowledge) -> str:
-    """The text with the list's SKUs blanked, so "04465-33471" is never read as money."""
-    for sku in {i.sku for i in knowledge.items if i.sku and any(c.isdigit() for c in i.sku)}:
-        text = re.sub(
-            rf"(?<!\w){re.escape(sku)}(?!\w)", lambda m: " " * len(m.group(0)), text, flags=re.I
+    """The text with the list's SKUs blanked, so "04465-33471" is never read as money. One pass
+    over the text's words, whatever the size of the list."""
+    skus = _skus(knowledge)
+    if not skus:
+        return text
+
+    def blank(match: re.Match[str]) -> str:
+        word = match.group(0)
+        core = word.rstrip(".!?…").lower()
+        return " " * len(core) + word[len(core) :] if core in skus else word
+
+    return _CODE_RE.sub(blank, text)
+
+
+_SKU_CACHE: weakref.WeakKeyDictionary[Catalogue, frozenset[str]] = weakref.WeakKeyDictionary()
+_RESOLVED: weakref.WeakKeyDictionary[Catalogue, dict[str, list[list[ItemMatch]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _skus(knowledge: Knowledge) -> frozenset[str]:
+    """The list's SKUs that hold a digit (the only ones a number could be read from)."""
+    found = _SKU_CACHE.get(knowledge.catalogue)
+    if found is None:
+        found = frozenset(
+            i.sku.lower() for i in knowledge.items if i.sku and any(c.isdigit() for c in i.sku)
         )
-    return text
+        _SKU_CACHE[knowledge.catalogue] = found
+    return found
+
+
+def _resolve(knowledge: Knowledge, text: str) -> list[list[ItemMatch]]:
+    """`Catalogue.resolve`, remembered per list for the texts of recent turns (a reply's
+    sentences and the chat's messages are read several times per check)."""
+    if not knowledge.items or (not content_tokens(analyse(text)) and not re.search(r"\d", text)):
+        return []
+    cache = _RESOLVED.setdefault(knowledge.catalogue, {})
+    groups = cache.get(text)
+    if groups is None:
+        if len(cache) > 512:
+            cache.clear()
+        groups = cache[text] = knowledge.catalogue.resolve(text)
+    return groups
 
 
 def _strip_currency(text: str) -> str:
