@@ -107,25 +107,53 @@ def format_money(value: Decimal, currency: str) -> str:
 
 
 # --- amounts in running text -----------------------------------------------------------------
+#
+# Money is read where it is marked as money: a currency (`₸40 000`, `40 000 тг`), a price word
+# (`costs 45 000`, `цена 45 000`), a multiplier (`40k`, `40 тыс`, `1,5 млн`), thousands grouping
+# (`40 000`, `40,000`, `40.000`) or a bare number of four digits or more (`45000`). What is not
+# money is left alone: phone numbers, sizes (`160x200`, `180 cm`, `2x3 m`), times (`10:00`),
+# dates (`12.05`), years (`2025`), codes (`TB-201`, `0W-20`), quantities (`10 chairs`).
 
-_NUM = r"\d{1,3}(?:[ \u00a0\u202f.,’']\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
+_GROUPED = r"\d{1,3}(?:[ \u00a0\u202f.,’']\d{3})+(?:[.,]\d{1,2})?"
+_NUM = rf"{_GROUPED}|\d+(?:[.,]\d{{1,2}})?"
 _CUR = "|".join(re.escape(a) for a in sorted(CURRENCY_ALIASES, key=len, reverse=True))
+# Not glued to a word, a code, a date or another number ("x200", "TB-201", "12.05", "201 450").
+_FREE = r"(?<![^\W\d_xXхХ×])(?<![\d.,/\-:#№+])(?!(?<=\d[ \u00a0])\d{3}(?!\d))"
+_UNIT_AFTER = (
+    r"(?!\s?(?:cm|mm|m|km|kg|g|l|ml|ah|w|v|см|мм|м|км|кг|г|л|мл|шт|pcs|%|x|×|х)(?![^\W\d_]))"
+)
+_MULT = r"тыс\.?|тысяч\w*|мың\w*|thousand|млн\.?|миллион\w*|million|mln|mn"
 
 
 def _mult(name: str) -> str:
-    return rf"(?:\s*(?P<{name}>тыс\.?|тысяч\w*|thousand|k|млн\.?|миллион\w*|million|mln)(?!\w))?"
+    return rf"(?:\s?(?P<{name}>(?:{_MULT})(?!\w)|[kк](?![^\W\d_])))?"
 
 
 AMOUNT_RE = re.compile(
     rf"(?<!\w)(?P<pre>{_CUR})\s*(?P<n1>{_NUM}){_mult('m1')}"
-    rf"|(?P<n2>{_NUM}){_mult('m2')}\s*(?P<post>{_CUR})(?!\w)"
+    rf"|{_FREE}(?P<n2>{_NUM}){_mult('m2')}\s*(?P<post>{_CUR})(?!\w)"
     r"|(?P<kw>costs?|price[sd]?(?: is)?|priced at|total(?: is)?|стоит|стоят|стоимость|цена|"
-    rf"итого|всего|будет)\s*[:—-]?\s*(?P<n3>{_NUM}){_mult('m3')}(?:\s*(?P<post3>{_CUR})(?!\w))?"
-    r"|(?<![\d.,])(?P<n4>\d{1,3}(?:[ \u00a0\u202f,’']\d{3})+)(?!\d)",
+    rf"итого|всего|будет|бағасы|тұрады)\s*[:—-]?\s*(?P<n3>{_NUM}){_mult('m3')}{_UNIT_AFTER}"
+    rf"(?:\s*(?P<post3>{_CUR})(?!\w))?"
+    rf"|{_FREE}(?P<n6>\d+(?:[.,]\d+)?)(?:\s?(?P<m6>(?:{_MULT})(?!\w))|(?P<k6>[kKк])(?![^\W\d_]))"
+    rf"|{_FREE}(?P<n4>\d{{1,3}}(?:[ \u00a0\u202f,’']\d{{3}})+|\d{{1,3}}(?:\.\d{{3}})+)"
+    rf"(?!\d|[.,]\d){_UNIT_AFTER}"
+    rf"|{_FREE}(?P<n5>\d{{4,9}})(?![^\W\d_]|\d|[.,:/\-]\d){_UNIT_AFTER}",
     re.IGNORECASE,
 )
-PHONE_RE = re.compile(r"\+?\d[\d\s()\-]{8,}\d")
-MULTIPLIERS = {"т": 1000, "k": 1000, "м": 1_000_000}
+PHONE_RE = re.compile(
+    r"\+\d[\d\s()\-]{8,}\d"
+    r"|(?<![\d.,])8[\s(\-]*\d{3}[\s)\-]*\d{3}[\s\-]*\d{2}[\s\-]*\d{2}(?!\d)"
+    r"|(?<![\w.,])\d{10,12}(?!\d)"
+)
+# Sizes written without spaces ("160x200", "2x3"), masked before money is read.
+SIZE_RE = re.compile(
+    r"(?<![\w.,])(?:\d{2,4}[xх×*]\d{2,4}(?:[xх×*]\d{1,4})?(?!\d)"
+    r"|\d{1,4}(?:[.,]\d)?[xх×*]\d{1,4}(?:[.,]\d)?(?=\s?(?:m|cm|mm|м|см|мм)\b))",
+    re.IGNORECASE,
+)
+MULTIPLIERS = {"т": 1000, "k": 1000, "к": 1000, "м": 1_000_000, "m": 1_000_000}
+_SMALL = Decimal(100)  # a price word followed by a smaller bare number is rarely money
 
 
 @dataclass(frozen=True)
@@ -134,28 +162,69 @@ class Amount:
     currency: str
     text: str
     start: int = 0  # where it stands in the text
+    end: int = 0
+
+
+def mask_non_money(text: str) -> str:
+    """The text with phone numbers and compact sizes blanked (same length, same offsets)."""
+    text = PHONE_RE.sub(
+        lambda m: " " * len(m.group(0)) if 10 <= _digits(m.group(0)) <= 13 else m.group(0), text
+    )
+    return SIZE_RE.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def find_amounts(text: str) -> list[Amount]:
     """Money amounts in a text, with their currency when it is written."""
-    cleaned = PHONE_RE.sub(
-        lambda m: " " * len(m.group(0)) if _digits(m.group(0)) >= 10 else m.group(0), text
-    )
+    cleaned = mask_non_money(text)
     amounts = []
     for match in AMOUNT_RE.finditer(cleaned):
         groups = match.groupdict()
-        number = groups["n1"] or groups["n2"] or groups["n3"] or groups["n4"]
-        mult = groups.get("m1") or groups.get("m2") or groups.get("m3") or ""
+        number = next(groups[n] for n in ("n1", "n2", "n3", "n4", "n5", "n6") if groups[n])
+        mult = next((groups[m] for m in ("m1", "m2", "m3", "m6", "k6") if groups.get(m)), "")
         value = parse_amount(number)
         if value is None:
             continue
-        if mult:
-            value *= MULTIPLIERS.get(mult.lower()[0], 1000)
+        if groups["n5"] and 1900 <= value <= 2100:
+            continue  # a year
         currency = find_currency(groups["pre"] or groups["post"] or groups["post3"] or "")
+        if groups["n3"] and not (mult or currency) and value < _SMALL:
+            continue  # "будет 2 дня", "total is 3 items"
+        if mult:
+            value *= (
+                1000 if mult.lower().startswith("мың") else MULTIPLIERS.get(mult.lower()[0], 1000)
+            )
+        raw = match.group(0)
+        start = match.start() + (len(raw) - len(raw.lstrip()))
         amounts.append(
-            Amount(value.quantize(Decimal("0.01")), currency, match.group(0).strip(), match.start())
+            Amount(
+                value.quantize(Decimal("0.01")),
+                currency,
+                raw.strip(),
+                start,
+                start + len(raw.strip()),
+            )
         )
     return amounts
+
+
+PERCENT_RE = re.compile(
+    r"(?<![\d.,])(\d+(?:[.,]\d+)?)\s*(?:%|процент\w*|percent|pct|пайыз\w*)", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Percentage:
+    value: Decimal
+    text: str
+    start: int = 0
+
+
+def find_percentages(text: str) -> list[Percentage]:
+    """Percentages as written: `15%`, `15 %`, `15 процентов`, `15 percent`, `15 пайыз`."""
+    return [
+        Percentage(Decimal(m.group(1).replace(",", ".")), m.group(0), m.start())
+        for m in PERCENT_RE.finditer(text)
+    ]
 
 
 def _digits(text: str) -> int:

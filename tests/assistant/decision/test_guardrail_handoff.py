@@ -1,0 +1,49 @@
+"""A reply the guardrail cannot prove is not sent: the chat goes to a manager, whose handoff card
+says what could not be proven and shows the reply that was stopped."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from assistant.knowledge.price_import import apply_price_list, parse_price_file
+from assistant.turn import take_turn
+from inbox.conversations.models import Chat, Owner, Turn
+from tests import factories
+from tests.emulators.openai_server import Step
+
+pytestmark = pytest.mark.django_db
+
+PRICES = "SKU,Name,Price,Currency\nCH-101,Office chair Lux,45000,KZT\nCH-102,Kitchen chair Oak,28000,KZT\n"
+WRONG_TOTAL = (
+    "Office chair Lux: 45 000 KZT\n"
+    "Kitchen chair Oak: 2 × 28 000 KZT = 56 000 KZT\n"
+    "Total: 111 000 KZT"
+)
+
+
+def test_a_wrong_total_is_handed_to_a_manager_with_the_finding_on_the_handoff_card(settings, emu):
+    business = factories.business()
+    channel = factories.channel(business)
+    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), business)
+    chat = factories.chat(channel)
+    factories.customer_message(chat, "Office chair Lux and 2 Kitchen chair Oak, total?")
+    Chat.objects.filter(pk=chat.pk).update(version=1)
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.decision(reply=WRONG_TOTAL))
+
+    turn = take_turn(chat.pk)
+
+    assert turn is not None
+    assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "guardrail")
+    finding = "total 111 000 KZT is not the sum of the lines above (101 000 KZT)"
+    assert turn.guardrail_findings == [finding]
+    chat.refresh_from_db()
+    assert chat.owner == Owner.PENDING_HUMAN
+    assert not chat.messages.filter(text__contains="111 000").exists()  # never sent
+    manager = Client()
+    manager.force_login(factories.manager(business))
+    page = manager.get(f"/inbox/chat/{chat.pk}/").content.decode()
+    card = page[page.index('class="handoff-card"') :]
+    assert finding in card
+    assert "Total: 111 000 KZT" in card  # the reply that was stopped, for the manager to fix
