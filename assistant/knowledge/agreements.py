@@ -81,7 +81,7 @@ def agreements(history: Sequence[HistoryEntry], knowledge: Knowledge) -> list[Ag
             context = item
             for amount in _agreed_amounts(sentence, knowledge, item):
                 name = knowledge.items[item].name if item is not None else ""
-                quantity = _quantity(sentence, amount, name)
+                quantity = _quantity(sentence, name)
                 per_unit = bool(EACH_RE.search(sentence)) or quantity is None
                 found.append(Agreement(sentence.strip(), amount, item, quantity, per_unit))
     return found
@@ -133,11 +133,13 @@ def _agreed_amounts(sentence: str, knowledge: Knowledge, item: int | None) -> li
     return kept
 
 
-def _quantity(sentence: str, amount: Amount, item_name: str) -> int | None:
-    """A quantity the sentence gives outside the amount itself ("2 chairs for 120 000"); a
-    number of the item's own name ("table 160") is not one."""
-    end = amount.start + len(amount.text)
-    masked = sentence[: amount.start] + " " * len(amount.text) + sentence[end:]
+def _quantity(sentence: str, item_name: str) -> int | None:
+    """A quantity the sentence gives outside its amounts ("2 chairs for 120 000"; the "500" of
+    "instead of 3 500 KZT" is not one); a number of the item's own name ("table 160") is not
+    one either."""
+    masked = sentence
+    for found in find_amounts(sentence):
+        masked = masked[: found.start] + " " * (found.end - found.start) + masked[found.end :]
     in_name = set(re.findall(r"\d+", item_name))
     for match in QUANTITY_RE.finditer(masked):
         raw = match.group(1) or match.group(2)

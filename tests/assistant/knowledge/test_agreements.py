@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from assistant.knowledge.agreements import agreed_price, agreements, manager_statements
-from tests.assistant.builders import entry, knowledge
+from tests.assistant.builders import entry, item, knowledge
 
 KNOWLEDGE = knowledge()
 OFFICE_CHAIR = 0  # "Office chair Lux", 45 000
@@ -42,6 +42,13 @@ def test_a_total_for_several_units_gives_the_unit_price() -> None:
     assert agreed.item_index == TABLE_160
     assert agreed.quantity == 2
     assert agreed.unit_price == Decimal("110000")
+
+
+def test_the_replaced_price_is_no_quantity() -> None:
+    parts = knowledge((item("OF-1", "Масляный фильтр Toyota", "3500"),))
+    said = "The Масляный фильтр Toyota is 3 200 KZT for you instead of 3 500 KZT."
+    (agreed,) = agreements([entry("manager", said, 0)], parts)
+    assert (agreed.quantity, agreed.unit_price) == (None, Decimal("3200"))
 
 
 def test_the_number_in_an_items_name_is_not_a_quantity() -> None:
