@@ -244,9 +244,12 @@ class PinnedTransport(httpx.BaseTransport):
             self._pool.close()
 
 
+DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
+
+
 def client(
     *,
-    timeout: httpx.Timeout | float = httpx.Timeout(15.0, connect=5.0),
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
     headers: Mapping[str, str] | None = None,
 ) -> httpx.Client:
     """An HTTP client for URLs business admins type: connections only to checked addresses, no
