@@ -35,7 +35,6 @@ from inbox.conversations.transports import (
     MediaError,
     PermanentSendError,
     TransientSendError,
-    http_client,
 )
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
@@ -136,7 +135,7 @@ class BridgeTransport:
                 f"the bridge URL is not allowed: {exc}", code="egress"
             ) from exc
         try:
-            response = http_client().post(
+            response = egress.http_client().post(
                 url, json=body, headers=self._headers(), timeout=httpx.Timeout(15.0, connect=5.0)
             )
         except httpx.TimeoutException as exc:
@@ -171,7 +170,7 @@ class BridgeTransport:
         except egress.EgressRefused as exc:
             raise MediaError(f"the media URL is not allowed: {exc}", permanent=True) from exc
         try:
-            response = http_client().get(
+            response = egress.http_client().get(
                 message.media_ref, headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)
             )
         except httpx.TransportError as exc:

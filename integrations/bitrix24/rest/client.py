@@ -248,10 +248,9 @@ class Bitrix24Client:
         )
         timeout = float(getattr(conf, "BITRIX24_HTTP_TIMEOUT", 30.0))
         self._own_http = http is None
-        self.http = http or httpx.Client(
+        self.http = http or egress.client(
             timeout=httpx.Timeout(timeout, connect=5.0),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            follow_redirects=False,
         )
         self.redis = get_redis()
 
@@ -543,7 +542,7 @@ def refresh_oauth(
     timeout = float(getattr(settings, "BITRIX24_HTTP_TIMEOUT", 30.0))
     _check_egress(oauth_url, "oauth.token")
     try:
-        with httpx.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as http:
+        with egress.client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as http:
             reply = http.get(
                 f"{oauth_url.rstrip('/')}/oauth/token/",
                 params={
