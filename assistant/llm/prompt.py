@@ -102,14 +102,16 @@ def build_messages(
 
 
 def render_agreements(version: str, agreed: list[Agreement], knowledge: Knowledge) -> str:
-    """The manager's agreements as binding facts ("" when there are none): per item only the
-    latest holds; the manager's own words go with each, so the model sees what was said."""
-    latest: dict[int | None, Agreement] = {}
+    """The manager's agreements as binding facts ("" when there are none): per item (and
+    quantity it was given for) only the latest holds; the manager's own words go with each,
+    so the model sees what was said."""
+    latest: dict[tuple[int | None, int | None], Agreement] = {}
     for agreement in agreed:
-        latest.pop(agreement.item_index, None)  # a later agreement replaces an earlier one
-        latest[agreement.item_index] = agreement
+        key = (agreement.item_index, agreement.quantity)
+        latest.pop(key, None)  # a later agreement replaces an earlier one
+        latest[key] = agreement
     lines = []
-    for index, agreement in latest.items():
+    for (index, _quantity), agreement in latest.items():
         words = " ".join(agreement.words.split())[:300]
         if index is None:
             lines.append(f'- the manager wrote: "{words}"')
