@@ -38,7 +38,6 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -236,7 +235,9 @@ def parse_decision(content: str) -> tuple[Decision | None, str]:
     if not text:
         return None, "the answer was empty"
     try:
-        value = json.loads(text)
+        # strict=False: a raw newline inside a string (llama.cpp's JSON grammar allows it)
+        # is still the text the model meant.
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         return None, f"the answer is not valid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(value, dict):
@@ -408,7 +409,11 @@ class LLMClient:
                 {"role": "assistant", "content": first.content[:4000]},
                 repair_message(prompt_version, error),
             ]
-            final = self._request(endpoint, repair, salt)
+            try:
+                final = self._request(endpoint, repair, salt, overflow_is_final=False)
+            except _Overflowed as exc:  # the bad answer made the repair too long to send
+                metrics.INVALID_OUTPUT.labels(endpoint.name, "repair").inc()
+                raise ModelOutputError(endpoint.name, error, first.content[:2000]) from exc
             tokens_in += final.tokens_in
             tokens_out += final.tokens_out
             decision, error = parse_decision(final.content)

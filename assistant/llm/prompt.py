@@ -136,34 +136,59 @@ def _template_or_v1(version: str, name: str) -> Template:
         return template("v1", name)
 
 
+# Length caps for the grammar (characters): llama.cpp expands a maxLength into nested optional
+# rules and refuses a grammar past ~1000; these also stop a small model rambling inside a string
+# until max_tokens. pydantic's own limits (assistant/schema.py) are looser and still apply.
+GRAMMAR_MAX_LENGTH = {"reason": 48, "summary": 240, "reply_to_customer": 500, "name": 100,
+                      "city": 60}  # fmt: skip
+GRAMMAR_MAX_ITEMS = 4  # facts.items
+# Properties in the order the model writes them: the reply right after the action.
+GRAMMAR_ORDER = ("action", "reply_to_customer", "reason", "summary", "facts")
+
+
 def inline_schema() -> dict[str, Any]:
     """The Decision schema as llama.cpp's grammar converter applies it: `$ref`s inlined (no
-    `$defs`), every property required (one fixed order, no optional branches for a small model
-    to wander into), `additionalProperties: false`, no titles, defaults or length limits.
+    `$defs`), every property required in one fixed order (no optional branches for a small
+    model to wander into), `additionalProperties: false`, no titles or defaults, and string
+    lengths and the item list capped (GRAMMAR_MAX_LENGTH, GRAMMAR_MAX_ITEMS), so a whole
+    answer fits in LLM_MAX_TOKENS.
 
     Why: llama-cpp-python 0.3.x turns `response_format.schema` into GBNF with its own
-    converter; for pydantic's schema (Facts has `additionalProperties: true`) the rule after
-    the last known property demands one more key with no comma before it, so no valid
-    Decision with facts can be written and sampling drifts (a stray quote, a code fence, then
-    newlines until max_tokens); a schema it cannot convert at all silently falls back to any
-    JSON. Lengths are still checked by pydantic on the answer."""
+    converter. For pydantic's schema (Facts has `additionalProperties: true`) the rule after
+    Facts' last property demands one more key with no comma before it, so no Decision with
+    facts can be written and sampling drifts (a stray quote, a code fence, newlines until
+    max_tokens); a `maxLength` of 2000 or more makes a grammar llama.cpp refuses to parse
+    ("failed to parse grammar"), which fails the request. vLLM gets the pydantic schema as it
+    is (json_schema: its guided decoding resolves `$defs`)."""
     root = Decision.model_json_schema()
     defs = root.get("$defs", {})
 
-    def inline(node: Any) -> Any:
+    def inline(node: Any, name: str = "") -> Any:
         if isinstance(node, list):
-            return [inline(v) for v in node]
+            return [inline(v, name) for v in node]
         if not isinstance(node, dict):
             return node
         if "$ref" in node:
-            return inline(defs[node["$ref"].split("/")[-1]])
-        out = {
-            k: inline(v)
-            for k, v in node.items()
-            if k not in ("$defs", "title", "default", "description", "maxLength", "minLength")
-        }
+            return inline(defs[node["$ref"].split("/")[-1]], name)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "title", "default", "description", "maxLength", "minLength"):
+                continue
+            if key == "properties":
+                out[key] = {k: inline(v, k) for k, v in value.items()}
+            else:
+                out[key] = inline(value, name)
+        if out.get("type") == "string" and name in GRAMMAR_MAX_LENGTH:
+            out["maxLength"] = GRAMMAR_MAX_LENGTH[name]
+        if out.get("type") == "array" and name == "items":
+            out["maxItems"] = GRAMMAR_MAX_ITEMS
         if out.get("type") == "object" and "properties" in out:
-            out["required"] = list(out["properties"])
+            props = out["properties"]
+            ordered = [k for k in GRAMMAR_ORDER if k in props] + [
+                k for k in props if k not in GRAMMAR_ORDER
+            ]
+            out["properties"] = {k: props[k] for k in ordered}
+            out["required"] = ordered
             out["additionalProperties"] = False
         return out
 

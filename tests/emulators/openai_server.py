@@ -150,8 +150,7 @@ class Step:
             body = {
                 "error": {
                     "code": 400,
-                    "message": "the request exceeds the available context size, try increasing "
-                    "it",
+                    "message": "the request exceeds the available context size, try increasing it",
                     "type": "exceed_context_size_error",
                     "n_prompt_tokens": prompt_tokens,
                     "n_ctx": max_len,

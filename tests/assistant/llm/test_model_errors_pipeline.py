@@ -22,12 +22,16 @@ from assistant.decision import replies
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.llm.health import breaker_states
 from inbox.conversations.models import Alert, Chat, Handoff, Owner, Turn
-from inbox.conversations.redis import get_redis
-from inbox.upkeep import alerts
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import OpenAIEmulator, Step, approx_tokens, render_prompt
-from tests.faults.helpers import Stack, cloud_channel, customer, finished_turns, message_body
-from tests.faults.helpers import stack_env
+from tests.faults.helpers import (
+    Stack,
+    cloud_channel,
+    customer,
+    finished_turns,
+    message_body,
+    stack_env,
+)
 from tests.processes import ProcessGroup, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
@@ -101,7 +105,8 @@ def test_a_misconfigured_model_server_hands_chats_off_names_the_cause_and_opens_
     assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "model_misconfigured")
     (notice,) = graph.sent_to(wa_id)
     assert notice.text == replies.handoff_message("model_misconfigured", "en")
-    assert cause not in notice.text and "HTTP" not in notice.text  # the customer is spared it
+    assert cause not in notice.text  # the customer is spared the cause
+    assert "HTTP" not in notice.text
     handoff = Handoff.objects.get(chat__customer_key=wa_id)
     assert cause in handoff.summary  # what the manager reads on the card
     assert Chat.objects.get(pk=handoff.chat_id).owner == Owner.PENDING_HUMAN

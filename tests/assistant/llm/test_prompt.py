@@ -183,7 +183,7 @@ def test_the_customers_claim_is_not_an_agreement():
 def test_the_compact_prompt_retrieves_fewer_items_and_keeps_the_agreed_item(settings):
     history = _after_release("The office chair is 40 000 KZT for you.")
     t = turn("what about a sofa?", history=history)
-    full_system, full_user = build_messages(t, knowledge(), CONFIG, "json_object")
+    full_system, _ = build_messages(t, knowledge(), CONFIG, "json_object")
     system, user = build_messages(t, knowledge(), CONFIG, "json_object", compact=True)
     assert "Price list: 7 items, too many to show here" in system["content"]
     assert len(system["content"]) < len(full_system["content"])
@@ -194,5 +194,6 @@ def test_the_compact_prompt_retrieves_fewer_items_and_keeps_the_agreed_item(sett
 
 def test_json_object_prompt_carries_the_inlined_schema_llama_cpp_applies():
     system, _ = build_messages(turn("hi"), knowledge(), CONFIG, "json_object")
-    assert '"reply_to_customer":{"type":"string"}' in system["content"]
-    assert "$defs" not in system["content"] and "$ref" not in system["content"]
+    assert '"reply_to_customer":{"type":"string","maxLength":500}' in system["content"]
+    assert "$defs" not in system["content"]
+    assert "$ref" not in system["content"]
