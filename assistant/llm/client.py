@@ -629,7 +629,10 @@ def _error_text(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
-            return " ".join(str(inner.get(k, "")) for k in ("message", "type", "code")).strip()
+            text = " ".join(str(inner.get(k) or "") for k in ("message", "type", "code"))
+            if text.strip():
+                return text.strip()
+        return json.dumps(body, ensure_ascii=False)[:1000]  # e.g. FastAPI's {"detail": […]}
     try:
         return exc.response.text[:1000]
     except Exception:

@@ -151,7 +151,8 @@ def inline_schema() -> dict[str, Any]:
     `$defs`), every property required in one fixed order (no optional branches for a small
     model to wander into), `additionalProperties: false`, no titles or defaults, and string
     lengths and the item list capped (GRAMMAR_MAX_LENGTH, GRAMMAR_MAX_ITEMS), so a whole
-    answer fits in LLM_MAX_TOKENS.
+    answer fits in LLM_MAX_TOKENS, and `reason` a snake_case code (the 135M model otherwise
+    writes a sentence there).
 
     Why: llama-cpp-python 0.3.x turns `response_format.schema` into GBNF with its own
     converter. For pydantic's schema (Facts has `additionalProperties: true`) the rule after
@@ -178,7 +179,10 @@ def inline_schema() -> dict[str, Any]:
                 out[key] = {k: inline(v, k) for k, v in value.items()}
             else:
                 out[key] = inline(value, name)
-        if out.get("type") == "string" and name in GRAMMAR_MAX_LENGTH:
+        if out.get("type") == "string" and name == "reason":
+            # A code (asks_for_human, ambiguous, …) or "", never a sentence.
+            out["pattern"] = f"^[a-z_]{{0,{GRAMMAR_MAX_LENGTH['reason']}}}$"
+        elif out.get("type") == "string" and name in GRAMMAR_MAX_LENGTH:
             out["maxLength"] = GRAMMAR_MAX_LENGTH[name]
         if out.get("type") == "array" and name == "items":
             out["maxItems"] = GRAMMAR_MAX_ITEMS

@@ -17,6 +17,7 @@ What must hold, whatever this tiny model says:
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import statistics
@@ -156,16 +157,20 @@ def amounts_in(text: str) -> list[Decimal]:
 
 
 def unproven(text: str, prices: set[Decimal]) -> list[Decimal]:
-    """Amounts of `text` that are no list price × 1..20, no rule amount and no sum of the
-    message's other amounts (a total)."""
+    """Amounts of `text` that are no list price × 1..20, no rule amount and no sum of two or
+    more of the message's other amounts (a total)."""
     allowed = {p * q for p in prices for q in range(1, 21)} | RULE_AMOUNTS
     amounts = amounts_in(text)
     bad = []
     for i, value in enumerate(amounts):
-        others = [a for j, a in enumerate(amounts) if j != i and a in allowed]
-        if value in allowed or (len(others) >= 2 and value == sum(others)):
-            continue
-        bad.append(value)
+        others = [a for j, a in enumerate(amounts) if j != i and a in allowed][:10]
+        totals = {
+            sum(group)
+            for size in range(2, len(others) + 1)
+            for group in itertools.combinations(others, size)
+        }
+        if value not in allowed and value not in totals:
+            bad.append(value)
     return bad
 
 

@@ -42,6 +42,8 @@ def test_a_configuration_error_opens_the_breaker_at_once_and_names_the_cause(emu
     assert len(emu.chat_requests) == 1  # not retried: the same request would fail the same way
     assert guard.state(emu.base_url) == "open"  # after one answer, not after five
     assert cause in guard.cause(emu.base_url)
+    if step.status == 422:  # FastAPI's {"detail": [...]} body, shown as it came
+        assert "Input should be 'text' or 'json_object'" in guard.cause(emu.base_url)
 
     # While open, turns fail at once with the same cause, without calling the server.
     with pytest.raises(ModelMisconfigured, match=cause):
