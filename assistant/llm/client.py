@@ -65,7 +65,7 @@ CONTEXT_OVERFLOW = re.compile(
 
 
 class MessagesFor(Protocol):
-    def __call__(self, structured_output: str, compact: bool = False) -> Messages: ...
+    def __call__(self, structured_output: str, /, compact: bool = False) -> Messages: ...
 
 
 @dataclass(frozen=True)
