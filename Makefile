@@ -65,7 +65,7 @@ LLAMA_WHEELS := var/wheels
 test-llm: venv
 	@mkdir -p $(LLAMA_WHEELS)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
-		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip wheel --no-deps 'llama-cpp-python>=0.3' -w $(LLAMA_WHEELS)
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip wheel --no-deps 'llama-cpp-python>=0.3.36,<0.4' -w $(LLAMA_WHEELS)
 	$(PY) -m pip install --quiet --find-links $(LLAMA_WHEELS) -e '.[dev,local-llm]'
 	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) -m pytest -m llm -s tests/assistant/llm/test_local_llm.py $(PYTEST_ARGS)
 
