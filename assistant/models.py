@@ -41,6 +41,8 @@ SYSTEM_HANDOFF_REASONS: dict[str, str] = {
     "guardrail": "The reply named a price, discount or deadline the price list does not back.",
     "model_error": "The model's answer was invalid even after one repair attempt.",
     "model_unavailable": "No model endpoint answered (down, overloaded or circuit open).",
+    "model_misconfigured": "The model server refused the request as configured (API key, "
+    "model name, context length or schema).",
     "voice_unclear": "A voice note could not be understood well enough, twice.",
     "transcription_failed": "A voice note could not be transcribed.",
 }

@@ -4,7 +4,9 @@
 
 Backends: the offline catalogue assistant when `LLM_BASE_URL` is empty; otherwise the LLM
 client with its fallback chain (primary → secondary endpoint → a polite handoff with reason
-`model_unavailable`; invalid output after one repair → handoff with reason `model_error`).
+`model_unavailable`; invalid output after one repair → handoff with reason `model_error`; the
+server refusing the request as configured (key, model, context, schema) → handoff with reason
+`model_misconfigured`, and the alert check runs at once so the operator learns the cause).
 Whatever a backend says, the rules of `assistant.decision.escalation` have the last word on
 whether a person takes over (an unclear voice note, a model failure). Guardrails are not
 applied here: the turn checks the result with `assistant.decision.guardrails`.
@@ -17,16 +19,23 @@ import time
 from dataclasses import dataclass
 
 import redis
+from celery import current_app
 from django.conf import settings
 
 from assistant.decision import catalogue, escalation
 from assistant.knowledge.effective import Knowledge, assistant_settings, knowledge_for_channel
-from assistant.llm.client import LLMClient, ModelOutputError, ModelUnavailable
+from assistant.llm.client import (
+    LLMClient,
+    ModelMisconfigured,
+    ModelOutputError,
+    ModelUnavailable,
+)
 from assistant.llm.prompt import build_messages
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
 
 log = logging.getLogger(__name__)
+ALERT_CHECK_TASK = "inbox.check_alerts"  # inbox.upkeep.tasks (a layer above: by name only)
 
 
 @dataclass(frozen=True)
@@ -83,13 +92,20 @@ def decide_with_model(
 ) -> tuple[Decision, str, str]:
     """(decision, backend, model_error) from the model; a handoff when it cannot give one."""
 
-    def messages_for(mode: str) -> list[dict[str, str]]:
-        return build_messages(turn, knowledge, config, structured_output=mode)
+    def messages_for(mode: str, compact: bool = False) -> list[dict[str, str]]:
+        return build_messages(turn, knowledge, config, structured_output=mode, compact=compact)
 
     try:
         completion = client.complete_decision(
             messages_for, business_id=turn.business_id, prompt_version=config.prompt_version
         )
+    except ModelMisconfigured as exc:
+        _check_alerts_now()
+        summary = (
+            "The model server refused the request as misconfigured; please reply to the "
+            f"customer. Cause: {'; '.join(exc.causes)[:400]}"
+        )
+        return escalation.model_failed(turn, "model_misconfigured", summary), "fallback", str(exc)
     except ModelUnavailable as exc:
         summary = "The assistant's model did not answer; please reply to the customer."
         return escalation.model_failed(turn, "model_unavailable", summary), "fallback", str(exc)
@@ -106,6 +122,16 @@ def decide_with_model(
         summary = "The assistant failed; please reply to the customer."
         return escalation.model_failed(turn, "model_error", summary), "fallback", repr(exc)[:500]
     return completion.decision, f"llm:{completion.endpoint}", ""
+
+
+def _check_alerts_now() -> None:
+    """Run the alert check now rather than at the next beat: a misconfigured model server
+    (wrong key, unknown model) is named in an alert within seconds. Best effort: the beat
+    task raises it anyway within a minute."""
+    try:
+        current_app.send_task(ALERT_CHECK_TASK, ignore_result=True)
+    except Exception:  # the broker is away: the beat will do it
+        log.warning("assistant.alert_check_not_queued", exc_info=True)
 
 
 _clients: dict[tuple[object, ...], LLMClient] = {}

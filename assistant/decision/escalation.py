@@ -10,6 +10,8 @@ The backend (model or catalogue assistant) may itself hand off, with a business'
                        (the first time the customer is asked to repeat it)
     model_unavailable  no model endpoint answered
     model_error        the model's answer was unusable, or the model path crashed
+    model_misconfigured the model server refused the request as configured (API key, model
+                       name, context length, schema): the cause is on the handoff card
 
 Every handoff reaches the customer in their language (`assistant.decision.replies`).
 """

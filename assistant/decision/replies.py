@@ -50,6 +50,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "ru": "Извините, не удалось прослушать ваше голосовое сообщение. Менеджер скоро ответит "
         "вам здесь.",
     },
+    "handoff.model_misconfigured": {
+        "en": "Thank you for your message! Our assistant can't answer right now, so a manager "
+        "will reply to you here shortly.",
+        "ru": "Спасибо за сообщение! Наш помощник сейчас не может ответить, поэтому вам скоро "
+        "ответит менеджер здесь.",
+    },
     "handoff.default": {
         "en": "Thank you for your message! A manager will reply to you here shortly.",
         "ru": "Спасибо за сообщение! Менеджер скоро ответит вам здесь.",

@@ -3,13 +3,23 @@
     client = LLMClient.from_settings()
     completion = client.complete_decision(messages_for, business_id=7)
 
-`messages_for(structured_output)` builds the prompt for an endpoint's structured-output mode.
+`messages_for(structured_output, compact=False)` builds the prompt for an endpoint's
+structured-output mode; `compact=True` asks for the smaller, retrieval-only prompt.
 The chain: endpoints in order (primary: LLM_BASE_URL, possibly several replicas; secondary:
 LLM_FALLBACK_BASE_URL). On an endpoint, each attempt goes to the replica with the fewest
 requests in flight whose breaker lets it through and which has an admission slot (waiting up to
 LLM_ADMISSION_WAIT_SECONDS for one); timeouts, connection errors, 429 and 5xx are retried up to
-LLM_MAX_RETRIES times with exponential backoff and full jitter, preferring another replica. When
-every attempt fails the next endpoint is tried; after the last, `ModelUnavailable`.
+LLM_MAX_RETRIES times with exponential backoff and full jitter, preferring another replica
+(a 429's Retry-After is honoured, capped at LLM_RETRY_AFTER_MAX_SECONDS). When every attempt
+fails the next endpoint is tried; after the last, `ModelUnavailable`.
+
+Errors by class (`classify`): 401/403 (key refused), 404 (unknown model or path), 422 and other
+400s (a request the server refuses) are configuration errors, not a flaky replica: the replica's
+breaker is tripped open at once with the cause, and when no endpoint is left the turn fails with
+`ModelMisconfigured` (the chat is handed off with reason `model_misconfigured` and the alert
+names the cause). A 400 saying the prompt is over the model's context (vLLM's "maximum context
+length", llama.cpp's "exceeds the available context size") is retried once on the same endpoint
+with the compact prompt (retrieved items only, shorter history) before it counts as one.
 
 Output is parsed and validated with pydantic; invalid output gets one repair request (the error
 is shown to the model); invalid again → `ModelOutputError`. Every request carries the business's
@@ -28,16 +38,15 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import openai
 from django.conf import settings
 from pydantic import ValidationError
 
 from assistant.llm import metrics
-from assistant.llm.prompt import repair_message
+from assistant.llm.prompt import inline_schema, repair_message
 from assistant.llm.resilience import STATE_VALUES, Guard, Lease, Permit, RedisGuard, replica_label
 from assistant.schema import Action, Decision
 from inbox.conversations.redis import get_redis
@@ -45,8 +54,18 @@ from inbox.conversations.redis import get_redis
 log = logging.getLogger(__name__)
 
 Messages = list[dict[str, str]]
-MessagesFor = Callable[[str], Messages]
 STRUCTURED_MODES = ("json_schema", "json_object")
+RETRY_AFTER_MAX_SECONDS = 10.0
+# What vLLM, llama-cpp-python and llama.cpp's own server say when prompt + max_tokens do not fit.
+CONTEXT_OVERFLOW = re.compile(
+    r"maximum context length|context_length_exceeded|exceeds? the available context size|"
+    r"exceed_context_size_error|exceed context window|longer than the maximum model length",
+    re.IGNORECASE,
+)
+
+
+class MessagesFor(Protocol):
+    def __call__(self, structured_output: str, /, compact: bool = False) -> Messages: ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +95,14 @@ class ModelUnavailable(Exception):
     """No endpoint produced an answer (down, timing out, breaker open or no admission slot)."""
 
 
+class ModelMisconfigured(ModelUnavailable):
+    """Every endpoint refused the request as misconfigured (key, model, context, schema)."""
+
+    def __init__(self, causes: list[str]) -> None:
+        super().__init__("; ".join(causes))
+        self.causes = causes
+
+
 class ModelOutputError(Exception):
     """The model answered, but not with a valid Decision, even after one repair."""
 
@@ -88,13 +115,65 @@ class ModelOutputError(Exception):
 class _Transient(Exception):
     """Worth retrying elsewhere: timeout, connection, 408/409/429/5xx."""
 
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
-class _Permanent(Exception):
-    """Retrying the same request on this endpoint cannot help: 400/401/403/404/422."""
+
+class _Misconfigured(Exception):
+    """The server refuses this request as configured (401/403/404/422, a 400): the cause."""
+
+
+class _ContextOverflow(_Misconfigured):
+    """A 400 saying the prompt does not fit the model's context."""
+
+
+class _Overflowed(Exception):
+    """Internal: the prompt was over the context; the caller may try a compact one."""
 
 
 class _EndpointFailed(Exception):
-    pass
+    def __init__(self, message: str, misconfigured: bool = False) -> None:
+        super().__init__(message)
+        self.misconfigured = misconfigured
+
+
+def classify(status: int, body: str, headers: Any = None) -> Exception:
+    """The client's exception for an HTTP error from the model server (see the module doc)."""
+    text = " ".join(body.split())[:300]
+    if status in (408, 409, 429) or status >= 500:
+        if CONTEXT_OVERFLOW.search(body):  # older llama.cpp answered overflows with 500
+            return _ContextOverflow(f"HTTP {status}: prompt over the model's context: {text}")
+        return _Transient(f"HTTP {status}", retry_after=retry_after_seconds(headers))
+    if status in (401, 403):
+        return _Misconfigured(f"HTTP {status}: the model server refused the API key ({text})")
+    if status == 404:
+        return _Misconfigured(f"HTTP 404: unknown model or wrong LLM_BASE_URL path ({text})")
+    if CONTEXT_OVERFLOW.search(body):
+        return _ContextOverflow(f"HTTP {status}: prompt over the model's context: {text}")
+    if status == 422:
+        return _Misconfigured(f"HTTP 422: the server refused the request's schema ({text})")
+    return _Misconfigured(f"HTTP {status}: the server refused the request ({text})")
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Retry-After (seconds, or an HTTP date) as seconds from now, None when absent/unreadable."""
+    if headers is None:
+        return None
+    value = str(headers.get("retry-after") or headers.get("Retry-After") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 @dataclass
@@ -156,7 +235,9 @@ def parse_decision(content: str) -> tuple[Decision | None, str]:
     if not text:
         return None, "the answer was empty"
     try:
-        value = json.loads(text)
+        # strict=False: a raw newline inside a string (llama.cpp's JSON grammar allows it)
+        # is still the text the model meant.
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         return None, f"the answer is not valid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(value, dict):
@@ -177,18 +258,8 @@ def parse_decision(content: str) -> tuple[Decision | None, str]:
 
 
 def grammar_schema() -> dict[str, Any]:
-    """The Decision schema without length limits: llama.cpp's schema-to-grammar converter
-    fails on a 2000-character maxLength ("failed to parse grammar"). Lengths are still
-    enforced by pydantic on the answer."""
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return cast(dict[str, Any], strip(Decision.model_json_schema()))
+    """The schema llama.cpp's server is given for its grammar (`prompt.inline_schema`)."""
+    return inline_schema()
 
 
 @functools.cache
@@ -198,7 +269,8 @@ def _decision_schema() -> dict[str, Any]:
 
 def response_format(mode: str) -> dict[str, Any]:
     if mode == "json_object":
-        # llama.cpp's server turns `schema` into a grammar; others ignore the extra key.
+        # llama.cpp's server turns `schema` into a grammar (inlined: see prompt.inline_schema);
+        # others ignore the extra key. vLLM gets json_schema: guided decoding takes $defs.
         return {"type": "json_object", "schema": grammar_schema()}
     schema = _decision_schema()
     return {
@@ -240,6 +312,7 @@ class LLMClient:
         stream: bool = True,
         max_tokens: int = 512,
         temperature: float = 0.2,
+        retry_after_max: float = RETRY_AFTER_MAX_SECONDS,
     ) -> None:
         if not endpoints:
             raise ValueError("no LLM endpoint configured")
@@ -256,6 +329,7 @@ class LLMClient:
         self.stream = stream
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.retry_after_max = retry_after_max
 
     @classmethod
     def from_settings(cls, guard: Guard | None = None) -> LLMClient:
@@ -280,6 +354,9 @@ class LLMClient:
             stream=settings.LLM_STREAM,
             max_tokens=settings.LLM_MAX_TOKENS,
             temperature=settings.LLM_TEMPERATURE,
+            retry_after_max=getattr(
+                settings, "LLM_RETRY_AFTER_MAX_SECONDS", RETRY_AFTER_MAX_SECONDS
+            ),
         )
 
     def complete_decision(
@@ -288,17 +365,22 @@ class LLMClient:
         """A validated Decision from the first endpoint of the chain that gives one."""
         salt = cache_salt_for(business_id)
         failures: list[str] = []
+        misconfigured: list[str] = []
         for position, endpoint in enumerate(self.endpoints):
             try:
                 return self._decide_on(endpoint, messages_for, salt, prompt_version)
             except _EndpointFailed as exc:
                 failures.append(f"{endpoint.name}: {exc}")
+                if exc.misconfigured:
+                    misconfigured.append(f"{endpoint.name}: {exc}")
                 to = "secondary" if position + 1 < len(self.endpoints) else "handoff"
                 metrics.FALLBACKS.labels(endpoint.name, to).inc()
                 log.warning(
                     "llm.endpoint_failed",
                     extra={"endpoint": endpoint.name, "error": str(exc)[:300], "next": to},
                 )
+        if misconfigured and len(misconfigured) == len(failures):
+            raise ModelMisconfigured(misconfigured)
         raise ModelUnavailable("; ".join(failures))
 
     # --- one endpoint -----------------------------------------------------------------------
@@ -308,7 +390,14 @@ class LLMClient:
     ) -> Completion:
         started = time.monotonic()
         messages = messages_for(endpoint.structured_output)
-        first = self._request(endpoint, messages, salt)
+        try:
+            first = self._request(endpoint, messages, salt)
+        except _Overflowed:
+            # Too long for this model: once more with the compact prompt (retrieval only).
+            metrics.CONTEXT_FALLBACKS.labels(endpoint.name).inc()
+            log.warning("llm.context_overflow", extra={"endpoint": endpoint.name})
+            messages = messages_for(endpoint.structured_output, compact=True)
+            first = self._request(endpoint, messages, salt, overflow_is_final=True)
         decision, error = parse_decision(first.content)
         tokens_in, tokens_out = first.tokens_in, first.tokens_out
         final = first
@@ -320,7 +409,11 @@ class LLMClient:
                 {"role": "assistant", "content": first.content[:4000]},
                 repair_message(prompt_version, error),
             ]
-            final = self._request(endpoint, repair, salt)
+            try:
+                final = self._request(endpoint, repair, salt, overflow_is_final=False)
+            except _Overflowed as exc:  # the bad answer made the repair too long to send
+                metrics.INVALID_OUTPUT.labels(endpoint.name, "repair").inc()
+                raise ModelOutputError(endpoint.name, error, first.content[:2000]) from exc
             tokens_in += final.tokens_in
             tokens_out += final.tokens_out
             decision, error = parse_decision(final.content)
@@ -339,18 +432,27 @@ class LLMClient:
             first_valid=final is first,
         )
 
-    def _request(self, endpoint: Endpoint, messages: Messages, salt: str) -> _Raw:
-        """One successful response from some replica of the endpoint, or _EndpointFailed."""
+    def _request(
+        self, endpoint: Endpoint, messages: Messages, salt: str, overflow_is_final: bool = False
+    ) -> _Raw:
+        """One successful response from some replica of the endpoint, or _EndpointFailed
+        (_Overflowed when the prompt is over the context and a compact one may still fit)."""
         last_error = last_failed = ""
         avoid: set[str] = set()
+        wait: float | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 metrics.RETRIES.labels(endpoint.name, last_failed).inc()
                 cap = self.backoff * (2 ** (attempt - 1))
-                time.sleep(random.uniform(0, cap))  # full jitter
+                # Full jitter; a 429's Retry-After is honoured, within a bound.
+                pause = random.uniform(0, cap) if wait is None else min(wait, self.retry_after_max)
+                time.sleep(pause)
             slot = self._admit(endpoint, avoid)
             if slot is None:
                 metrics.ADMISSION_REJECTED.labels(endpoint.name).inc()
+                causes = self._trip_causes(endpoint)
+                if causes:
+                    raise _EndpointFailed("; ".join(causes), misconfigured=True)
                 raise _EndpointFailed(last_error or "every replica is open or at its limit")
             permit, lease = slot
             replica = permit.replica
@@ -359,18 +461,39 @@ class LLMClient:
             except _Transient as exc:
                 last_failed = replica_label(replica)
                 last_error = f"{last_failed}: {exc}"
+                wait = exc.retry_after
                 self._record(permit, ok=False)
                 avoid.add(replica)
                 continue
-            except _Permanent as exc:
-                # The server is up but refuses this request: not its health, not retryable.
-                self._record(permit, ok=True)
-                raise _EndpointFailed(f"{replica_label(replica)}: {exc}") from exc
+            except _ContextOverflow as exc:
+                # The server is healthy; this prompt is too long for it.
+                self.guard.give_back(permit)
+                if not overflow_is_final:
+                    raise _Overflowed(str(exc)) from exc
+                self._trip(permit, f"{replica_label(replica)}: {exc}")
+                raise _EndpointFailed(f"{replica_label(replica)}: {exc}", True) from exc
+            except _Misconfigured as exc:
+                self._trip(permit, f"{replica_label(replica)}: {exc}")
+                raise _EndpointFailed(f"{replica_label(replica)}: {exc}", True) from exc
             finally:
                 self.guard.release(lease)
             self._record(permit, ok=True)
             return raw
         raise _EndpointFailed(last_error)
+
+    def _trip_causes(self, endpoint: Endpoint) -> list[str]:
+        """Why the endpoint's replicas were tripped open, when every one of them was."""
+        causes = [self.guard.cause(url) for url in endpoint.base_urls]
+        return causes if causes and all(causes) else []
+
+    def _trip(self, permit: Permit, cause: str) -> None:
+        state = self.guard.trip(permit, cause)
+        metrics.BREAKER_STATE.labels(replica_label(permit.replica)).set(STATE_VALUES.get(state, 0))
+        metrics.MISCONFIGURED.labels(replica_label(permit.replica)).inc()
+        log.error(
+            "llm.misconfigured",
+            extra={"replica": replica_label(permit.replica), "cause": cause[:300]},
+        )
 
     def _admit(self, endpoint: Endpoint, avoid: set[str]) -> tuple[Permit, Lease] | None:
         """The least-loaded replica whose breaker allows a call and that has a free slot."""
@@ -426,9 +549,7 @@ class LLMClient:
             outcome = "ok"
         except openai.APIStatusError as exc:
             outcome = f"http_{exc.status_code}"
-            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
-                raise _Transient(f"HTTP {exc.status_code}") from exc
-            raise _Permanent(f"HTTP {exc.status_code}: {str(exc)[:200]}") from exc
+            raise classify(exc.status_code, _error_text(exc), exc.response.headers) from exc
         except openai.APITimeoutError as exc:
             outcome = "timeout"
             raise _Transient("timeout") from exc
@@ -500,6 +621,22 @@ class LLMClient:
         return _Raw(
             content, replica, time.monotonic() - started, None, tokens_in, tokens_out, finish
         )
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    """The server's error message (and type), whatever shape its JSON body has."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            text = " ".join(str(inner.get(k) or "") for k in ("message", "type", "code"))
+            if text.strip():
+                return text.strip()
+        return json.dumps(body, ensure_ascii=False)[:1000]  # e.g. FastAPI's {"detail": […]}
+    try:
+        return exc.response.text[:1000]
+    except Exception:
+        return str(exc)
 
 
 def _estimate(messages: Messages) -> int:

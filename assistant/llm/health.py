@@ -21,11 +21,29 @@ def breaker_states() -> dict[str, str]:
     }
 
 
+def misconfigured_replicas() -> dict[str, str]:
+    """replica label → the cause, for every replica whose breaker a configuration error
+    (401/403/404/422/400 from the server) tripped open and no success has closed since."""
+    if not settings.LLM_BASE_URL:
+        return {}
+    client = LLMClient.from_settings()
+    causes = {
+        replica_label(url): client.guard.cause(url)
+        for endpoint in client.endpoints
+        for url in endpoint.base_urls
+    }
+    return {label: cause for label, cause in causes.items() if cause}
+
+
 def llm_status() -> str:
     """A one-line status; raises when no replica can take a request (every breaker open)."""
     states = breaker_states()
     if not states:
         return "catalogue assistant (no LLM_BASE_URL)"
     if all(state == OPEN for state in states.values()):
-        raise RuntimeError("circuit breaker open on every replica: " + ", ".join(states))
+        causes = misconfigured_replicas()
+        detail = "; ".join(f"{label}: {cause}" for label, cause in causes.items())
+        raise RuntimeError(
+            "circuit breaker open on every replica: " + (detail or ", ".join(states))
+        )
     return ", ".join(f"{label} {state}" for label, state in states.items())

@@ -55,3 +55,13 @@ IN_FLIGHT = Gauge(
     "Requests in flight on a replica across all workers, as last read from Redis.",
     ["replica"],
 )
+MISCONFIGURED = Counter(
+    "inbox_llm_misconfigured_total",
+    "Requests the server refused as misconfigured (401/403/404/422/400): the breaker tripped.",
+    ["replica"],
+)
+CONTEXT_FALLBACKS = Counter(
+    "inbox_llm_context_fallbacks_total",
+    "Prompts over the model's context, retried with the compact (retrieval-only) prompt.",
+    ["endpoint"],
+)

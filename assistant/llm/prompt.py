@@ -8,7 +8,14 @@ the chat, the time or the customer).
 
 When the price list does not fit LLM_CONTEXT_BUDGET_TOKENS, the system message says so and the
 items for this turn (BM25 retrieval over name, SKU and description, plus exact SKU and full-name
-mentions) go at the top of the user message instead.
+mentions) go at the top of the user message instead. `compact=True` (the client asks for it when
+the server says the prompt is over the model's context) always retrieves, within a quarter of
+the budget, and shows fewer earlier messages.
+
+What a manager agreed with this customer in this chat (`assistant.knowledge.agreements`: item,
+agreed unit price, quantity, the manager's words) opens the user message as binding facts that
+override the price list, read from the whole history, so they hold even after the messages
+themselves have scrolled out of the shown history.
 """
 
 from __future__ import annotations
@@ -18,17 +25,22 @@ import math
 from functools import cache
 from pathlib import Path
 from string import Template
+from typing import Any, cast
 
 from django.conf import settings
 
+from assistant.knowledge.agreements import Agreement, agreements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.matching import compact, normalise
+from assistant.knowledge.matching import compact as compact_text
+from assistant.knowledge.matching import normalise
+from assistant.knowledge.money import format_money
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, HistoryEntry, TurnInput
 
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 Message = dict[str, str]
 MAX_MESSAGE_CHARS = 1500
+COMPACT_HISTORY_MESSAGES = 8
 SPEAKERS = {
     "customer": "Customer",
     "bot": "Assistant (you)",
@@ -55,29 +67,136 @@ def build_messages(
     knowledge: Knowledge,
     settings_row: AssistantSettings,
     structured_output: str | None = None,
+    compact: bool = False,
 ) -> list[Message]:
     """[system, user] messages for one turn. `structured_output` ("json_schema" or
     "json_object", default LLM_STRUCTURED_OUTPUT): json_object puts the JSON schema in the
-    system prompt, for servers that do not enforce a schema themselves."""
+    system prompt, for servers that do not enforce a schema themselves. `compact`: the smaller
+    prompt for a model whose context the full one overflowed."""
     version = settings_row.prompt_version or "v1"
     mode = structured_output or settings.LLM_STRUCTURED_OUTPUT
+    budget = settings.LLM_CONTEXT_BUDGET_TOKENS // (4 if compact else 1)
+    agreed = agreements(turn.history, knowledge)
     items_text = render_items(knowledge.items)
-    fits = estimate_tokens(items_text) <= settings.LLM_CONTEXT_BUDGET_TOKENS
+    fits = not compact and estimate_tokens(items_text) <= budget
     system = system_prompt(knowledge, settings_row, mode, items_text if fits else None)
     retrieved = ""
     if not fits:
-        chosen = retrieve_items(turn, knowledge)
+        chosen = retrieve_items(
+            turn, knowledge, budget=budget, must=[a.item_index for a in agreed], compact=compact
+        )
         retrieved = template(version, "retrieved_items").substitute(
             shown=len(chosen),
             item_count=len(knowledge.items),
             items=render_items(chosen) or "(none)",
         )
+    history_limit = settings.LLM_HISTORY_MESSAGES
+    if compact:
+        history_limit = min(history_limit or COMPACT_HISTORY_MESSAGES, COMPACT_HISTORY_MESSAGES)
     user = template(version, "conversation").substitute(
-        retrieved=retrieved,
-        history=render_history(turn.history) or "(no earlier messages)",
-        pending=render_history(turn.pending),
+        retrieved=render_agreements(version, agreed, knowledge) + retrieved,
+        history=render_history(turn.history, history_limit) or "(no earlier messages)",
+        pending=render_history(turn.pending, 0),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def render_agreements(version: str, agreed: list[Agreement], knowledge: Knowledge) -> str:
+    """The manager's agreements as binding facts ("" when there are none): per item (and
+    quantity it was given for) only the latest holds; the manager's own words go with each,
+    so the model sees what was said."""
+    latest: dict[tuple[int | None, int | None], Agreement] = {}
+    for agreement in agreed:
+        key = (agreement.item_index, agreement.quantity)
+        latest.pop(key, None)  # a later agreement replaces an earlier one
+        latest[key] = agreement
+    lines = []
+    for (index, _quantity), agreement in latest.items():
+        words = " ".join(agreement.words.split())[:300]
+        if index is None:
+            lines.append(f'- the manager wrote: "{words}"')
+            continue
+        item = knowledge.items[index]
+        price = format_money(agreement.unit_price, agreement.amount.currency or item.currency)
+        quantity = f" (for {agreement.quantity} units)" if agreement.quantity else ""
+        lines.append(
+            f"- {item.name}: {price} per unit{quantity} instead of the list's "
+            f'{item.price_text()}; the manager wrote: "{words}"'
+        )
+    if not lines:
+        return ""
+    return _template_or_v1(version, "agreements").substitute(agreements="\n".join(lines))
+
+
+def _template_or_v1(version: str, name: str) -> Template:
+    """A template the version may not have yet: the v1 one then."""
+    try:
+        return template(version, name)
+    except FileNotFoundError:
+        return template("v1", name)
+
+
+# Length caps for the grammar (characters): llama.cpp expands a maxLength into nested optional
+# rules and refuses a grammar past ~1000; these also stop a small model rambling inside a string
+# until max_tokens. pydantic's own limits (assistant/schema.py) are looser and still apply.
+GRAMMAR_MAX_LENGTH = {"reason": 48, "summary": 240, "reply_to_customer": 500, "name": 100,
+                      "city": 60}  # fmt: skip
+GRAMMAR_MAX_ITEMS = 4  # facts.items
+# Properties in the order the model writes them: the reply right after the action.
+GRAMMAR_ORDER = ("action", "reply_to_customer", "reason", "summary", "facts")
+
+
+def inline_schema() -> dict[str, Any]:
+    """The Decision schema as llama.cpp's grammar converter applies it: `$ref`s inlined (no
+    `$defs`), every property required in one fixed order (no optional branches for a small
+    model to wander into), `additionalProperties: false`, no titles or defaults, and string
+    lengths and the item list capped (GRAMMAR_MAX_LENGTH, GRAMMAR_MAX_ITEMS), so a whole
+    answer fits in LLM_MAX_TOKENS, and `reason` a snake_case code (the 135M model otherwise
+    writes a sentence there).
+
+    Why: llama-cpp-python 0.3.x turns `response_format.schema` into GBNF with its own
+    converter. For pydantic's schema (Facts has `additionalProperties: true`) the rule after
+    Facts' last property demands one more key with no comma before it, so no Decision with
+    facts can be written and sampling drifts (a stray quote, a code fence, newlines until
+    max_tokens); a `maxLength` of 2000 or more makes a grammar llama.cpp refuses to parse
+    ("failed to parse grammar"), which fails the request. vLLM gets the pydantic schema as it
+    is (json_schema: its guided decoding resolves `$defs`)."""
+    root = Decision.model_json_schema()
+    defs = root.get("$defs", {})
+
+    def inline(node: Any, name: str = "") -> Any:
+        if isinstance(node, list):
+            return [inline(v, name) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return inline(defs[node["$ref"].split("/")[-1]], name)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "title", "default", "description", "maxLength", "minLength"):
+                continue
+            if key == "properties":
+                out[key] = {k: inline(v, k) for k, v in value.items()}
+            else:
+                out[key] = inline(value, name)
+        if out.get("type") == "string" and name == "reason":
+            # A code (asks_for_human, ambiguous, …) or "", never a sentence.
+            out["pattern"] = f"^[a-z_]{{0,{GRAMMAR_MAX_LENGTH['reason']}}}$"
+        elif out.get("type") == "string" and name in GRAMMAR_MAX_LENGTH:
+            out["maxLength"] = GRAMMAR_MAX_LENGTH[name]
+        if out.get("type") == "array" and name == "items":
+            out["maxItems"] = GRAMMAR_MAX_ITEMS
+        if out.get("type") == "object" and "properties" in out:
+            props = out["properties"]
+            ordered = [k for k in GRAMMAR_ORDER if k in props] + [
+                k for k in props if k not in GRAMMAR_ORDER
+            ]
+            out["properties"] = {k: props[k] for k in ordered}
+            out["required"] = ordered
+            out["additionalProperties"] = False
+        return out
+
+    return cast(dict[str, Any], inline(root))
 
 
 def system_prompt(
@@ -88,7 +207,7 @@ def system_prompt(
 ) -> str:
     version = settings_row.prompt_version or "v1"
     if structured_output == "json_object":
-        schema = json.dumps(Decision.model_json_schema(), ensure_ascii=False, sort_keys=True)
+        schema = json.dumps(inline_schema(), ensure_ascii=False, separators=(",", ":"))
         output = template(version, "output_json_object").substitute(schema=schema)
     else:
         output = template(version, "output_json_schema").substitute()
@@ -136,8 +255,9 @@ def render_items(items: tuple[KnowledgeItem, ...] | list[KnowledgeItem]) -> str:
     return "\n".join(lines)
 
 
-def render_history(entries: list[HistoryEntry]) -> str:
-    limit = settings.LLM_HISTORY_MESSAGES
+def render_history(entries: list[HistoryEntry], limit: int | None = None) -> str:
+    """The messages, the last `limit` of them (default LLM_HISTORY_MESSAGES; 0: all)."""
+    limit = settings.LLM_HISTORY_MESSAGES if limit is None else limit
     shown = entries[-limit:] if limit > 0 else entries
     lines = []
     for entry in shown:
@@ -151,22 +271,31 @@ def render_history(entries: list[HistoryEntry]) -> str:
     return "\n".join(lines)
 
 
-def retrieve_items(turn: TurnInput, knowledge: Knowledge) -> list[KnowledgeItem]:
-    """Items for this turn when the list is too long: exact SKU and full-name mentions first,
-    then BM25 over the customer's recent words, within the context budget."""
+def retrieve_items(
+    turn: TurnInput,
+    knowledge: Knowledge,
+    *,
+    budget: int | None = None,
+    must: list[int | None] | None = None,
+    compact: bool = False,
+) -> list[KnowledgeItem]:
+    """Items for this turn when the list is too long: the items a manager agreed a price for,
+    exact SKU and full-name mentions, then BM25 over the customer's recent words, within the
+    context budget (fewer BM25 items for the compact prompt)."""
     recent = [e.text for e in turn.history[-6:] if e.speaker == "customer"]
     query = " ".join([*recent, *(e.text for e in turn.pending)])
     normalised = normalise(query)
-    compacted = compact(query)
-    exact = [
+    compacted = compact_text(query)
+    exact = [i for i in (must or []) if i is not None] + [
         i
         for i, item in enumerate(knowledge.items)
-        if (item.sku and len(compact(item.sku)) >= 3 and compact(item.sku) in compacted)
+        if (item.sku and len(compact_text(item.sku)) >= 3 and compact_text(item.sku) in compacted)
         or (len(item.name) >= 4 and normalise(item.name) in normalised)
     ]
-    ranked = knowledge.catalogue.retrieve(query, settings.LLM_RETRIEVAL_ITEMS)
+    top = settings.LLM_RETRIEVAL_ITEMS
+    ranked = knowledge.catalogue.retrieve(query, max(5, top // 4) if compact else top)
     chosen: list[int] = []
-    budget = settings.LLM_CONTEXT_BUDGET_TOKENS
+    budget = settings.LLM_CONTEXT_BUDGET_TOKENS if budget is None else budget
     for index in [*exact, *ranked]:
         if index in chosen:
             continue

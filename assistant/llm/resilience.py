@@ -6,6 +6,11 @@ until `cooldown` has passed; then the first caller becomes the one probe (HALF_O
 others are still refused; the probe's success closes the breaker, its failure re-opens it. A
 probe whose worker died gives its turn away after `probe_seconds`.
 
+A configuration error (the server answers 401/403/404/400/422: wrong key, unknown model, a
+prompt over its context, a schema it refuses) is not a flaky replica: `trip` opens the breaker
+at once and stores the cause, which the alert and the handoff card name; it stays open (one
+probe per cool-down) until a request succeeds, which clears the cause.
+
 Admission per replica (one sorted set of leases scored by expiry): at most `limit` requests in
 flight across all workers; a lease is released when the request ends, or expires by itself if
 its worker dies, so a crash never leaks capacity.
@@ -49,6 +54,7 @@ return {'half_open', ''}
 
 _SUCCESS = """
 redis.call('HSET', KEYS[1], 'state', 'closed', 'failures', 0)
+redis.call('HDEL', KEYS[1], 'cause')
 redis.call('EXPIRE', KEYS[1], 86400)
 return 'closed'
 """
@@ -70,6 +76,14 @@ if failures >= tonumber(ARGV[1]) then
   return 'open'
 end
 return 'closed'
+"""
+
+_TRIP = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('HSET', KEYS[1], 'state', 'open', 'opened_at', now, 'cause', ARGV[1])
+redis.call('EXPIRE', KEYS[1], 86400)
+return 'open'
 """
 
 _RELEASE_PROBE = """
@@ -127,6 +141,8 @@ class Guard(Protocol):
     def allow(self, replica: str) -> Permit | None: ...
     def succeeded(self, permit: Permit) -> str: ...
     def failed(self, permit: Permit) -> str: ...
+    def trip(self, permit: Permit, cause: str) -> str: ...
+    def cause(self, replica: str) -> str: ...
     def give_back(self, permit: Permit) -> None: ...
     def state(self, replica: str) -> str: ...
     def acquire(self, replica: str) -> Lease | None: ...
@@ -158,6 +174,7 @@ class RedisGuard:
         self._allow = client.register_script(_ALLOW)
         self._success = client.register_script(_SUCCESS)
         self._failure = client.register_script(_FAILURE)
+        self._trip = client.register_script(_TRIP)
         self._release_probe = client.register_script(_RELEASE_PROBE)
         self._acquire = client.register_script(_ACQUIRE)
         self._count = client.register_script(_COUNT)
@@ -187,6 +204,15 @@ class RedisGuard:
                 args=[self.failures, "probe" if permit.probe else "normal"],
             )
         )
+
+    def trip(self, permit: Permit, cause: str) -> str:
+        """Open the breaker now, whatever its count: the replica is misconfigured (`cause`)."""
+        return _text(self._trip(keys=[self._breaker_key(permit.replica)], args=[cause[:300]]))
+
+    def cause(self, replica: str) -> str:
+        """Why the breaker was tripped open ("" when it opened on failures, or is closed)."""
+        raw = self.redis.hget(self._breaker_key(replica), "cause")
+        return _text(raw) if raw else ""
 
     def give_back(self, permit: Permit) -> None:
         """An unused probe (no admission slot): let the next caller probe at once."""
@@ -227,6 +253,12 @@ class NullGuard:
 
     def failed(self, permit: Permit) -> str:
         return CLOSED
+
+    def trip(self, permit: Permit, cause: str) -> str:
+        return CLOSED
+
+    def cause(self, replica: str) -> str:
+        return ""
 
     def give_back(self, permit: Permit) -> None:
         return None

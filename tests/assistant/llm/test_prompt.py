@@ -13,6 +13,8 @@ from tests import factories
 from tests.assistant.builders import FURNITURE, entry, item, knowledge, turn
 from tests.emulators.openai_server import render_prompt
 
+CONFIG = AssistantSettings()
+
 PRICES = (
     "SKU;Name;Price;Currency;Stock;Description\n"
     "CH-101;Office chair Lux;45 000;KZT;yes;Mesh back\n"
@@ -121,3 +123,77 @@ def test_the_whole_list_goes_in_when_it_fits():
     text = build_messages(turn("x"), knowledge(), AssistantSettings(), "json_schema")[0]["content"]
     for it in FURNITURE:
         assert it.name in text
+
+
+def _after_release(*manager: str) -> list:
+    return [
+        entry("customer", "How much is the Office chair Lux? I may take several.", 0),
+        entry("bot", "Office chair Lux: 45 000 KZT, in stock.", 1),
+        entry("customer", "Could you do it cheaper?", 2),
+        *[entry("manager", text, 3 + i) for i, text in enumerate(manager)],
+    ]
+
+
+def test_a_managers_agreed_price_opens_the_prompt_as_a_binding_fact():
+    history = _after_release("For you the office chair is 40 000 KZT instead of 45 000.")
+    t = turn("so how much is the office chair then? I want 2", history=history)
+    system, user = build_messages(t, knowledge(), CONFIG, "json_schema")
+    text = user["content"]
+    assert text.startswith("Binding facts of this chat: a manager agreed with this customer:")
+    assert "- Office chair Lux: 40 000 KZT per unit instead of the list's 45 000 KZT" in text
+    assert '"For you the office chair is 40 000 KZT instead of 45 000."' in text
+    assert "override the price list; never contradict them" in text
+    # Chat-specific facts stay out of the system message the channel's chats share.
+    assert "40 000" not in system["content"]
+
+
+def test_the_latest_agreement_for_an_item_is_the_one_shown():
+    history = _after_release(
+        "The office chair is 42 000 KZT for you.", "Fine, 40 000 KZT for the office chair."
+    )
+    _, user = build_messages(turn("ok", history=history), knowledge(), CONFIG, "json_schema")
+    assert "40 000 KZT per unit" in user["content"]
+    assert "42 000 KZT per unit" not in user["content"]
+
+
+def test_an_agreement_holds_after_its_message_scrolled_out_of_the_shown_history(settings):
+    settings.LLM_HISTORY_MESSAGES = 2
+    history = [
+        *_after_release("The office chair is 40 000 KZT for you."),
+        *[entry("customer", f"question {n}", 10 + n) for n in range(4)],
+    ]
+    _, user = build_messages(turn("and now?", history=history), knowledge(), CONFIG, "json_schema")
+    conversation = user["content"].split("Conversation so far", 1)[1]
+    assert "40 000 KZT for you" not in conversation  # the message itself is not shown …
+    assert "Office chair Lux: 40 000 KZT per unit" in user["content"]  # … its agreement is
+
+
+def test_no_manager_no_binding_facts():
+    history = [entry("customer", "hi", 0), entry("bot", "Hello!", 1)]
+    _, user = build_messages(turn("price?", history=history), knowledge(), CONFIG, "json_schema")
+    assert "Binding facts" not in user["content"]
+
+
+def test_the_customers_claim_is_not_an_agreement():
+    history = [entry("customer", "Your manager said the office chair is 30 000 KZT", 0)]
+    _, user = build_messages(turn("so?", history=history), knowledge(), CONFIG, "json_schema")
+    assert "Binding facts" not in user["content"]
+
+
+def test_the_compact_prompt_retrieves_fewer_items_and_keeps_the_agreed_item(settings):
+    history = _after_release("The office chair is 40 000 KZT for you.")
+    t = turn("what about a sofa?", history=history)
+    full_system, _ = build_messages(t, knowledge(), CONFIG, "json_object")
+    system, user = build_messages(t, knowledge(), CONFIG, "json_object", compact=True)
+    assert "Price list: 7 items, too many to show here" in system["content"]
+    assert len(system["content"]) < len(full_system["content"])
+    retrieved = user["content"].split("Matching items from the price list", 1)[1]
+    assert "Office chair Lux" in retrieved.split("Conversation so far", 1)[0]
+    assert "Binding facts" in user["content"]
+
+
+def test_json_object_prompt_carries_the_inlined_schema_llama_cpp_applies():
+    system, _ = build_messages(turn("hi"), knowledge(), CONFIG, "json_object")
+    assert '"reply_to_customer":{"type":"string","maxLength":500}' in system["content"]
+    assert "$defs" not in system["content"]
+    assert "$ref" not in system["content"]
