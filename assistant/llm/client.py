@@ -354,9 +354,7 @@ class LLMClient:
             stream=settings.LLM_STREAM,
             max_tokens=settings.LLM_MAX_TOKENS,
             temperature=settings.LLM_TEMPERATURE,
-            retry_after_max=getattr(
-                settings, "LLM_RETRY_AFTER_MAX_SECONDS", RETRY_AFTER_MAX_SECONDS
-            ),
+            retry_after_max=settings.LLM_RETRY_AFTER_MAX_SECONDS,
         )
 
     def complete_decision(

@@ -90,6 +90,10 @@ def build_messages(
             item_count=len(knowledge.items),
             items=render_items(chosen) or "(none)",
         )
+        if compact and estimate_tokens(items_text) <= estimate_tokens(retrieved):
+            # A short list: the whole of it is no bigger than what retrieval picked.
+            system = system_prompt(knowledge, settings_row, mode, items_text)
+            retrieved = ""
     history_limit = settings.LLM_HISTORY_MESSAGES
     if compact:
         history_limit = min(history_limit or COMPACT_HISTORY_MESSAGES, COMPACT_HISTORY_MESSAGES)

@@ -395,6 +395,7 @@ class Alert(models.Model):
         CHANNEL_SILENT = "channel_silent", "Channel silent during working hours"
         QUEUE_BACKLOG = "queue_backlog", "Oldest job waiting too long"
         LLM_BREAKER_OPEN = "llm_breaker_open", "Model server unavailable (breaker open)"
+        MODEL_MISCONFIGURED = "model_misconfigured", "Model server refuses the configuration"
         CRM_SYNC_FAILING = "crm_sync_failing", "Bitrix24 sync failing"
 
     business = models.ForeignKey(

@@ -53,8 +53,7 @@ log = logging.getLogger(__name__)
 
 NOTIFY_TASK = "inbox.notify_alert"
 # The model server refuses the inbox's requests as configured (key, model, context, schema).
-# Not one of Alert.Kind's choices yet (that needs a migration); the column takes any kind.
-MODEL_MISCONFIGURED = "model_misconfigured"
+MODEL_MISCONFIGURED = Alert.Kind.MODEL_MISCONFIGURED
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Silence is measured over at most this much calendar time (a longer silence alerts anyway).
 SILENCE_LOOKBACK = timedelta(days=14)
@@ -127,7 +126,7 @@ def active_alerts(business_id: int | None) -> list[Alert]:
 
 def publish_counts(kinds: Iterable[str] | None = None) -> None:
     """Set `inbox_alerts_active{kind}` from the database (every known kind when none given)."""
-    wanted = set(kinds) if kinds is not None else {*Alert.Kind.values, MODEL_MISCONFIGURED}
+    wanted = set(kinds) if kinds is not None else set(Alert.Kind.values)
     counts = dict(
         Alert.objects.filter(resolved_at__isnull=True, kind__in=wanted)
         .values_list("kind")

@@ -11,16 +11,25 @@ import pytest
 from assistant.llm.client import ModelMisconfigured, ModelUnavailable
 from assistant.llm.prompt import build_messages
 from assistant.models import AssistantSettings
-from tests.assistant.builders import knowledge, turn
+from tests.assistant.builders import item, knowledge, turn
 from tests.assistant.conftest import make_client, make_guard
 from tests.emulators.openai_server import OpenAIEmulator, Step
 
 CONFIG = AssistantSettings()
 
 
+# A list long enough that the compact prompt's retrieval is smaller than the whole of it.
+LONG_LIST = knowledge(
+    tuple(
+        item(f"SKU-{n}", f"{kind} model {n}", str((n + 1) * 1000))
+        for n, kind in enumerate(["Oak table", "Sofa", "Office chair", "Wardrobe"] * 12)
+    )
+)
+
+
 def messages_for(mode: str, compact: bool = False):
     return build_messages(
-        turn("how much is the office chair?"), knowledge(), CONFIG, mode, compact=compact
+        turn("how much is the office chair?"), LONG_LIST, CONFIG, mode, compact=compact
     )
 
 
