@@ -23,6 +23,7 @@ from inbox.conversations.events import (
     MessageKind,
     StatusEvent,
 )
+from integrations.whatsapp import payloads
 
 log = logging.getLogger(__name__)
 
@@ -51,168 +52,157 @@ def signature_is_valid(app_secret: str, body: bytes, header: str | None) -> bool
     return hmac.compare_digest(expected, header.removeprefix("sha256=").strip().lower())
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MalformedWebhook(f"{where} must be a list")
-    return value
-
-
-def _items(value: Any) -> list[Any]:
-    """A list field that may be missing or of the wrong type (routing reads before checking)."""
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise MalformedWebhook(f"{where} must be an object")
-    return value
-
-
 def _str(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return ""
-
-
-def _timestamp(value: Any) -> int:
-    try:
-        return int(float(_str(value) or 0))
-    except (ValueError, OverflowError):  # "abc", NaN; 1e999 and Infinity (JSON allows both)
-        return 0
+    return payloads._text(value)
 
 
 def phone_number_ids(body: Any) -> set[str]:
-    """The business numbers a body is addressed to (for routing before normalising)."""
+    """The business numbers a body is addressed to (for routing before normalising; never
+    raises: a malformed body is rejected by `normalise`)."""
     found: set[str] = set()
-    if not isinstance(body, dict):
-        return found
-    for entry in _items(body.get("entry")):
-        if not isinstance(entry, dict):
-            continue
-        for change in _items(entry.get("changes")):
+    entries = body.get("entry") if isinstance(body, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        for change in changes if isinstance(changes, list) else []:
             value = change.get("value") if isinstance(change, dict) else None
-            metadata = value.get("metadata") if isinstance(value, dict) else None
-            if isinstance(metadata, dict) and _str(metadata.get("phone_number_id")):
-                found.add(_str(metadata.get("phone_number_id")))
+            number = _number(value) if isinstance(value, dict) else ""
+            if number:
+                found.add(number)
     return found
+
+
+def _number(value: dict[str, Any]) -> str:
+    """The `phone_number_id` of a change's value ("" when missing or of the wrong type)."""
+    metadata = value.get("metadata")
+    parsed = payloads.Metadata.model_validate(metadata if isinstance(metadata, dict) else {})
+    return parsed.phone_number_id
+
+
+def _malformed(exc: payloads.ValidationError) -> MalformedWebhook:
+    return MalformedWebhook(payloads.describe(exc))
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def normalise(body: Any, channels: Mapping[str, int]) -> Normalised:
     """Turn one webhook body into events for the channels in `channels`
     (phone_number_id → channel id). Numbers not in it are reported in `unknown_numbers`."""
-    envelope = _dict(body, "body")
+    if not isinstance(body, dict):
+        raise MalformedWebhook("body must be an object")
     out = Normalised()
-    if envelope.get("object") != "whatsapp_business_account":
-        out.skipped.append(f"object {str(envelope.get('object'))[:40]!r}")
+    if body.get("object") != "whatsapp_business_account":
+        out.skipped.append(f"object {str(body.get('object'))[:40]!r}")
         return out
-    for entry in _list(envelope.get("entry"), "entry"):
-        for change in _list(_dict(entry, "entry[]").get("changes"), "entry[].changes"):
-            change = _dict(change, "changes[]")
-            field_name = _str(change.get("field"))
-            value = change.get("value")
-            if field_name not in ("messages", "smb_message_echoes") or not isinstance(value, dict):
-                out.skipped.append(f"field {field_name[:40]!r}")
-                continue
-            metadata = value.get("metadata")
-            number = _str(metadata.get("phone_number_id")) if isinstance(metadata, dict) else ""
-            channel_id = channels.get(number)
-            if channel_id is None:
-                out.unknown_numbers.add(number)
-                continue
-            _normalise_value(value, channel_id, out)
+    try:
+        changes = payloads.Envelope.model_validate(body).changes()
+    except payloads.ValidationError as exc:
+        raise _malformed(exc) from None
+    for change in changes:
+        if change.field not in ("messages", "smb_message_echoes") or not isinstance(
+            change.value, dict
+        ):
+            out.skipped.append(f"field {change.field[:40]!r}")
+            continue
+        number = _number(change.value)
+        channel_id = channels.get(number)
+        if channel_id is None:
+            out.unknown_numbers.add(number)
+            continue
+        try:
+            value = payloads.Value.model_validate(change.value)
+        except payloads.ValidationError as exc:
+            raise _malformed(exc) from None
+        _normalise_value(value, channel_id, out)
     return out
 
 
-def _normalise_value(value: dict[str, Any], channel_id: int, out: Normalised) -> None:
-    contacts = [c for c in _list(value.get("contacts"), "contacts") if isinstance(c, dict)]
-    for raw in _list(value.get("messages"), "messages"):
-        if not isinstance(raw, dict):
+def _normalise_value(value: payloads.Value, channel_id: int, out: Normalised) -> None:
+    contacts = value.contact_list()
+    for raw in value.messages:
+        message = payloads.parse_item(payloads.Message, raw)
+        event = _message(message, raw, channel_id, contacts, from_me=False) if message else None
+        if message is None:
             out.skipped.append("message that is not an object")
-            continue
-        event = _message(raw, channel_id, contacts, from_me=False)
-        if event is None:
+        elif event is None:
             out.skipped.append("message without id or sender")
         else:
             out.events.append(event)
-    for raw in _list(value.get("message_echoes"), "message_echoes"):
-        if not isinstance(raw, dict):
+    for raw in value.message_echoes:
+        message = payloads.parse_item(payloads.Message, raw)
+        event = _message(message, raw, channel_id, contacts, from_me=True) if message else None
+        if message is None:
             out.skipped.append("echo that is not an object")
-            continue
-        event = _message(raw, channel_id, contacts, from_me=True)
-        if event is None:
+        elif event is None:
             out.skipped.append("echo without id or recipient")
         else:
             out.events.append(event)
-    for raw in _list(value.get("statuses"), "statuses"):
-        status = _status(raw, channel_id) if isinstance(raw, dict) else None
+    for raw in value.statuses:
+        parsed = payloads.parse_item(payloads.Status, raw)
+        status = _status(parsed, channel_id) if parsed else None
         if status is None:
             out.skipped.append("status without id or with an unknown status")
         else:
             out.events.append(status)
-    for error in _list(value.get("errors"), "errors"):
-        if isinstance(error, dict):
+    for raw in value.errors:
+        error = payloads.parse_item(payloads.ErrorInfo, raw)
+        if error is not None:
             log.warning(
-                "whatsapp.webhook_error",
-                extra={"code": _str(error.get("code")), "title": _str(error.get("title"))[:200]},
+                "whatsapp.webhook_error", extra={"code": error.code, "title": error.title[:200]}
             )
 
 
-def _contact_for(contacts: list[dict[str, Any]], wa_id: str) -> dict[str, Any]:
+def _contact_for(contacts: list[payloads.Contact], wa_id: str) -> payloads.Contact:
     for contact in contacts:
-        if wa_id and _str(contact.get("wa_id")) == wa_id:
+        if wa_id and contact.wa_id == wa_id:
             return contact
-    return contacts[0] if len(contacts) == 1 else {}
+    return contacts[0] if len(contacts) == 1 else payloads.Contact()
 
 
 def _message(
-    raw: dict[str, Any], channel_id: int, contacts: list[dict[str, Any]], *, from_me: bool
+    message: payloads.Message,
+    raw: dict[str, Any],
+    channel_id: int,
+    contacts: list[payloads.Contact],
+    *,
+    from_me: bool,
 ) -> InboundEvent | None:
-    message_id = _str(raw.get("id"))
     if from_me:
         # Business-app echo: `from` is the business, `to` the customer (or only their user id).
-        wa_id = _str(raw.get("to"))
-        user_id = _str(raw.get("to_user_id"))
+        wa_id = message.to
+        user_id = message.to_user_id
         contact = _contact_for(contacts, wa_id)
     else:
-        wa_id = _str(raw.get("from"))
-        contact = _contact_for(contacts, wa_id)
-        wa_id = wa_id or _str(contact.get("wa_id"))
-        user_id = _str(raw.get("from_user_id")) or _str(contact.get("user_id"))
+        contact = _contact_for(contacts, message.from_)
+        wa_id = message.from_ or contact.wa_id
+        user_id = message.from_user_id or contact.user_id
     # Customers are keyed on wa_id; on the business-scoped user id when wa_id is empty.
     chat_key = wa_id or user_id
-    if not message_id or not chat_key:
+    if not message.id or not chat_key:
         return None
-    profile = contact.get("profile")
-    name = _str(profile.get("name")) if isinstance(profile, dict) else ""
     kind, text, media, extra = _content(raw)
-    context = raw.get("context")
-    if isinstance(context, dict):
-        if _str(context.get("id")):
-            extra["reply_to"] = _str(context.get("id"))
-        if context.get("forwarded") or context.get("frequently_forwarded"):
+    if message.context is not None:
+        if message.context.id:
+            extra["reply_to"] = message.context.id
+        if message.context.is_forwarded:
             extra["forwarded"] = True
-    if isinstance(raw.get("referral"), dict):
+    if message.referral is not None:
         extra["referral"] = {
             k: _str(v)
-            for k, v in raw["referral"].items()
+            for k, v in message.referral.items()
             if k in ("source_url", "headline", "source_type")
         }
     return InboundEvent(
         channel_id=channel_id,
-        provider_message_id=message_id,
+        provider_message_id=message.id,
         chat_key=chat_key,
         from_me=from_me,
         kind=kind,
         text=text,
         media=media,
-        provider_ts=_timestamp(raw.get("timestamp")),
-        customer_name=name[:200],
+        provider_ts=message.timestamp,
+        customer_name=contact.profile.name[:200],
         customer_phone=wa_id if wa_id.isdigit() else "",
         extra=extra,
     )
@@ -307,29 +297,30 @@ def _content(raw: dict[str, Any]) -> tuple[MessageKind, str, MediaRef | None, di
 
 def _errors(raw: dict[str, Any]) -> dict[str, Any]:
     errors = raw.get("errors")
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        return {
-            "error_code": _str(errors[0].get("code")),
-            "error_title": _str(errors[0].get("title")),
-        }
+    return _first_error(errors) if isinstance(errors, list) else {}
+
+
+def _first_error(errors: list[Any]) -> dict[str, Any]:
+    """The first entry of an `errors` list, when it is an object (as the platform sends it)."""
+    if errors and isinstance(errors[0], dict):
+        error = payloads.ErrorInfo.model_validate(errors[0])
+        return {"error_code": error.code, "error_title": error.title}
     return {}
 
 
-def _status(raw: dict[str, Any], channel_id: int) -> StatusEvent | None:
-    message_id = _str(raw.get("id"))
-    status = _str(raw.get("status"))
-    if not message_id or status not in STATUSES:
+def _status(raw: payloads.Status, channel_id: int) -> StatusEvent | None:
+    if not raw.id or raw.status not in STATUSES:
         return None
-    errors = _errors(raw)
+    errors = _first_error(raw.errors)
     extra: dict[str, Any] = {}
-    if _str(raw.get("biz_opaque_callback_data")):
-        extra["callback_data"] = _str(raw.get("biz_opaque_callback_data"))
+    if raw.biz_opaque_callback_data:
+        extra["callback_data"] = raw.biz_opaque_callback_data
     return StatusEvent(
         channel_id=channel_id,
-        provider_message_id=message_id,
-        status=status,  # type: ignore[arg-type]
-        provider_ts=_timestamp(raw.get("timestamp")),
-        recipient=_str(raw.get("recipient_id")),
+        provider_message_id=raw.id,
+        status=raw.status,  # type: ignore[arg-type]
+        provider_ts=raw.timestamp,
+        recipient=raw.recipient_id,
         error_code=errors.get("error_code", ""),
         error_title=errors.get("error_title", "")[:500],
         extra=extra,
