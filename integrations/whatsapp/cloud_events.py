@@ -82,10 +82,6 @@ def _malformed(exc: payloads.ValidationError) -> MalformedWebhook:
     return MalformedWebhook(payloads.describe(exc))
 
 
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def normalise(body: Any, channels: Mapping[str, int]) -> Normalised:
     """Turn one webhook body into events for the channels in `channels`
     (phone_number_id → channel id). Numbers not in it are reported in `unknown_numbers`."""
@@ -208,88 +204,84 @@ def _message(
     )
 
 
-def _media(obj: dict[str, Any], *, voice: bool = False) -> MediaRef | None:
-    ref = _str(obj.get("id"))
-    if not ref:
+def _media(obj: payloads.MediaBody, *, voice: bool = False) -> MediaRef | None:
+    if not obj.id:
         return None
     return MediaRef(
-        ref=ref,
-        mime_type=_str(obj.get("mime_type")),
-        sha256=_str(obj.get("sha256")),
-        filename=_str(obj.get("filename")),
-        voice=voice,
+        ref=obj.id, mime_type=obj.mime_type, sha256=obj.sha256, filename=obj.filename, voice=voice
     )
 
 
 def _content(raw: dict[str, Any]) -> tuple[MessageKind, str, MediaRef | None, dict[str, Any]]:
-    """(kind, text, media, extra) for one message object, whatever its type."""
+    """(kind, text, media, extra) for one message object, whatever its type. The body under
+    the type's key is read through its model; one of the wrong type reads as empty."""
     kind = _str(raw.get("type"))
     body = raw.get(kind) if kind else None
     obj = body if isinstance(body, dict) else {}
     extra: dict[str, Any] = {}
 
     if kind == "text":
-        return "text", _str(obj.get("body")), None, extra
+        return "text", payloads.TextBody.model_validate(obj).body, None, extra
     if kind in MEDIA_KINDS:
-        voice = kind == "audio" and obj.get("voice") is True
-        media = _media(obj, voice=voice)
+        media_body = payloads.MediaBody.model_validate(obj)
+        voice = kind == "audio" and media_body.voice
         mapped: MessageKind = "voice" if voice else kind  # type: ignore[assignment]
-        if obj.get("animated") is True:
+        if media_body.animated:
             extra["animated"] = True
-        return mapped, _str(obj.get("caption")), media, extra
+        return mapped, media_body.caption, _media(media_body, voice=voice), extra
     if kind == "location":
+        # Kept verbatim: the values are shown as the platform sent them.
         extra = {k: obj.get(k) for k in ("latitude", "longitude", "name", "address", "url")}
         label = ", ".join(_str(obj.get(k)) for k in ("name", "address") if _str(obj.get(k)))
         return "location", label, None, extra
     if kind == "contacts":
         cards = [c for c in body if isinstance(c, dict)] if isinstance(body, list) else []
-        lines = []
-        for card in cards:
-            name: dict[str, Any] = card["name"] if isinstance(card.get("name"), dict) else {}
-            phones = [_str(p.get("phone")) for p in card.get("phones") or [] if isinstance(p, dict)]
-            lines.append(f"{_str(name.get('formatted_name'))} {' '.join(phones)}".strip())
+        lines = [payloads.ContactCard.model_validate(card).line for card in cards]
         return "contacts", "\n".join(lines), None, {"contacts": cards}
     if kind == "interactive":
-        reply_type = _str(obj.get("type"))
+        reply_type = payloads.InteractiveBody.model_validate(obj).type
         reply = obj.get(reply_type) if reply_type else None
         if isinstance(reply, dict):
-            extra = {"interactive_type": reply_type, "id": _str(reply.get("id"))}
+            answer = payloads.InteractiveReply.model_validate(reply)
+            extra = {"interactive_type": reply_type, "id": answer.id}
             if reply_type == "nfm_reply":
-                extra["response_json"] = _str(reply.get("response_json"))
-                return "interactive", _str(reply.get("body")) or "(form reply)", None, extra
-            text = _str(reply.get("title"))
-            if _str(reply.get("description")):
-                text = f"{text} — {_str(reply.get('description'))}"
+                extra["response_json"] = answer.response_json
+                return "interactive", answer.body or "(form reply)", None, extra
+            text = answer.title
+            if answer.description:
+                text = f"{text} — {answer.description}"
             return "interactive", text, None, extra
         return "unsupported", "", None, {"type": "interactive", **_errors(raw)}
     if kind == "button":
-        extra = {"interactive_type": "button", "payload": _str(obj.get("payload"))}
-        return "interactive", _str(obj.get("text")), None, extra
+        button = payloads.ButtonBody.model_validate(obj)
+        extra = {"interactive_type": "button", "payload": button.payload}
+        return "interactive", button.text, None, extra
     if kind == "reaction":
         # An empty emoji removes an earlier reaction.
-        extra = {"reacted_to": _str(obj.get("message_id"))}
-        return "reaction", _str(obj.get("emoji")), None, extra
+        reaction = payloads.ReactionBody.model_validate(obj)
+        return "reaction", reaction.emoji, None, {"reacted_to": reaction.message_id}
     if kind == "order":
-        items = [i for i in _items(obj.get("product_items")) if isinstance(i, dict)]
+        order = payloads.OrderBody.model_validate(obj)
         lines = [
-            f"{_str(i.get('quantity'))} × {_str(i.get('product_retailer_id'))} "
-            f"@ {_str(i.get('item_price'))} {_str(i.get('currency'))}".strip()
-            for i in items
+            f"{i.quantity} × {i.product_retailer_id} @ {i.item_price} {i.currency}".strip()
+            for i in order.product_items
         ]
         text = "Order:\n" + "\n".join(lines)
-        if _str(obj.get("text")):
-            text += "\n" + _str(obj.get("text"))
+        if order.text:
+            text += "\n" + order.text
         return "interactive", text, None, {"interactive_type": "order", "order": obj}
     if kind == "edit":
-        inner = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        edit = payloads.EditBody.model_validate(obj)
         inner_kind, text, media, inner_extra = (
-            _content(inner) if inner else ("unsupported", "", None, {})
+            _content(edit.message) if edit.message else ("unsupported", "", None, {})
         )
-        inner_extra["edit_of"] = _str(obj.get("original_message_id"))
+        inner_extra["edit_of"] = edit.original_message_id
         return inner_kind, text, media, inner_extra
     if kind == "revoke":
-        return "unsupported", "", None, {"revoke_of": _str(obj.get("original_message_id"))}
+        revoke = payloads.RevokeBody.model_validate(obj)
+        return "unsupported", "", None, {"revoke_of": revoke.original_message_id}
     if kind == "system":
+        # Kept verbatim (every key, as text): system notices vary by kind.
         extra = {"system": {k: _str(v) for k, v in obj.items()}}
         return "unsupported", _str(obj.get("body")), None, extra
     return "unsupported", "", None, {"type": kind[:40], **_errors(raw)}

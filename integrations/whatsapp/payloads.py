@@ -146,6 +146,94 @@ class Message(_Model):
     referral: Annotated[dict[str, Any] | None, BeforeValidator(_optional_object)] = None
 
 
+# The type-specific bodies of a message (`message[message["type"]]`). Only what the normaliser
+# reads is declared; `location`, `system` and an order's raw object are kept verbatim in
+# `extra`, so they are read from the raw dict.
+
+Flag = Annotated[bool, BeforeValidator(lambda v: v is True)]
+
+
+class TextBody(_Model):
+    body: Text = ""
+
+
+class MediaBody(_Model):
+    """`image`, `video`, `document`, `sticker`, `audio`."""
+
+    id: Text = ""
+    mime_type: Text = ""
+    sha256: Text = ""
+    filename: Text = ""
+    caption: Text = ""
+    voice: Flag = False
+    animated: Flag = False
+
+
+class CardName(_Model):
+    formatted_name: Text = ""
+
+
+class CardPhone(_Model):
+    phone: Text = ""
+
+
+class ContactCard(_Model):
+    """One card of a `contacts` message. `phones` of the wrong type reads as none
+    (`"phones": 5` used to raise TypeError → HTTP 500)."""
+
+    name: Annotated[CardName, BeforeValidator(_object)] = CardName()
+    phones: Annotated[list[CardPhone], BeforeValidator(_dicts)] = []
+
+    @property
+    def line(self) -> str:
+        return f"{self.name.formatted_name} {' '.join(p.phone for p in self.phones)}".strip()
+
+
+class InteractiveBody(_Model):
+    type: Text = ""
+
+
+class InteractiveReply(_Model):
+    """`button_reply`, `list_reply`, `nfm_reply` (a Flow's answer)."""
+
+    id: Text = ""
+    title: Text = ""
+    description: Text = ""
+    body: Text = ""
+    response_json: Text = ""
+
+
+class ButtonBody(_Model):
+    payload: Text = ""
+    text: Text = ""
+
+
+class ReactionBody(_Model):
+    message_id: Text = ""
+    emoji: Text = ""
+
+
+class OrderItem(_Model):
+    product_retailer_id: Text = ""
+    quantity: Text = ""
+    item_price: Text = ""
+    currency: Text = ""
+
+
+class OrderBody(_Model):
+    product_items: Annotated[list[OrderItem], BeforeValidator(_dicts)] = []
+    text: Text = ""
+
+
+class EditBody(_Model):
+    original_message_id: Text = ""
+    message: Annotated[dict[str, Any], BeforeValidator(_object)] = {}
+
+
+class RevokeBody(_Model):
+    original_message_id: Text = ""
+
+
 class Status(_Model):
     id: Text = ""
     status: Text = ""

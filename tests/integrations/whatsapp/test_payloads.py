@@ -199,3 +199,16 @@ async def test_a_signed_batch_with_one_bad_message_is_200_and_queues_the_good_on
     assert answer.status_code == 200
     queued = [json.loads(fields[b"e"]) for _id, fields in get_redis().xrange(ingest.STREAM)]
     assert [q["provider_message_id"] for q in queued] == ["wamid.ok1", "wamid.ok2"]
+
+
+def test_a_contact_card_with_phones_of_the_wrong_type_is_kept_without_phones() -> None:
+    """`"phones": 5` used to raise TypeError in the normaliser: HTTP 500 for the whole body."""
+    card = {"name": {"formatted_name": "Klaus Weber"}, "phones": 5}
+    other = {"name": {"formatted_name": "Aigerim"}, "phones": [{"phone": "+7 701 123 4567"}, "x"]}
+    message = {"from": "77011234567", "id": "wamid.c", "timestamp": "1", "type": "contacts",
+               "contacts": [card, other]}  # fmt: skip
+
+    (event,) = normalise(envelope(PNID, messages=[message]), {PNID: 1}).events
+
+    assert isinstance(event, InboundEvent)
+    assert (event.kind, event.text) == ("contacts", "Klaus Weber\nAigerim +7 701 123 4567")
