@@ -4,7 +4,9 @@ Pure functions, no I/O: the webhook endpoint verifies the signature, resolves wh
 `phone_number_id` belongs to, and calls `normalise`. Every message type the platform documents
 is kept (unknown types become `unsupported`, so a manager still sees that something arrived);
 change fields we do not use are reported as skipped, never an error. Only a body whose envelope
-has the wrong types is rejected (`MalformedWebhook`), because retrying it cannot help.
+has the wrong types is rejected (`MalformedWebhook`), because retrying it cannot help. The shapes
+are declared once, in `payloads.py`; each message and status is validated on its own, so a bad
+one is skipped and the rest of the batch is kept.
 """
 
 from __future__ import annotations
