@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any
 
 from django.db import transaction
 
-from integrations.bitrix24 import tasks
+from integrations.bitrix24 import payloads, tasks
 from integrations.bitrix24.inbound import pull
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.rest import phpquery
@@ -24,7 +23,6 @@ from integrations.bitrix24.setup import install
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
-MAX_REPLY_CHARS = 4096
 
 
 def matching_businesses(token: str) -> list[int]:
@@ -41,46 +39,17 @@ def matching_businesses(token: str) -> list[int]:
     return matched
 
 
-def _entity_id(form: dict[str, Any]) -> int | None:
-    data = form.get("data")
-    fields = data.get("FIELDS") if isinstance(data, dict) else None
-    raw = str(fields.get("ID") or "") if isinstance(fields, dict) else ""
-    return int(raw) if raw.isdigit() and len(raw) < 19 else None
-
-
-def _operator_messages(form: dict[str, Any], connector: str) -> list[dict[str, Any]]:
-    data = form.get("data") if isinstance(form.get("data"), dict) else {}
-    assert isinstance(data, dict)
-    if str(data.get("CONNECTOR") or "").lower() != connector.lower():
+def _operator_messages(event: payloads.Event, connector: str) -> list[dict[str, str]]:
+    if event.data.CONNECTOR.lower() != connector.lower():
         return []
-    raw = data.get("MESSAGES")
-    items = raw if isinstance(raw, list) else list(raw.values()) if isinstance(raw, dict) else []
-    messages = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        im = item.get("im") if isinstance(item.get("im"), dict) else {}
-        message = item.get("message") if isinstance(item.get("message"), dict) else {}
-        chat = item.get("chat") if isinstance(item.get("chat"), dict) else {}
-        assert isinstance(im, dict)
-        assert isinstance(message, dict)
-        assert isinstance(chat, dict)
-        messages.append(
-            {
-                "im_chat_id": str(im.get("chat_id") or "")[:32],
-                "im_message_id": str(im.get("message_id") or "")[:32],
-                "user_id": str(message.get("user_id") or "")[:18],
-                "text": str(message.get("text") or "")[:MAX_REPLY_CHARS],
-                "chat_id": str(chat.get("id") or "")[:64],
-            }
-        )
-    return messages
+    return [message.as_task_args() for message in event.data.MESSAGES]
 
 
-def _dispatch(business_id: int, event: str, form: dict[str, Any]) -> bool:
+def _dispatch(business_id: int, parsed: payloads.Event) -> bool:
     """Enqueue what this event asks for. Returns False if it could not be recorded anywhere."""
+    event = parsed.event
     if pull.entity_of_event(event):
-        entity_id = _entity_id(form)
+        entity_id = parsed.entity_id
         if entity_id is None:
             return True
         try:
@@ -97,7 +66,7 @@ def _dispatch(business_id: int, event: str, form: dict[str, Any]) -> bool:
         return True
     if event == "ONIMCONNECTORMESSAGEADD":
         cfg = Bitrix24Settings.objects.filter(business_id=business_id).first()
-        messages = _operator_messages(form, cfg.connector_id if cfg else "")
+        messages = _operator_messages(parsed, cfg.connector_id if cfg else "")
         if messages:
             tasks.operator_replies.delay(business_id, messages)
         return True
@@ -110,10 +79,8 @@ def receive(body: bytes) -> int:
     if len(body) > MAX_BODY_BYTES:
         return 413
     form = phpquery.decode(body.decode("utf-8", "replace"))
-    event = str(form.get("event") or "").upper()[:64]
-    auth = form.get("auth") if isinstance(form.get("auth"), dict) else {}
-    assert isinstance(auth, dict)
-    portal = str(auth.get("domain") or "")[:255]
+    parsed = payloads.parse(form)
+    event, portal = parsed.event, parsed.auth.domain
     if event == "ONAPPINSTALL":
         business_id = install.record_install(form)
         if business_id is None:
@@ -121,14 +88,14 @@ def receive(body: bytes) -> int:
             return 403
         transaction.on_commit(lambda: tasks.app_installed.delay(business_id), robust=True)
         return 200
-    businesses = matching_businesses(str(auth.get("application_token") or ""))
+    businesses = matching_businesses(parsed.auth.application_token)
     if not businesses:
         log.warning("bitrix24.event_rejected", extra={"portal": portal, "event": event})
         return 403
     recorded = True
     for business_id in businesses:
         try:
-            recorded = _dispatch(business_id, event, form) and recorded
+            recorded = _dispatch(business_id, parsed) and recorded
         except Exception:
             log.exception("bitrix24.event_dispatch_failed", extra={"event": event})
             recorded = False

@@ -23,7 +23,6 @@ Media: `GET <media_url>` with the bearer token.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -36,6 +35,7 @@ from inbox.conversations.transports import (
     PermanentSendError,
     TransientSendError,
 )
+from integrations.whatsapp import payloads
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
 if TYPE_CHECKING:
@@ -50,70 +50,69 @@ def _str(value: Any) -> str:
 
 def normalise(body: Any, channel_id: int) -> tuple[list[InboundEvent], list[str]]:
     """Bridge events → InboundEvents. Returns (events, skipped reasons); raises
-    MalformedWebhook when the body is not an event or a list of events."""
+    MalformedWebhook when the body is not an event or a list of events. Each event is parsed on
+    its own (`payloads.BridgeEvent`): a bad one is skipped, its neighbours are kept."""
     if isinstance(body, dict) and "events" in body:
-        raw_events = body["events"]
+        try:
+            raw_events = payloads.BridgeBody.model_validate(body).events
+        except payloads.ValidationError:
+            raise MalformedWebhook("events must be a list") from None
     elif isinstance(body, dict):
         raw_events = [body]
     else:
         raise MalformedWebhook("body must be an object")
-    if not isinstance(raw_events, list):
-        raise MalformedWebhook("events must be a list")
     if len(raw_events) > MAX_EVENTS_PER_BODY:
         raise MalformedWebhook(f"more than {MAX_EVENTS_PER_BODY} events in one body")
     events: list[InboundEvent] = []
     skipped: list[str] = []
     for raw in raw_events:
-        if not isinstance(raw, dict):
+        event = payloads.parse_item(payloads.BridgeEvent, raw)
+        if event is None:
             skipped.append("event that is not an object")
             continue
-        message_id, chat_id = _str(raw.get("id")), _str(raw.get("chat_id"))
-        if not message_id or not chat_id:
+        if not event.id or not event.chat_id:
             skipped.append("event without id or chat_id")
             continue
-        if chat_id.endswith("@g.us") or chat_id.endswith("@broadcast"):
+        if event.chat_id.endswith("@g.us") or event.chat_id.endswith("@broadcast"):
             skipped.append("group or broadcast chat")
             continue
-        kind = _str(raw.get("kind")) or "text"
-        extra: dict[str, Any] = {
-            key: _str(raw.get(key))
-            for key in ("reply_to", "reacted_to", "edit_of", "revoke_of")
-            if _str(raw.get(key))
-        }
-        if kind not in MESSAGE_KINDS:
-            extra["type"] = kind[:40]
-            kind = "unsupported"
-        media = None
-        if _str(raw.get("media_url")):
-            media = MediaRef(
-                ref=_str(raw.get("media_url")),
-                mime_type=_str(raw.get("media_mime")),
-                sha256=_str(raw.get("media_sha256")),
-                filename=_str(raw.get("filename")),
-                voice=kind == "voice",
-            )
-        timestamp = raw.get("timestamp")
-        phone = _str(raw.get("phone")) or chat_id.split("@")[0]
-        events.append(
-            InboundEvent(
-                channel_id=channel_id,
-                provider_message_id=message_id[:255],
-                chat_key=chat_id[:128],
-                from_me=raw.get("from_me") is True,
-                kind=kind,  # type: ignore[arg-type]
-                text=_str(raw.get("text")),
-                media=media,
-                provider_ts=int(timestamp)
-                if isinstance(timestamp, int | float) and math.isfinite(timestamp)
-                else 0,
-                customer_name=_str(raw.get("sender_name"))[:200]
-                if raw.get("from_me") is not True
-                else "",
-                customer_phone=phone if phone.isdigit() else "",
-                extra=extra,
-            )
-        )
+        events.append(_event(event, channel_id))
     return events, skipped
+
+
+def _event(event: payloads.BridgeEvent, channel_id: int) -> InboundEvent:
+    kind = event.kind or "text"
+    extra: dict[str, Any] = {
+        key: value
+        for key in ("reply_to", "reacted_to", "edit_of", "revoke_of")
+        if (value := getattr(event, key))
+    }
+    if kind not in MESSAGE_KINDS:
+        extra["type"] = kind[:40]
+        kind = "unsupported"
+    media = None
+    if event.media_url:
+        media = MediaRef(
+            ref=event.media_url,
+            mime_type=event.media_mime,
+            sha256=event.media_sha256,
+            filename=event.filename,
+            voice=kind == "voice",
+        )
+    phone = event.phone or event.chat_id.split("@")[0]
+    return InboundEvent(
+        channel_id=channel_id,
+        provider_message_id=event.id[:255],
+        chat_key=event.chat_id[:128],
+        from_me=event.from_me,
+        kind=kind,  # type: ignore[arg-type]
+        text=event.text,
+        media=media,
+        provider_ts=event.timestamp,
+        customer_name="" if event.from_me else event.sender_name[:200],
+        customer_phone=phone if phone.isdigit() else "",
+        extra=extra,
+    )
 
 
 class BridgeTransport:

@@ -4,7 +4,9 @@ Pure functions, no I/O: the webhook endpoint verifies the signature, resolves wh
 `phone_number_id` belongs to, and calls `normalise`. Every message type the platform documents
 is kept (unknown types become `unsupported`, so a manager still sees that something arrived);
 change fields we do not use are reported as skipped, never an error. Only a body whose envelope
-has the wrong types is rejected (`MalformedWebhook`), because retrying it cannot help.
+has the wrong types is rejected (`MalformedWebhook`), because retrying it cannot help. The shapes
+are declared once, in `payloads.py`; each message and status is validated on its own, so a bad
+one is skipped and the rest of the batch is kept.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from inbox.conversations.events import (
     MessageKind,
     StatusEvent,
 )
+from integrations.whatsapp import payloads
 
 log = logging.getLogger(__name__)
 
@@ -51,255 +54,236 @@ def signature_is_valid(app_secret: str, body: bytes, header: str | None) -> bool
     return hmac.compare_digest(expected, header.removeprefix("sha256=").strip().lower())
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MalformedWebhook(f"{where} must be a list")
-    return value
-
-
-def _items(value: Any) -> list[Any]:
-    """A list field that may be missing or of the wrong type (routing reads before checking)."""
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise MalformedWebhook(f"{where} must be an object")
-    return value
-
-
 def _str(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return ""
-
-
-def _timestamp(value: Any) -> int:
-    try:
-        return int(float(_str(value) or 0))
-    except (ValueError, OverflowError):  # "abc", NaN; 1e999 and Infinity (JSON allows both)
-        return 0
+    return payloads._text(value)
 
 
 def phone_number_ids(body: Any) -> set[str]:
-    """The business numbers a body is addressed to (for routing before normalising)."""
+    """The business numbers a body is addressed to (for routing before normalising; never
+    raises: a malformed body is rejected by `normalise`)."""
     found: set[str] = set()
-    if not isinstance(body, dict):
-        return found
-    for entry in _items(body.get("entry")):
-        if not isinstance(entry, dict):
-            continue
-        for change in _items(entry.get("changes")):
+    entries = body.get("entry") if isinstance(body, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        for change in changes if isinstance(changes, list) else []:
             value = change.get("value") if isinstance(change, dict) else None
-            metadata = value.get("metadata") if isinstance(value, dict) else None
-            if isinstance(metadata, dict) and _str(metadata.get("phone_number_id")):
-                found.add(_str(metadata.get("phone_number_id")))
+            number = _number(value) if isinstance(value, dict) else ""
+            if number:
+                found.add(number)
     return found
+
+
+def _number(value: dict[str, Any]) -> str:
+    """The `phone_number_id` of a change's value ("" when missing or of the wrong type)."""
+    metadata = value.get("metadata")
+    parsed = payloads.Metadata.model_validate(metadata if isinstance(metadata, dict) else {})
+    return parsed.phone_number_id
+
+
+def _malformed(exc: payloads.ValidationError) -> MalformedWebhook:
+    return MalformedWebhook(payloads.describe(exc))
 
 
 def normalise(body: Any, channels: Mapping[str, int]) -> Normalised:
     """Turn one webhook body into events for the channels in `channels`
     (phone_number_id → channel id). Numbers not in it are reported in `unknown_numbers`."""
-    envelope = _dict(body, "body")
+    if not isinstance(body, dict):
+        raise MalformedWebhook("body must be an object")
     out = Normalised()
-    if envelope.get("object") != "whatsapp_business_account":
-        out.skipped.append(f"object {str(envelope.get('object'))[:40]!r}")
+    if body.get("object") != "whatsapp_business_account":
+        out.skipped.append(f"object {str(body.get('object'))[:40]!r}")
         return out
-    for entry in _list(envelope.get("entry"), "entry"):
-        for change in _list(_dict(entry, "entry[]").get("changes"), "entry[].changes"):
-            change = _dict(change, "changes[]")
-            field_name = _str(change.get("field"))
-            value = change.get("value")
-            if field_name not in ("messages", "smb_message_echoes") or not isinstance(value, dict):
-                out.skipped.append(f"field {field_name[:40]!r}")
-                continue
-            metadata = value.get("metadata")
-            number = _str(metadata.get("phone_number_id")) if isinstance(metadata, dict) else ""
-            channel_id = channels.get(number)
-            if channel_id is None:
-                out.unknown_numbers.add(number)
-                continue
-            _normalise_value(value, channel_id, out)
+    try:
+        changes = payloads.Envelope.model_validate(body).changes()
+    except payloads.ValidationError as exc:
+        raise _malformed(exc) from None
+    for change in changes:
+        if change.field not in ("messages", "smb_message_echoes") or not isinstance(
+            change.value, dict
+        ):
+            out.skipped.append(f"field {change.field[:40]!r}")
+            continue
+        number = _number(change.value)
+        channel_id = channels.get(number)
+        if channel_id is None:
+            out.unknown_numbers.add(number)
+            continue
+        try:
+            value = payloads.Value.model_validate(change.value)
+        except payloads.ValidationError as exc:
+            raise _malformed(exc) from None
+        _normalise_value(value, channel_id, out)
     return out
 
 
-def _normalise_value(value: dict[str, Any], channel_id: int, out: Normalised) -> None:
-    contacts = [c for c in _list(value.get("contacts"), "contacts") if isinstance(c, dict)]
-    for raw in _list(value.get("messages"), "messages"):
-        if not isinstance(raw, dict):
+def _normalise_value(value: payloads.Value, channel_id: int, out: Normalised) -> None:
+    contacts = value.contact_list()
+    for raw in value.messages:
+        message = payloads.parse_item(payloads.Message, raw)
+        event = _message(message, raw, channel_id, contacts, from_me=False) if message else None
+        if message is None:
             out.skipped.append("message that is not an object")
-            continue
-        event = _message(raw, channel_id, contacts, from_me=False)
-        if event is None:
+        elif event is None:
             out.skipped.append("message without id or sender")
         else:
             out.events.append(event)
-    for raw in _list(value.get("message_echoes"), "message_echoes"):
-        if not isinstance(raw, dict):
+    for raw in value.message_echoes:
+        message = payloads.parse_item(payloads.Message, raw)
+        event = _message(message, raw, channel_id, contacts, from_me=True) if message else None
+        if message is None:
             out.skipped.append("echo that is not an object")
-            continue
-        event = _message(raw, channel_id, contacts, from_me=True)
-        if event is None:
+        elif event is None:
             out.skipped.append("echo without id or recipient")
         else:
             out.events.append(event)
-    for raw in _list(value.get("statuses"), "statuses"):
-        status = _status(raw, channel_id) if isinstance(raw, dict) else None
+    for raw in value.statuses:
+        parsed = payloads.parse_item(payloads.Status, raw)
+        status = _status(parsed, channel_id) if parsed else None
         if status is None:
             out.skipped.append("status without id or with an unknown status")
         else:
             out.events.append(status)
-    for error in _list(value.get("errors"), "errors"):
-        if isinstance(error, dict):
+    for raw in value.errors:
+        error = payloads.parse_item(payloads.ErrorInfo, raw)
+        if error is not None:
             log.warning(
-                "whatsapp.webhook_error",
-                extra={"code": _str(error.get("code")), "title": _str(error.get("title"))[:200]},
+                "whatsapp.webhook_error", extra={"code": error.code, "title": error.title[:200]}
             )
 
 
-def _contact_for(contacts: list[dict[str, Any]], wa_id: str) -> dict[str, Any]:
+def _contact_for(contacts: list[payloads.Contact], wa_id: str) -> payloads.Contact:
     for contact in contacts:
-        if wa_id and _str(contact.get("wa_id")) == wa_id:
+        if wa_id and contact.wa_id == wa_id:
             return contact
-    return contacts[0] if len(contacts) == 1 else {}
+    return contacts[0] if len(contacts) == 1 else payloads.Contact()
 
 
 def _message(
-    raw: dict[str, Any], channel_id: int, contacts: list[dict[str, Any]], *, from_me: bool
+    message: payloads.Message,
+    raw: dict[str, Any],
+    channel_id: int,
+    contacts: list[payloads.Contact],
+    *,
+    from_me: bool,
 ) -> InboundEvent | None:
-    message_id = _str(raw.get("id"))
     if from_me:
         # Business-app echo: `from` is the business, `to` the customer (or only their user id).
-        wa_id = _str(raw.get("to"))
-        user_id = _str(raw.get("to_user_id"))
+        wa_id = message.to
+        user_id = message.to_user_id
         contact = _contact_for(contacts, wa_id)
     else:
-        wa_id = _str(raw.get("from"))
-        contact = _contact_for(contacts, wa_id)
-        wa_id = wa_id or _str(contact.get("wa_id"))
-        user_id = _str(raw.get("from_user_id")) or _str(contact.get("user_id"))
+        contact = _contact_for(contacts, message.from_)
+        wa_id = message.from_ or contact.wa_id
+        user_id = message.from_user_id or contact.user_id
     # Customers are keyed on wa_id; on the business-scoped user id when wa_id is empty.
     chat_key = wa_id or user_id
-    if not message_id or not chat_key:
+    if not message.id or not chat_key:
         return None
-    profile = contact.get("profile")
-    name = _str(profile.get("name")) if isinstance(profile, dict) else ""
     kind, text, media, extra = _content(raw)
-    context = raw.get("context")
-    if isinstance(context, dict):
-        if _str(context.get("id")):
-            extra["reply_to"] = _str(context.get("id"))
-        if context.get("forwarded") or context.get("frequently_forwarded"):
+    if message.context is not None:
+        if message.context.id:
+            extra["reply_to"] = message.context.id
+        if message.context.is_forwarded:
             extra["forwarded"] = True
-    if isinstance(raw.get("referral"), dict):
+    if message.referral is not None:
         extra["referral"] = {
             k: _str(v)
-            for k, v in raw["referral"].items()
+            for k, v in message.referral.items()
             if k in ("source_url", "headline", "source_type")
         }
     return InboundEvent(
         channel_id=channel_id,
-        provider_message_id=message_id,
+        provider_message_id=message.id,
         chat_key=chat_key,
         from_me=from_me,
         kind=kind,
         text=text,
         media=media,
-        provider_ts=_timestamp(raw.get("timestamp")),
-        customer_name=name[:200],
+        provider_ts=message.timestamp,
+        customer_name=contact.profile.name[:200],
         customer_phone=wa_id if wa_id.isdigit() else "",
         extra=extra,
     )
 
 
-def _media(obj: dict[str, Any], *, voice: bool = False) -> MediaRef | None:
-    ref = _str(obj.get("id"))
-    if not ref:
+def _media(obj: payloads.MediaBody, *, voice: bool = False) -> MediaRef | None:
+    if not obj.id:
         return None
     return MediaRef(
-        ref=ref,
-        mime_type=_str(obj.get("mime_type")),
-        sha256=_str(obj.get("sha256")),
-        filename=_str(obj.get("filename")),
-        voice=voice,
+        ref=obj.id, mime_type=obj.mime_type, sha256=obj.sha256, filename=obj.filename, voice=voice
     )
 
 
 def _content(raw: dict[str, Any]) -> tuple[MessageKind, str, MediaRef | None, dict[str, Any]]:
-    """(kind, text, media, extra) for one message object, whatever its type."""
+    """(kind, text, media, extra) for one message object, whatever its type. The body under
+    the type's key is read through its model; one of the wrong type reads as empty."""
     kind = _str(raw.get("type"))
     body = raw.get(kind) if kind else None
     obj = body if isinstance(body, dict) else {}
     extra: dict[str, Any] = {}
 
     if kind == "text":
-        return "text", _str(obj.get("body")), None, extra
+        return "text", payloads.TextBody.model_validate(obj).body, None, extra
     if kind in MEDIA_KINDS:
-        voice = kind == "audio" and obj.get("voice") is True
-        media = _media(obj, voice=voice)
+        media_body = payloads.MediaBody.model_validate(obj)
+        voice = kind == "audio" and media_body.voice
         mapped: MessageKind = "voice" if voice else kind  # type: ignore[assignment]
-        if obj.get("animated") is True:
+        if media_body.animated:
             extra["animated"] = True
-        return mapped, _str(obj.get("caption")), media, extra
+        return mapped, media_body.caption, _media(media_body, voice=voice), extra
     if kind == "location":
+        # Kept verbatim: the values are shown as the platform sent them.
         extra = {k: obj.get(k) for k in ("latitude", "longitude", "name", "address", "url")}
         label = ", ".join(_str(obj.get(k)) for k in ("name", "address") if _str(obj.get(k)))
         return "location", label, None, extra
     if kind == "contacts":
         cards = [c for c in body if isinstance(c, dict)] if isinstance(body, list) else []
-        lines = []
-        for card in cards:
-            name: dict[str, Any] = card["name"] if isinstance(card.get("name"), dict) else {}
-            phones = [_str(p.get("phone")) for p in card.get("phones") or [] if isinstance(p, dict)]
-            lines.append(f"{_str(name.get('formatted_name'))} {' '.join(phones)}".strip())
+        lines = [payloads.ContactCard.model_validate(card).line for card in cards]
         return "contacts", "\n".join(lines), None, {"contacts": cards}
     if kind == "interactive":
-        reply_type = _str(obj.get("type"))
+        reply_type = payloads.InteractiveBody.model_validate(obj).type
         reply = obj.get(reply_type) if reply_type else None
         if isinstance(reply, dict):
-            extra = {"interactive_type": reply_type, "id": _str(reply.get("id"))}
+            answer = payloads.InteractiveReply.model_validate(reply)
+            extra = {"interactive_type": reply_type, "id": answer.id}
             if reply_type == "nfm_reply":
-                extra["response_json"] = _str(reply.get("response_json"))
-                return "interactive", _str(reply.get("body")) or "(form reply)", None, extra
-            text = _str(reply.get("title"))
-            if _str(reply.get("description")):
-                text = f"{text} — {_str(reply.get('description'))}"
+                extra["response_json"] = answer.response_json
+                return "interactive", answer.body or "(form reply)", None, extra
+            text = answer.title
+            if answer.description:
+                text = f"{text} — {answer.description}"
             return "interactive", text, None, extra
         return "unsupported", "", None, {"type": "interactive", **_errors(raw)}
     if kind == "button":
-        extra = {"interactive_type": "button", "payload": _str(obj.get("payload"))}
-        return "interactive", _str(obj.get("text")), None, extra
+        button = payloads.ButtonBody.model_validate(obj)
+        extra = {"interactive_type": "button", "payload": button.payload}
+        return "interactive", button.text, None, extra
     if kind == "reaction":
         # An empty emoji removes an earlier reaction.
-        extra = {"reacted_to": _str(obj.get("message_id"))}
-        return "reaction", _str(obj.get("emoji")), None, extra
+        reaction = payloads.ReactionBody.model_validate(obj)
+        return "reaction", reaction.emoji, None, {"reacted_to": reaction.message_id}
     if kind == "order":
-        items = [i for i in _items(obj.get("product_items")) if isinstance(i, dict)]
+        order = payloads.OrderBody.model_validate(obj)
         lines = [
-            f"{_str(i.get('quantity'))} × {_str(i.get('product_retailer_id'))} "
-            f"@ {_str(i.get('item_price'))} {_str(i.get('currency'))}".strip()
-            for i in items
+            f"{i.quantity} × {i.product_retailer_id} @ {i.item_price} {i.currency}".strip()
+            for i in order.product_items
         ]
         text = "Order:\n" + "\n".join(lines)
-        if _str(obj.get("text")):
-            text += "\n" + _str(obj.get("text"))
+        if order.text:
+            text += "\n" + order.text
         return "interactive", text, None, {"interactive_type": "order", "order": obj}
     if kind == "edit":
-        inner = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        edit = payloads.EditBody.model_validate(obj)
         inner_kind, text, media, inner_extra = (
-            _content(inner) if inner else ("unsupported", "", None, {})
+            _content(edit.message) if edit.message else ("unsupported", "", None, {})
         )
-        inner_extra["edit_of"] = _str(obj.get("original_message_id"))
+        inner_extra["edit_of"] = edit.original_message_id
         return inner_kind, text, media, inner_extra
     if kind == "revoke":
-        return "unsupported", "", None, {"revoke_of": _str(obj.get("original_message_id"))}
+        revoke = payloads.RevokeBody.model_validate(obj)
+        return "unsupported", "", None, {"revoke_of": revoke.original_message_id}
     if kind == "system":
+        # Kept verbatim (every key, as text): system notices vary by kind.
         extra = {"system": {k: _str(v) for k, v in obj.items()}}
         return "unsupported", _str(obj.get("body")), None, extra
     return "unsupported", "", None, {"type": kind[:40], **_errors(raw)}
@@ -307,29 +291,30 @@ def _content(raw: dict[str, Any]) -> tuple[MessageKind, str, MediaRef | None, di
 
 def _errors(raw: dict[str, Any]) -> dict[str, Any]:
     errors = raw.get("errors")
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        return {
-            "error_code": _str(errors[0].get("code")),
-            "error_title": _str(errors[0].get("title")),
-        }
+    return _first_error(errors) if isinstance(errors, list) else {}
+
+
+def _first_error(errors: list[Any]) -> dict[str, Any]:
+    """The first entry of an `errors` list, when it is an object (as the platform sends it)."""
+    if errors and isinstance(errors[0], dict):
+        error = payloads.ErrorInfo.model_validate(errors[0])
+        return {"error_code": error.code, "error_title": error.title}
     return {}
 
 
-def _status(raw: dict[str, Any], channel_id: int) -> StatusEvent | None:
-    message_id = _str(raw.get("id"))
-    status = _str(raw.get("status"))
-    if not message_id or status not in STATUSES:
+def _status(raw: payloads.Status, channel_id: int) -> StatusEvent | None:
+    if not raw.id or raw.status not in STATUSES:
         return None
-    errors = _errors(raw)
+    errors = _first_error(raw.errors)
     extra: dict[str, Any] = {}
-    if _str(raw.get("biz_opaque_callback_data")):
-        extra["callback_data"] = _str(raw.get("biz_opaque_callback_data"))
+    if raw.biz_opaque_callback_data:
+        extra["callback_data"] = raw.biz_opaque_callback_data
     return StatusEvent(
         channel_id=channel_id,
-        provider_message_id=message_id,
-        status=status,  # type: ignore[arg-type]
-        provider_ts=_timestamp(raw.get("timestamp")),
-        recipient=_str(raw.get("recipient_id")),
+        provider_message_id=raw.id,
+        status=raw.status,  # type: ignore[arg-type]
+        provider_ts=raw.timestamp,
+        recipient=raw.recipient_id,
         error_code=errors.get("error_code", ""),
         error_title=errors.get("error_title", "")[:500],
         extra=extra,
