@@ -54,6 +54,9 @@ _STOPWORD_LINES = (
     "стоить стоили цену цене напишите просто тогда также еще ещё беру возьму заказать купить",
     "покажите скиньте пришлите стал стала стали хорошо ладно ок",
     "тұрады керек маған бізге және ал алғым келеді ба бе па пе",
+    # the same question words in Latin letters ("utyug tefal skolko")
+    "skolko skoko stoit stoyat stoimost tsena cena tseny ceny est yest nuzhno nuzhen nuzhna",
+    "hochu kupit zakazat mozhno pozhaluista pozhalusta privet zdravstvuite u vas nalichii",
 )
 STOPWORDS = frozenset(" ".join(_STOPWORD_LINES).split())
 
