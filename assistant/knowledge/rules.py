@@ -56,7 +56,7 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "lifting": r"подъ[её]м|поднять|поднимете|этаж|лифт|\bfloor|upstairs|\blift\b|carry",
         "pickup": r"pick ?up|self-collect|collect it|самовывоз|забрать сам|өзім алып",
         "address": r"address|where are you|located|location|адрес|где вы|находитесь|"
-        r"мекенжай|қайда орналас",
+        r"мекенжай|қайда орналас|(?<!\w)ул\. |улиц|проспект|шоурум|showroom|\bstreet\b",
     }.items()
 }
 
