@@ -47,10 +47,12 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"for nothing", r"(?:no ?one|nobody) (?:saw|came|showed|called|met)",
         r"(?:waited|waiting|sat|been sitting|wait(?:ed)? for)\b.{0,40}\b(?:hours?|days?|weeks?)\b",
         r"(?:this is|it.?s|that.?s|for) the (?:second|third|fourth|\d+(?:nd|rd|th)) time",
-        r"(?:second|third|fourth) time (?:in a row|now|already|this (?:week|month))", r"\bleak", r"still waiting",
+        r"(?:second|third|fourth) time (?:in a row|now|already|this (?:week|month))", r"\bleak",
+        r"still waiting",
         r"(?:hours?|days?|weeks?) late\b", r"\bwhat (?:a|kind of) service",
         r"(?:уже|это|снова|опять) (?:\w+ )?(?:втор|трет|четверт|пят|котор)\w* раз\b",
-        r"(?:втор|трет|четверт|котор)\w* раз (?:подряд|уже|опять|снова|не\b|переносит|привозит)", r"ну и сервис", r"что за сервис",
+        r"(?:втор|трет|четверт|котор)\w* раз (?:подряд|уже|опять|снова|не\b|переносит|привозит)",
+        r"ну и сервис", r"что за сервис",
         r"(?:ни|никакого) (?:слуху|ответа|звонка)", r"сколько можно", r"сколько (?:еще )?ждать",
         r"(?:втор|трет|четверт)\w* недел", r"(?:сижу|сидим|сидела?|стою)\s+(?:\w+\s+)?жд",
         r"\bжд(?:у|ем|ала?|али)\b\s+(?:уже|вас|целый|почти|больше|час|неделю|\d)",
@@ -58,7 +60,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"через \d+\s*(?:час\w*|дн\w*|недел\w*) вместо", r"не (?:приехал|явил|пришел|пришла)",
         r"\bтеч[её]т\b", r"протека", r"подтека", r"зря (?:\w+ )?(?:ждал|отпрос|потрат|приехал)",
         r"никто не (?:принял|вышел|пришел|приехал|встретил)",
-        r"(?:екінші|үшінші) рет.{0,30}(?:кеші[кг]|келмед|жоқ|бұзыл|қате)", r"күттім", r"күтіп отыр", r"ағып",
+        r"(?:екінші|үшінші) рет.{0,30}(?:кеші[кг]|келмед|жоқ|бұзыл|қате)", r"күттім", r"күтіп отыр",
+        r"ағып",
     )),
     ("asks_for_human", (
         r"\bmanager", r"\bhuman\b", r"real person", r"live person", r"\ba person\b",
@@ -76,12 +79,17 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"(?:team|store|shop|company|clinic|office|staff)",
         r"(?:can|could|will|would) (?:a |an )?(?:real |live |actual )?(?:person|human|someone|"
         r"somebody|employee|staff member) (?:write|text|message|reply|answer|contact)",
-        r"not (?:a |with a |to a )?(?:bot|robot|machine)", r"(?:are|r) (?:you|u) (?:a )?(?:bot|robot)",
-        r"(?:chat|speak|talk|deal|discuss)\b.{0,30}\bdirectly\b", r"\bdirectly (?:with|to) (?:a|the|your|someone)",
+        r"not (?:a |with a |to a )?(?:bot|robot|machine)",
+        r"(?:are|r) (?:you|u) (?:a )?(?:bot|robot)",
+        r"(?:chat|speak|talk|deal|discuss)\b.{0,30}\bdirectly\b",
+        r"\bdirectly (?:with|to) (?:a|the|your|someone)",
         r"не (?:с )?(?:бот|робот)\w*", r"\bживо[йе]\b", r"(?:ты|вы) (?:бот|робот)",
-        r"с кем-(?:нибудь|то)", r"кого-(?:нибудь|то) из", r"(?:контакт|номер|телефон)\w* (?:кого|менеджер|сотрудник)",
+        r"с кем-(?:нибудь|то)", r"кого-(?:нибудь|то) из",
+        r"(?:контакт|номер|телефон)\w* (?:кого|менеджер|сотрудник)",
         r"(?:пообщаться|поговорить|связаться|общаться|обсудить|написать|переписываться)\s+"
-        r"(?:\w+\s+)?напрямую|напрямую\s+(?:\w+\s+)?(?:с|со)\s", r"(?:пообщаться|переговорить|обсудить лично)", r"лично (?:\w+ )?(?:уточн|обсуд|поговор|пообщ)",
+        r"(?:\w+\s+)?напрямую|напрямую\s+(?:\w+\s+)?(?:с|со)\s",
+        r"(?:пообщаться|переговорить|обсудить лично)",
+        r"лично (?:\w+ )?(?:уточн|обсуд|поговор|пообщ)",
         r"с (?:флористом|врачом|доктором|мастером|специалистом|сотрудником|продавцом)\b",
         r"тірі адам", r"маманмен", r"сөйлес", r"бот емес",
     )),
@@ -97,7 +105,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"бесплатн", r"отдадите за", r"сделаете за", r"если (?:возьму|возьмем|куплю) \d+",
         r"жеңілдік", r"бөліп", r"несие", r"арзан", r"тегін",
         r"скин(?:ете|ешь|ьте|уть|ите)(?!\s+(?:\w+\s+)?(?:адрес|фото|ссылк|номер|прайс|реквизит|"
-        r"каталог|геолок|локац|карт|контакт|видео|инф|список|счет|точк|расписан|график))", r"сбросит", r"(?:price|цена) (?:for us|для нас)",
+        r"каталог|геолок|локац|карт|контакт|видео|инф|список|счет|точк|расписан|график))",
+        r"сбросит", r"(?:price|цена) (?:for us|для нас)",
         r"\d+\s*\w*\s*(?:в месяц|per month|a month|every month|ежемесячно)",
         r"(?:оплат|плат|заплат)\w*\s+(?:через|после|позже|потом)", r"pay (?:later|after|in \d+)",
         r"отсрочк", r"постоплат",
@@ -107,11 +116,13 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"(?:можно|можете|может)\s+(?:\w+\s+)?под заказ|под заказ\s+(?:можно|можете|привез)",
         r"(?:can|could) you order (?:it|one|them) in",
         # Holding an item for a time, paying over months, paying from a future salary.
-        r"\bhold (?:it|the|this|that|one|them|on to|items?|goods|products?|an? \w+)\b", r"put (?:it|them|\w+ \w+|\w+) aside",
+        r"\bhold (?:it|the|this|that|one|them|on to|items?|goods|products?|an? \w+)\b",
+        r"put (?:it|them|\w+ \w+|\w+) aside",
         r"keep (?:it|the|this|that|one|them)\b.{0,30}\bfor me",
         r"reserve\b.{0,40}\b(?:for|until|till) (?:a|one|two|\d+|next|my)\b",
         r"(?:when|once|after) i get (?:my |the )?(?:salary|paid|paycheck|wages)", r"payday",
-        r"monthly payments?", r"(?:split|spread|divide|break)\b.{0,40}\b(?:payments?|months?|parts?)",
+        r"monthly payments?",
+        r"(?:split|spread|divide|break)\b.{0,40}\b(?:payments?|months?|parts?)",
         r"\bover \d+ months", r"(?:net|within) \d+ days",
         r"отлож(?:ите|ить|и|ишь|ите)\b", r"придерж", r"зарплат", r"получк",
         r"(?:на|в) \d+ (?:месяц|платеж|част)", r"ежемесячн\w* платеж", r"частями",
@@ -126,15 +137,19 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"\border (?:\d+|one|two|three|a|an|the|it|them)\b", r"purchase",
         r"let.?s (?:do|go with|take|get)", r"when can (?:i|we) come", r"i.?d like to come",
         r"(?:хочу|можно|могу|хотел[аи]? бы) (?:прийти|подойти|приехать|зайти)", r"\bi.?m ready\b",
-        r"^(?:\W*(?:ok(?:ay)?|fine|good|great|then|yes|so)\W+)*(?:please\s+)?(?:send|deliver|bring|ship)\b",
+        r"^(?:\W*(?:ok(?:ay)?|fine|good|great|then|yes|so)\W+)*(?:please\s+)?(?:send|deliver|"
+        r"bring|ship)\b",
         r"how (?:do|can|should) i pay", r"ready to (?:buy|order|pay)", r"payment link",
         r"want to pay", r"pay now", r"checkout",
-        r"(?:send|issue|make|need|want|give) (?:me |us )?(?:an? |the )?invoice", r"\bbook (?:a|an|me|it)\b",
+        r"(?:send|issue|make|need|want|give) (?:me |us )?(?:an? |the )?invoice",
+        r"\bbook (?:a|an|me|it)\b",
         r"booking", r"appointment", r"reserve", r"sign (?:me )?up", r"let.?s do it",
         r"\bкуп(?:лю|ить|им|ите|аю)\b", r"покупаю", r"\bберу\b", r"\bберем\b", r"возьм(?:у|ем)",
         r"заказ(?:ать|ываю|ала?|ем)\b", r"закажу", r"\bоформ", r"оплачу",
         r"как (?:можно )?оплатить", r"куда (?:платить|оплатить|переводить|перевести)",
-        r"готов\w* (?:купить|оплатить|заказать|брать|взять)", r"(?:выставите|выставьте|пришлите|скиньте|отправьте|нужен|дайте|сделайте|жду)\s+(?:\w+\s+)?счет\b",
+        r"готов\w* (?:купить|оплатить|заказать|брать|взять)",
+        r"(?:выставите|выставьте|пришлите|скиньте|отправьте|нужен|дайте|сделайте|"
+        r"жду)\s+(?:\w+\s+)?счет\b",
         r"счет на оплату", r"реквизит",
         r"запиш(?:ите|усь)", r"записыва(?:йте|й)", r"записат", r"привезите", r"отправьте",
         r"доставьте", r"давайте (?:оформ|возьм|закаж)", r"\bзапись\b", r"бронир",
@@ -158,7 +173,8 @@ NEUTRAL_PHRASES = (
     r"контакт\w*|видео|список|точк[уи])\s+(?:\w+\s+)?скин(?:ете|ешь|ьте|ь|ите)",
 )  # fmt: skip
 CLAUSE_RE = re.compile(
-    r"[,;!?\n()—]|(?<!\d)\.|\.(?!\d)|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|тек|жай)\s"
+    r"[,;!?\n()—]|(?<!\d)\.|\.(?!\d)|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|"
+    r"тек|жай)\s"
 )
 # A denial before the phrase, in its clause: "don't call me", "не надо звать менеджера".
 NEGATION_BEFORE = re.compile(

@@ -609,12 +609,57 @@ class Catalogue:
 # A part that only gives a count for the thing named before it: "стулья дубовые, штук 6",
 # "chairs, 6 of them", "свечи, штуки 4", "6 pcs", "x6", "алты дана".
 COUNT_UNITS = frozenset(
-    "штук штуки штука штучки штучек шт pcs pc pieces piece units unit items x х them их дана "
-    "данасы".split()
+    [
+        "штук",
+        "штуки",
+        "штука",
+        "штучки",
+        "штучек",
+        "шт",
+        "pcs",
+        "pc",
+        "pieces",
+        "piece",
+        "units",
+        "unit",
+        "items",
+        "x",
+        "х",
+        "them",
+        "их",
+        "дана",
+        "данасы",
+    ]
 )
 _COUNT_FILLERS = frozenset(
-    "ну и and of about around approximately all in total примерно около где то где-то всего "
-    "всех все нужно надо need бы мне me please пожалуйста".split()
+    [
+        "ну",
+        "и",
+        "and",
+        "of",
+        "about",
+        "around",
+        "approximately",
+        "all",
+        "in",
+        "total",
+        "примерно",
+        "около",
+        "где",
+        "то",
+        "где-то",
+        "всего",
+        "всех",
+        "все",
+        "нужно",
+        "надо",
+        "need",
+        "бы",
+        "мне",
+        "me",
+        "please",
+        "пожалуйста",
+    ]
 )
 
 

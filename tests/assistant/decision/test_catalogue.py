@@ -344,7 +344,10 @@ def test_holding_an_item_or_paying_later_is_a_request_for_special_terms(message)
 def test_a_new_question_after_which_one_is_read_on_its_own(message, quoted):
     first = decide_with_rules("how much is a chair?")
     assert first.action == Action.CLARIFY
-    history = [entry("customer", "how much is a chair?", 1), entry("bot", first.reply_to_customer, 2)]
+    history = [
+        entry("customer", "how much is a chair?", 1),
+        entry("bot", first.reply_to_customer, 2),
+    ]
     d = decide_with_rules(message, history=history)
     assert d.action == Action.ANSWER, (d.reason, d.reply_to_customer)
     assert quoted in d.reply_to_customer
