@@ -374,3 +374,19 @@ def test_a_fuzzy_word_in_a_request_for_a_person_does_not_quote_a_product():
     d = decide("can I chat directly with somebody from your team?")
     assert (d.action, d.reason) == (Action.HANDOFF, "asks_for_human")
     assert "KZT" not in d.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    ("message", "not_reason"),
+    [
+        ("привезите через 3 дня вместо пятницы", "complaint"),
+        ("жду вас завтра после обеда", "complaint"),
+        ("is a wait of 3 weeks normal for the oak table?", "complaint"),
+        ("гарантия на 24 месяца?", "non_standard_terms"),
+        ("delivery within 2 days possible?", "non_standard_terms"),
+        ("живые розы есть в наличии?", "asks_for_human"),
+        ("second time ordering from you, what does the bar stool cost?", "complaint"),
+    ],
+)
+def test_words_that_only_resemble_a_reason_do_not_hand_off_for_it(message, not_reason):
+    assert catalogue.detect_intent(message) != not_reason
