@@ -390,3 +390,19 @@ def test_a_fuzzy_word_in_a_request_for_a_person_does_not_quote_a_product():
 )
 def test_words_that_only_resemble_a_reason_do_not_hand_off_for_it(message, not_reason):
     assert catalogue.detect_intent(message) != not_reason
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("the wardrobe we paid for still isn't here", "complaint"),
+        ("шкаф әлі келген жоқ, бір апта болды", "complaint"),
+        ("could I arrange a call with someone tomorrow?", "asks_for_human"),
+        ("is anybody real reading this?", "asks_for_human"),
+        ("I'd pay half today and the rest after delivery, ok?", "non_standard_terms"),
+        ("половину сейчас, остальное после доставки — так можно?", "non_standard_terms"),
+    ],
+)
+def test_more_ways_of_saying_a_reason(message, reason):
+    d = decide(message)
+    assert (d.action, d.reason) == (Action.HANDOFF, reason)
