@@ -35,13 +35,44 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"перестал\w* работать", r"не пришл", r"не привезли", r"не доставили", r"не подош",
         r"царапин", r"поцарапан", r"испорчен", r"где мой заказ", r"плохое качество",
         r"царапал", r"разбил", r"повредил", r"испортил", r"опоздал", r"нагруб", r"грубил",
-        r"выпал[аио]?\b", r"завял", r"увял", r"пятн", r"\bstain", r"\bдыр", r"\bhole\b",
+        r"выпал[аио]?\b", r"завял", r"увял", r"пятн(?!иц)", r"\bstain", r"\bдыр", r"\bhole\b",
         r"\btorn\b", r"порван", r"\bdent(?:ed|s)?\b", r"вмятин", r"помят",
         r"\bгруб(?:ый|ая|ые|о|ил|ила|ят|ит)?\b", r"кровоточ", r"после (?:вашей|вашего|ваших|вас)\b",
         r"after (?:your|you) (?:\w+ )?(?:clean|treat|repair|install|service|fix)",
         r"никто не (?:отвечает|берет|перезвонил)", r"не то,? что (?:заказывал|оплачивал|просил)",
         r"шағым", r"сынып", r"бұзыл", r"ақшамды қайтар", r"келмеді", r"нашар",
         r"енді\s+(?:\w+\s+)?ауыр",
+        # A problem told without the obvious words: waiting, no-shows, a repeat, sarcasm.
+        r"(?:didn.?t|did not|never|doesn.?t) (?:show|turn) up", r"no.?show", r"\bwasted\b",
+        r"for nothing", r"(?:no ?one|nobody) (?:saw|came|showed|called|met)",
+        r"(?:waited|been waiting|was waiting|were waiting|sat|been sitting)\b.{0,40}"
+        r"\b(?:hours?|days?|weeks?)\b",
+        r"(?:this is|it.?s|that.?s|for) the (?:second|third|fourth|\d+(?:nd|rd|th)) time",
+        r"(?:second|third|fourth) time (?:in a row|now|already|this (?:week|month))",
+        r"\bleak(?:s|ing|ed)\b",
+        r"still waiting",
+        r"(?:hours?|days?|weeks?) late\b", r"\bwhat (?:a|kind of) service",
+        r"(?:уже|это|снова|опять) (?:\w+ )?(?:втор|трет|четверт|пят|котор)\w* раз\b",
+        r"(?:втор|трет|четверт|котор)\w* раз (?:подряд|уже|опять|снова|не\b|переносит|привозит)",
+        r"ну и сервис", r"что за сервис",
+        r"(?:ни|никакого) (?:слуху|ответа|звонка)",
+        r"сколько можно(?=\s*$)|сколько можно (?:ждать|уже|терпеть|тянуть|обещать|переносить)",
+        r"сколько (?:еще )?ждать",
+        r"уже (?:\w+ )?(?:втор|трет|четверт)\w* недел|(?:втор|трет|четверт)\w* недел\w* (?:пошла|"
+        r"жду|ждем)",
+        r"(?:сижу|сидим|сидела?|стою)\s+(?:\w+\s+)?жд",
+        r"\bжд(?:у|ем|ала?|али)\b\s+(?:уже|целый|почти|больше)\s",
+        r"\bжд(?:у|ем|ала?|али)\b\s+(?:\d+|два|три|пять)\s*(?:дн|час|недел)",
+        r"(?:привозите|присылаете|отправляете|привезли|прислали) (?:опять |снова )?не т",
+        r"(?:привезли|доставили|приехал\w*|пришл\w*|пришел|привез)\s+(?:\w+\s+)?"
+        r"через \d+\s*(?:час\w*|дн\w*|недел\w*) вместо", r"не (?:приехал|явил|пришел|пришла)",
+        r"\bтеч[её]т\b", r"протека", r"подтека", r"зря (?:\w+ )?(?:ждал|отпрос|потрат|приехал)",
+        r"никто не (?:принял|вышел|пришел|приехал|встретил)",
+        r"still (?:isn.?t|aren.?t|is not|are not|hasn.?t|nothing)\b",
+        r"әлі (?:де )?(?:\w+ )?келм",
+        r"келген жоқ", r"(?:екінші|үшінші) рет.{0,30}(?:кеші[кг]|келмед|жоқ|бұзыл|қате)", r"күттім",
+        r"күтіп отыр",
+        r"ағып",
     )),
     ("asks_for_human", (
         r"\bmanager", r"\bhuman\b", r"real person", r"live person", r"\ba person\b",
@@ -54,6 +85,31 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"(?:кто-то|кто-нибудь|кто нибудь)\s+(?:\w+\s+)?"
         r"(?:сказать|подсказать|ответить|помочь|позвонить)",
         r"адаммен", r"хабарлас", r"қоңырау", r"звондаңыз",
+        # A person asked for in other words: "someone from your team", "not a bot", "живой".
+        r"(?:someone|somebody|anyone|a person) (?:from|at|in|on) (?:your|the) "
+        r"(?:team|store|shop|company|clinic|office|staff)",
+        r"(?:can|could|will|would) (?:a |an )?(?:real |live |actual )?(?:person|human|someone|"
+        r"somebody|employee|staff member) (?:write|text|message|reply|answer|contact)",
+        r"not (?:a |with a |to a )?(?:bot|robot)\b",
+        r"(?:are|r) (?:you|u) (?:a )?(?:bot|robot)",
+        r"(?:chat|speak|talk|deal|discuss)\b.{0,30}\bdirectly\b",
+        r"\bdirectly (?:with|to) (?:a|the|your|someone)",
+        r"не (?:с )?(?:бот|робот)(?:ом|а|у)?\b",
+        r"(?:кто-нибудь|кто-то|есть ли|есть|вы|ты)\s+(?:\w+\s+)?живо[йе]\b|живо[йе]\s+(?:оператор|"
+        r"менеджер|есть)",
+        r"(?:ты|вы) (?:бот|робот)",
+        r"с кем-(?:нибудь|то)", r"кого-(?:нибудь|то) из",
+        r"(?:контакт|номер|телефон)\w* (?:кого|менеджер|сотрудник)",
+        r"(?:пообщаться|поговорить|связаться|общаться|обсудить|написать|переписываться)\s+"
+        r"(?:\w+\s+)?напрямую|напрямую\s+(?:\w+\s+)?(?:с|со)\s",
+        r"(?:пообщаться|переговорить|обсудить лично)",
+        r"лично (?:\w+ )?(?:уточн|обсуд|поговор|пообщ)",
+        r"(?:поговорить|пообщаться|связаться|соедините|переговорить|свяжите|обсудить|можно)\s+"
+        r"(?:\w+\s+)?(?:с|со)\s+(?:флористом|врачом|доктором|мастером|специалистом|сотрудником|"
+        r"продавцом|кем-нибудь|кем-то)\b",
+        r"тірі адам", r"адам бар ма", r"(?:get|have|arrange) a (?:call|phone call)\b",
+        r"(?:is )?(?:anyone|anybody|someone|somebody) (?:there|real|alive|human)\b", r"маманмен",
+        r"сөйлес", r"бот емес",
     )),
     ("non_standard_terms", (
         r"discount", r"cheaper", r"lower (?:the )?price", r"better price", r"best price",
@@ -66,7 +122,9 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"кредит", r"в долг", r"индивидуальн", r"на заказ\b", r"промокод", r"\bакци[яиюй]",
         r"бесплатн", r"отдадите за", r"сделаете за", r"если (?:возьму|возьмем|куплю) \d+",
         r"жеңілдік", r"бөліп", r"несие", r"арзан", r"тегін",
-        r"скин(?:ете|ешь|ьте|уть|ите)", r"сбросит", r"(?:price|цена) (?:for us|для нас)",
+        r"скин(?:ете|ешь|ьте|уть|ите)(?!\s+(?:\w+\s+)?(?:адрес|фото|ссылк|номер|прайс|реквизит|"
+        r"каталог|геолок|локац|карт|контакт|видео|инф|список|счет|точк|расписан|график))",
+        r"сбросит", r"(?:price|цена) (?:for us|для нас)",
         r"\d+\s*\w*\s*(?:в месяц|per month|a month|every month|ежемесячно)",
         r"(?:оплат|плат|заплат)\w*\s+(?:через|после|позже|потом)", r"pay (?:later|after|in \d+)",
         r"отсрочк", r"постоплат",
@@ -75,6 +133,24 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"собрать букет", r"(?:тысяч|тыс|k)\s+на\s+\d+|на\s+\d+\s*(?:тысяч|тыс)", r"budget of",
         r"(?:можно|можете|может)\s+(?:\w+\s+)?под заказ|под заказ\s+(?:можно|можете|привез)",
         r"(?:can|could) you order (?:it|one|them) in",
+        # Holding an item for a time, paying over months, paying from a future salary.
+        r"\bhold (?:it|the|this|that|one|them|on to|items?|goods|products?|an? \w+)\b",
+        r"put (?:it|them|\w+ \w+|\w+) aside",
+        r"keep (?:it|the|this|that|one|them)\b.{0,30}\bfor me",
+        r"reserve\b.{0,40}\b(?:for|until|till) (?:a|one|two|\d+|next|my)\b",
+        r"(?:when|once|after) i get (?:my |the )?(?:salary|paid|paycheck|wages)", r"payday",
+        r"monthly payments?",
+        r"(?:split|spread|divide|break)\b.{0,40}\b(?:payments?|months?|parts?)",
+        r"\bover \d+ months",
+        r"(?:pay|payment|invoice)\w*\b.{0,20}\b(?:net|within|in) \d+ days|\bnet \d+\b",
+        r"отлож(?:ите|ить|и|ишь|ите)\b", r"придерж", r"зарплат", r"получк",
+        r"(?:рассрочк|оплат|плат|раздел|разбить|разби)\w*\s+(?:\w+\s+)?(?:на|в) \d+ (?:месяц|"
+        r"платеж|част)",
+        r"(?:на|в) \d+ (?:платеж|част)", r"ежемесячн\w* платеж", r"частями",
+        r"(?:оплат|счет)\w*\s+(?:\w+\s+)?(?:с отсрочкой|через \d+ дн)",
+        r"\bhalf (?:now|today|upfront)\b", r"\bin (?:two|three|four|\d+) (?:parts|payments)\b",
+        r"половин\w* (?:сейчас|сразу|сегодня|потом)", r"deferr?(?:al|ed)", r"\bpostpone",
+        r"сақтап қой", r"айлық", r"бөліп",
     )),
     ("ready_to_buy", (
         r"\bbuy\b", r"\bi.?ll take\b", r"\bi will take\b", r"\bwe.?ll take\b",
@@ -84,14 +160,20 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"\border (?:\d+|one|two|three|a|an|the|it|them)\b", r"purchase",
         r"let.?s (?:do|go with|take|get)", r"when can (?:i|we) come", r"i.?d like to come",
         r"(?:хочу|можно|могу|хотел[аи]? бы) (?:прийти|подойти|приехать|зайти)", r"\bi.?m ready\b",
-        r"^(?:\W*(?:ok(?:ay)?|fine|good|great|then|yes|so)\W+)*(?:please\s+)?(?:send|deliver|bring|ship)\b",
+        r"^(?:\W*(?:ok(?:ay)?|fine|good|great|then|yes|so)\W+)*(?:please\s+)?(?:send|deliver|"
+        r"bring|ship)\b",
         r"how (?:do|can|should) i pay", r"ready to (?:buy|order|pay)", r"payment link",
-        r"want to pay", r"pay now", r"checkout", r"invoice", r"\bbook (?:a|an|me|it)\b",
+        r"want to pay", r"pay now", r"checkout",
+        r"(?:send|issue|make|need|want|give) (?:me |us )?(?:an? |the )?invoice",
+        r"\bbook (?:a|an|me|it)\b",
         r"booking", r"appointment", r"reserve", r"sign (?:me )?up", r"let.?s do it",
         r"\bкуп(?:лю|ить|им|ите|аю)\b", r"покупаю", r"\bберу\b", r"\bберем\b", r"возьм(?:у|ем)",
         r"заказ(?:ать|ываю|ала?|ем)\b", r"закажу", r"\bоформ", r"оплачу",
         r"как (?:можно )?оплатить", r"куда (?:платить|оплатить|переводить|перевести)",
-        r"готов\w* (?:купить|оплатить|заказать|брать|взять)", r"\bсчет\b", r"реквизит",
+        r"готов\w* (?:купить|оплатить|заказать|брать|взять)",
+        r"(?:выставите|выставьте|пришлите|скиньте|отправьте|нужен|дайте|сделайте|"
+        r"жду)\s+(?:\w+\s+)?счет\b",
+        r"счет на оплату", r"реквизит",
         r"запиш(?:ите|усь)", r"записыва(?:йте|й)", r"записат", r"привезите", r"отправьте",
         r"доставьте", r"давайте (?:оформ|возьм|закаж)", r"\bзапись\b", r"бронир",
         r"сатып ал", r"\bаламын\b", r"\bалам\b", r"алайын", r"аламыз", r"жіберіңіз",
@@ -107,9 +189,15 @@ NEUTRAL_PHRASES = (
     r"on order", r"to order\?", r"made to order\?", r"не могли бы",
     r"не можете ли", r"не подскажете", r"couldn.?t you", r"can.?t you", r"why don.?t you",
     r"почему бы не", r"would you mind",
+    r"(?:какой|какие|каков\w*|есть ли|есть|как)\s+(?:у вас\s+)?(?:условия\s+)?(?:по\s+)?возврат\w*",
+    r"условия возврата", r"return policy", r"(?:what|how) (?:is|are|about) (?:your |the )?returns?",
+    r"waiting room", r"зал ожидания",
+    r"(?:адрес|фото\w*|ссылк\w*|номер|прайс|реквизиты|каталог|геолокаци\w*|локаци\w*|карт[уы]|"
+    r"контакт\w*|видео|список|точк[уи])\s+(?:\w+\s+)?скин(?:ете|ешь|ьте|ь|ите)",
 )  # fmt: skip
 CLAUSE_RE = re.compile(
-    r"[,;!?\n()—]|(?<!\d)\.|\.(?!\d)|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|тек|жай)\s"
+    r"[,;!?\n()—]|(?<!\d)\.|\.(?!\d)|\s(?:but|just|only|instead|а|но|просто|только|лучше|бірақ|"
+    r"тек|жай)\s"
 )
 # A denial before the phrase, in its clause: "don't call me", "не надо звать менеджера".
 NEGATION_BEFORE = re.compile(
@@ -133,6 +221,11 @@ QUESTION_RE = re.compile(r"\?|how much|total|price|cost|сколько|итог�
 # A clause that only supposes ("if it doesn't fit, can I return it?") neither buys nor complains.
 CONDITIONAL_RE = re.compile(r"\b(?:if|in case|если|в случае|егер)\b")
 HYPOTHETICAL_REASONS = ("complaint", "ready_to_buy")
+# "…, если можно" / "…, if possible" is a polite request, not a supposition.
+POLITE_IF_RE = re.compile(
+    r"(?:если|if|егер)\s+(?:можно|possible|you can|it.?s possible|получится|не сложно|"
+    r"не трудно|вам удобно|convenient|мүмкін)"
+)
 
 
 def detect_intent(message: str) -> str:
@@ -159,6 +252,11 @@ def _supposed(clauses: list[str], number: int) -> bool:
     return bool(
         CONDITIONAL_RE.search(clauses[number])
         or (number and CONDITIONAL_RE.search(clauses[number - 1]))
+        or (
+            number + 1 < len(clauses)
+            and CONDITIONAL_RE.match(clauses[number + 1].strip())
+            and not POLITE_IF_RE.match(clauses[number + 1].strip())
+        )
     )
 
 

@@ -54,6 +54,9 @@ _STOPWORD_LINES = (
     "стоить стоили цену цене напишите просто тогда также еще ещё беру возьму заказать купить",
     "покажите скиньте пришлите стал стала стали хорошо ладно ок",
     "тұрады керек маған бізге және ал алғым келеді ба бе па пе",
+    # the same question words in Latin letters ("utyug tefal skolko")
+    "skolko skoko stoit stoyat stoimost tsena cena tseny ceny est yest nuzhno nuzhen nuzhna",
+    "hochu kupit zakazat mozhno pozhaluista pozhalusta privet zdravstvuite u vas nalichii",
 )
 STOPWORDS = frozenset(" ".join(_STOPWORD_LINES).split())
 
@@ -516,6 +519,7 @@ class Catalogue:
         lines: list[tuple[list[ItemMatch], int]] = []
         seen: set[int] = set()
         previous = ""
+        last_line: int | None = None  # the line the part before named, for "…, штук 6"
         # Descriptive words alone ("white", "oak") name nothing when the message names a product.
         strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
@@ -526,6 +530,10 @@ class Catalogue:
                 groups = self._elliptic(part, previous, seen) or groups
             previous = part if groups else previous
             if not groups:
+                count = count_only(part)
+                if count is not None and last_line is not None and lines[last_line][1] == 1:
+                    lines[last_line] = (lines[last_line][0], count)
+                last_line = None
                 continue
             tokens = analyse(part)
             taken: set[int] = set()
@@ -540,6 +548,7 @@ class Catalogue:
                 if len(group) == 1 and group[0].index in seen:
                     continue  # named twice ("the table … and that table"): one line
                 lines.append((group, quantity_near(tokens, group[0].positions, taken)))
+                last_line = len(lines) - 1
                 if len(group) == 1:
                     seen.add(group[0].index)
         # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
@@ -595,6 +604,78 @@ class Catalogue:
                 scores.append((score, i))
         scores.sort(key=lambda s: (-s[0], s[1]))
         return [i for _, i in scores[:k]]
+
+
+# A part that only gives a count for the thing named before it: "стулья дубовые, штук 6",
+# "chairs, 6 of them", "свечи, штуки 4", "6 pcs", "x6", "алты дана".
+COUNT_UNITS = frozenset(
+    [
+        "штук",
+        "штуки",
+        "штука",
+        "штучки",
+        "штучек",
+        "шт",
+        "pcs",
+        "pc",
+        "pieces",
+        "piece",
+        "units",
+        "unit",
+        "items",
+        "x",
+        "х",
+        "them",
+        "их",
+        "дана",
+        "данасы",
+    ]
+)
+_COUNT_FILLERS = frozenset(
+    [
+        "ну",
+        "и",
+        "and",
+        "of",
+        "about",
+        "around",
+        "approximately",
+        "all",
+        "in",
+        "total",
+        "примерно",
+        "около",
+        "где",
+        "то",
+        "где-то",
+        "всего",
+        "всех",
+        "все",
+        "нужно",
+        "надо",
+        "need",
+        "бы",
+        "мне",
+        "me",
+        "please",
+        "пожалуйста",
+    ]
+)
+
+
+def count_only(part: str) -> int | None:
+    """The count a part gives when it names nothing but a count ("штук 6", "6 of them"), or
+    None when the part says anything else."""
+    tokens = analyse(part)
+    numbers = [t.number for t in tokens if t.number is not None]
+    if len(numbers) != 1 or not 0 < numbers[0] < 1000:
+        return None
+    rest = [t.word for t in tokens if t.number is None]
+    if not any(w in COUNT_UNITS for w in rest):
+        return None
+    if any(w not in COUNT_UNITS and w not in _COUNT_FILLERS for w in rest):
+        return None
+    return numbers[0]
 
 
 # Words between an item and its count: "tires, a set of 4", "комплект из 4".

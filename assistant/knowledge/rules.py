@@ -36,15 +36,19 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|"
         r"\bclose[sd]?\b|closing|"
         r"schedule|weekend|"
-        r"sunday|saturday|график|часы работы|режим работы|работаем|"
+        r"sunday|saturday|weekends?|воскресень|суббот|по выходным|график|часы работы|режим работы|"
+        r"работаем|"
         r"(?:когда|сегодня|завтра|в выходные|в субботу|в воскресенье)\W+(?:\w+\W+){0,2}работает|"
         r"работае\w*\W+(?:\w+\W+){0,2}(?:до скольки|во сколько|сегодня|завтра|в выходные|"
         r"в субботу|в воскресенье|ежедневно)|"
-        r"до скольки|во сколько|выходн|ежедневно|без выходных|\bпн\b|жұмыс (?:уақыт|істей)|"
+        r"до скольки|во сколько(?! (?:\w+ )?(?:обойд|выйд|будет стоить|стоит|встанет))|выходн|"
+        r"ежедневно|без выходных|\bпн\b|жұмыс (?:уақыт|істей)|"
         r"нешеге",
         "payment": r"pay (?:by|with|in|via)|payment method|\bcash\b|\bcard\b|kaspi|каспи|"
         r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу|рассрочк|install?ments?|"
-        r"\bcredit\b|кредит|бөліп төле|0-0-\d+",
+        r"\bcredit\b|кредит|бөліп төле|0-0-\d+|безнал|юрлиц|юридическ|bank transfer|wire|"
+        r"\binvoice|legal entit|company account",
+        "photo": r"photo|picture|\bpic\b|фото|снимок|сфотограф|сурет",
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
         "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",
         "insurance": r"insurance|омс|страхов|сақтандыру",
@@ -54,7 +58,7 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "lifting": r"подъ[её]м|поднять|поднимете|этаж|лифт|\bfloor|upstairs|\blift\b|carry",
         "pickup": r"pick ?up|self-collect|collect it|самовывоз|забрать сам|өзім алып",
         "address": r"address|where are you|located|location|адрес|где вы|находитесь|"
-        r"мекенжай|қайда орналас",
+        r"мекенжай|қайда орналас|(?<!\w)ул\. |улиц|проспект|шоурум|showroom|\bstreet\b",
     }.items()
 }
 

@@ -37,6 +37,8 @@ _FOLDS: tuple[tuple[str, str], ...] = (
     ("ee", "i"),
     ("ou", "u"),
     ("y", "i"),
+    # "ю" is written "yu" in Latin ("utyug" for "утюг"), "я" as "ya"
+    ("iu", "u"),
 )
 _C_SOFT = re.compile(r"c(?=[eiy])")
 # A word-initial x is an s in Chinese brand names as Russian writes them ("Xiaomi" → "Сяоми").

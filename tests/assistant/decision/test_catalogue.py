@@ -270,3 +270,139 @@ def test_a_price_agreed_for_another_quantity_is_handed_off():
     ]
     d = decide("and 3 kitchen chairs?", history=history)
     assert (d.action, d.reason) == (Action.HANDOFF, "non_standard_terms")
+
+
+@pytest.mark.parametrize(
+    ("message", "line"),
+    [
+        ("kitchen chairs oak, 5 of them, how much?", "Kitchen chair Oak: 5 × 28 000 KZT"),
+        ("барные стулья, штуки 3, почём?", "Стул барный Лофт: 3 × 32 000 KZT"),
+        ("office chair lux, 7 pcs, price?", "Office chair Lux: 7 × 45 000 KZT"),
+        ("стул барный лофт, штук пять и всё", "Стул барный Лофт: 5 × 32 000 KZT"),
+    ],
+)
+def test_a_count_given_after_the_item_is_its_quantity(message, line):
+    d = decide(message)
+    assert d.action == Action.ANSWER, d.reply_to_customer
+    assert line in d.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "the delivery guy never turned up and I stayed home all morning for nothing",
+        "третий раз переносите доставку, сколько можно",
+        "жду шкаф уже четвертую неделю, ни ответа ни привета",
+        "the sofa you brought is leaking some oil on the floor",
+        "I waited for two hours at the showroom and nobody came out to me",
+        "екінші рет кешігіп жатырсыздар",
+    ],
+)
+def test_a_complaint_without_the_obvious_words_is_handed_off_without_a_price(message):
+    d = decide(message)
+    assert (d.action, d.reason) == (Action.HANDOFF, "complaint")
+    assert "KZT" not in d.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "is there anyone at your shop I can message with about this?",
+        "could a real human reply to me please, not a bot",
+        "хочу пообщаться напрямую с сотрудником салона",
+        "вы вообще живой или робот?",
+        "маманмен сөйлесуге бола ма?",
+    ],
+)
+def test_a_person_asked_for_in_other_words_is_handed_off(message):
+    d = decide(message)
+    assert (d.action, d.reason) == (Action.HANDOFF, "asks_for_human")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "can you keep the Sofa Milano for me until next Friday?",
+        "придержите кухонный стул до зарплаты, пожалуйста",
+        "could I pay for the oak table over 8 months?",
+        "айлық алғанша Milano диванды сақтап қойыңызшы",
+    ],
+)
+def test_holding_an_item_or_paying_later_is_a_request_for_special_terms(message):
+    d = decide_with_rules(message)
+    assert (d.action, d.reason) == (Action.HANDOFF, "non_standard_terms")
+
+
+@pytest.mark.parametrize(
+    ("message", "quoted"),
+    [
+        ("подождите со стулом. вы по субботам открыты?", "Работаем ежедневно"),
+        ("ладно, потом. а сборкой вы занимаетесь?", "Сборка мебели 5 000 тг за заказ."),
+        ("hold on, first: are you open on sundays?", "Open daily 10:00-20:00"),
+    ],
+)
+def test_a_new_question_after_which_one_is_read_on_its_own(message, quoted):
+    first = decide_with_rules("how much is a chair?")
+    assert first.action == Action.CLARIFY
+    history = [
+        entry("customer", "how much is a chair?", 1),
+        entry("bot", first.reply_to_customer, 2),
+    ]
+    d = decide_with_rules(message, history=history)
+    assert d.action == Action.ANSWER, (d.reason, d.reply_to_customer)
+    assert quoted in d.reply_to_customer
+
+
+def test_a_russian_word_in_latin_letters_names_the_product():
+    d = decide("stul barnyi skolko stoit?")
+    assert d.reply_to_customer.startswith("Стул барный Лофт: 32 000 KZT")
+
+
+def test_how_much_it_will_come_to_is_a_price_question_not_the_hours():
+    d = decide_with_rules("барный стул во сколько мне обойдётся?")
+    assert d.action == Action.ANSWER
+    assert "32 000 KZT" in d.reply_to_customer
+    assert "10:00" not in d.reply_to_customer
+
+
+@pytest.mark.parametrize("message", ["адрес скиньте пожалуйста", "скиньте фото стула"])
+def test_asking_to_be_sent_something_is_not_asking_for_a_discount(message):
+    assert decide(message).reason != "non_standard_terms"
+
+
+def test_a_fuzzy_word_in_a_request_for_a_person_does_not_quote_a_product():
+    d = decide("can I chat directly with somebody from your team?")
+    assert (d.action, d.reason) == (Action.HANDOFF, "asks_for_human")
+    assert "KZT" not in d.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    ("message", "not_reason"),
+    [
+        ("привезите через 3 дня вместо пятницы", "complaint"),
+        ("жду вас завтра после обеда", "complaint"),
+        ("is a wait of 3 weeks normal for the oak table?", "complaint"),
+        ("гарантия на 24 месяца?", "non_standard_terms"),
+        ("delivery within 2 days possible?", "non_standard_terms"),
+        ("живые розы есть в наличии?", "asks_for_human"),
+        ("second time ordering from you, what does the bar stool cost?", "complaint"),
+    ],
+)
+def test_words_that_only_resemble_a_reason_do_not_hand_off_for_it(message, not_reason):
+    assert catalogue.detect_intent(message) != not_reason
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("the wardrobe we paid for still isn't here", "complaint"),
+        ("шкаф әлі келген жоқ, бір апта болды", "complaint"),
+        ("could I arrange a call with someone tomorrow?", "asks_for_human"),
+        ("is anybody real reading this?", "asks_for_human"),
+        ("I'd pay half today and the rest after delivery, ok?", "non_standard_terms"),
+        ("половину сейчас, остальное после доставки — так можно?", "non_standard_terms"),
+    ],
+)
+def test_more_ways_of_saying_a_reason(message, reason):
+    d = decide(message)
+    assert (d.action, d.reason) == (Action.HANDOFF, reason)
