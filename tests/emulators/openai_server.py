@@ -23,7 +23,7 @@ token) plus `max_tokens` is over N, as vLLM does.
 Answers, in order of precedence: the scripted steps (one per request, first in first out), then
 `emu.responder(request) -> Step` when set, then the default "echo decision" mode: an instant,
 valid Decision JSON (`action` answer, `reply_to_customer` "Echo: " + the last line of the last
-user message, at most 200 characters).
+user message without its "[time] Customer:" prefix, at most 200 characters).
 
 Structured output is honoured like vLLM does it: with `response_format` json_schema (or
 llama.cpp's json_object + `schema`) every scripted JSON answer is validated against the schema
@@ -548,7 +548,10 @@ def echo_content(request: RecordedRequest) -> str:
             last = str(message.get("content") or "")
             break
     lines = [line.strip() for line in last.strip().splitlines() if line.strip()]
-    return decision_json(reply=("Echo: " + (lines[-1] if lines else ""))[:200])
+    # The prompt writes "[2025-03-01 10:01] Customer: text"; a reply repeats only the text (a
+    # timestamp in a reply is a date the guardrail rightly holds back).
+    said = re.sub(r"^\[[^\]]*\]\s*\w+:\s*", "", lines[-1]) if lines else ""
+    return decision_json(reply=("Echo: " + said)[:200])
 
 
 TOKEN_RE = re.compile(r"\S+\s*|\s+")
