@@ -291,6 +291,17 @@ def test_the_price_a_manager_agreed_binds_for_that_item_after_release():
     ]
 
 
+def test_saying_a_manager_agreed_is_not_agreeing_but_agreeing_anew_is():
+    history = [
+        entry("customer", "Сделаете 2 кресла офисных Комфорт за 100 000? Тогда возьму", 1),
+        entry("manager", "Да, 2 кресла Комфорт за 100 000 для вас", 2),
+    ]
+    asked = "Так сколько за два кресла комфорт, со скидкой можно?"
+    quoted = "Кресло офисное Комфорт: 2 × 50 000 KZT = 100 000 KZT (как договорились с менеджером)"
+    assert order(quoted, asked, history=history) == []
+    assert order("Договорились, отдам за 90 000 KZT", asked, history=history) != []
+
+
 @pytest.mark.parametrize(
     "written",
     [
