@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -29,7 +30,7 @@ from typing import Any, cast
 
 from django.conf import settings
 
-from assistant.knowledge.agreements import Agreement, agreements
+from assistant.knowledge.agreements import Agreement, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.knowledge.matching import compact as compact_text
 from assistant.knowledge.matching import normalise
@@ -98,17 +99,24 @@ def build_messages(
     if compact:
         history_limit = min(history_limit or COMPACT_HISTORY_MESSAGES, COMPACT_HISTORY_MESSAGES)
     user = template(version, "conversation").substitute(
-        retrieved=render_agreements(version, agreed, knowledge) + retrieved,
+        retrieved=render_agreements(version, agreed, knowledge, manager_statements(turn.history))
+        + retrieved,
         history=render_history(turn.history, history_limit) or "(no earlier messages)",
         pending=render_history(turn.pending, 0),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def render_agreements(version: str, agreed: list[Agreement], knowledge: Knowledge) -> str:
+MAX_MANAGER_TERMS = 8  # the latest sentences of a manager without a price, shown as terms
+
+
+def render_agreements(
+    version: str, agreed: list[Agreement], knowledge: Knowledge, statements: Sequence[str] = ()
+) -> str:
     """The manager's agreements as binding facts ("" when there are none): per item (and
     quantity it was given for) only the latest holds; the manager's own words go with each,
-    so the model sees what was said."""
+    so the model sees what was said. A manager's other sentences (a delivery day, free assembly)
+    follow in their own words, the latest few."""
     latest: dict[tuple[int | None, int | None], Agreement] = {}
     for agreement in agreed:
         key = (agreement.item_index, agreement.quantity)
@@ -127,6 +135,10 @@ def render_agreements(version: str, agreed: list[Agreement], knowledge: Knowledg
             f"- {item.name}: {price} per unit{quantity} instead of the list's "
             f'{item.price_text()}; the manager wrote: "{words}"'
         )
+    # What else a manager promised (a date, free delivery, a term), in their words.
+    priced = {" ".join(a.words.split()) for a in agreed}
+    terms = [" ".join(s.split())[:300] for s in statements if " ".join(s.split()) not in priced]
+    lines += [f'- the manager wrote: "{words}"' for words in terms[-MAX_MANAGER_TERMS:]]
     if not lines:
         return ""
     return _template_or_v1(version, "agreements").substitute(agreements="\n".join(lines))

@@ -168,6 +168,16 @@ def test_an_agreement_holds_after_its_message_scrolled_out_of_the_shown_history(
     assert "Office chair Lux: 40 000 KZT per unit" in user["content"]  # … its agreement is
 
 
+def test_a_managers_delivery_day_and_terms_are_binding_facts_too():
+    history = _after_release(
+        "The office chair is 40 000 KZT for you.", "We deliver on Saturday, assembly free for you."
+    )
+    _, user = build_messages(turn("when?", history=history), knowledge(), CONFIG, "json_schema")
+    facts = user["content"].split("Conversation so far", 1)[0]
+    assert '- the manager wrote: "We deliver on Saturday, assembly free for you."' in facts
+    assert facts.count("The office chair is 40 000 KZT for you.") == 1  # shown with its price
+
+
 def test_no_manager_no_binding_facts():
     history = [entry("customer", "hi", 0), entry("bot", "Hello!", 1)]
     _, user = build_messages(turn("price?", history=history), knowledge(), CONFIG, "json_schema")
