@@ -81,21 +81,11 @@ def stage(
 ) -> StagedUpload:
     """Parse the file for a preview and keep it for an hour for this user's Apply. Writes no
     price list, even when the preview is clean."""
-    if not user.is_authenticated:
-        raise PermissionDenied("an upload belongs to a signed-in user")
-    user_id = int(user.pk)
+    user_id = _uploader(user)
     preview = parse_price_file(data, filename, currency)
     token = secrets.token_urlsafe(16)
-    previous = cache.get(_user_key(user_id))
-    if previous:
-        discard(str(previous))
-    stored = {
-        "preview": _pack(preview),
-        "business": business_id,
-        "channel": channel_id,
-        "user": user_id,
-    }
-    cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
+    stored = {"preview": _pack(preview), "business": business_id, "channel": channel_id}
+    _keep(token, user_id, stored)
     return StagedUpload(token, preview, business_id, channel_id, user_id)
 
 
@@ -110,16 +100,10 @@ def submit(
 ) -> str:
     """Hand the file to a worker for its preview and return the upload's token. Until the
     worker is done, `parsing(token, user)` is True and `take` is None."""
-    if not user.is_authenticated:
-        raise PermissionDenied("an upload belongs to a signed-in user")
-    user_id = int(user.pk)
+    user_id = _uploader(user)
     token = secrets.token_urlsafe(16)
-    previous = cache.get(_user_key(user_id))
-    if previous:
-        discard(str(previous))
     path = default_storage.save(_file_name(token), ContentFile(data))
-    waiting = {"parsing": True, "business": business_id, "channel": channel_id, "user": user_id}
-    cache.set_many({_key(token): waiting, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
+    _keep(token, user_id, {"parsing": True, "business": business_id, "channel": channel_id})
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
     parse_upload.apply_async(
@@ -220,6 +204,21 @@ def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
     drops its preview)."""
     cache.delete(_key(token[:MAX_TOKEN_CHARS]))
+
+
+def _uploader(user: User) -> int:
+    if not user.is_authenticated:
+        raise PermissionDenied("an upload belongs to a signed-in user")
+    return int(user.pk)
+
+
+def _keep(token: str, user_id: int, entry: dict[str, object]) -> None:
+    """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it."""
+    previous = cache.get(_user_key(user_id))
+    if previous:
+        discard(str(previous))
+    stored = {**entry, "user": user_id}
+    cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
 
 
 def _file_name(token: str) -> str:
