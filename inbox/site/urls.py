@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import admin_pages, health, metrics_view
+from inbox.site import admin_pages, health, metrics_view, replay_pages
 from inbox.web import login_limit, media, views
 from inbox.web.api import api
 from integrations.bitrix24.settings_page import bitrix24_settings
@@ -41,6 +41,20 @@ urlpatterns = [
         name="settings_assistant",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("inbox/settings/replay/", replay_pages.replay_start, name="settings_replay"),
+    path(
+        "inbox/settings/replay/<int:run_id>/", replay_pages.replay_run, name="settings_replay_run"
+    ),
+    path(
+        "inbox/settings/replay/<int:run_id>/apply/",
+        replay_pages.replay_apply,
+        name="settings_replay_apply",
+    ),
+    path(
+        "inbox/settings/replay/<int:run_id>/discard/",
+        replay_pages.replay_discard,
+        name="settings_replay_discard",
+    ),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
