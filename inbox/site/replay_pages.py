@@ -26,6 +26,13 @@ from inbox.conversations.models import Business
 from inbox.site.admin_pages import AssistantSettingsForm, _require_admin
 
 
+class CandidateRulesForm(AssistantSettingsForm):
+    """The assistant settings form without the gate: a replay tries rules, not its own gate."""
+
+    class Meta(AssistantSettingsForm.Meta):
+        fields = ["business_rules"]
+
+
 class ReplayForm(forms.Form):
     """Which past turns, and what to try: the staged price list, edited rules, another model."""
 
@@ -105,7 +112,7 @@ def replay_start(request: HttpRequest) -> HttpResponse:
     if staged is not None:
         business = next((b for b in businesses if b.pk == staged.business_id), business)
         form.initial["business"] = business.pk
-    rules_form = AssistantSettingsForm(
+    rules_form = CandidateRulesForm(
         request.POST or None, instance=assistant_settings(business.pk), prefix="rules"
     )
     if request.method == "POST" and form.is_valid():
@@ -135,7 +142,7 @@ def replay_start(request: HttpRequest) -> HttpResponse:
 
 def _candidate(
     form: ReplayForm,
-    rules_form: AssistantSettingsForm,
+    rules_form: CandidateRulesForm,
     staged: price_upload.StagedUpload | None,
     business: Business,
 ) -> tuple[Candidate, str]:
