@@ -83,6 +83,17 @@ class ReplayForm(forms.Form):
                 raise forms.ValidationError(str(exc)) from exc
         return url
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        channel, business = data.get("channel"), data.get("business")
+        if channel and business and int(channel) not in self._channel_ids(int(business)):
+            self.add_error("channel", "This channel belongs to another business.")
+        return data
+
+    def _channel_ids(self, business_id: int) -> set[int]:
+        business = self.businesses.get(business_id)
+        return set(business.channels.values_list("pk", flat=True)) if business else set()
+
     def business_obj(self) -> Business:
         return self.businesses[int(self.cleaned_data["business"])]
 
@@ -107,7 +118,10 @@ def replay_start(request: HttpRequest) -> HttpResponse:
     businesses = list(access.administered_businesses(request.user).order_by("name"))
     token = request.POST.get("upload") or request.GET.get("upload", "")
     staged = price_upload.take(token, request.user) if token else None
-    form = ReplayForm(request.POST or None, initial={"upload": token}, businesses=businesses)
+    initial: dict[str, Any] = {"upload": token}
+    if request.GET.get("again", "").isdigit():
+        initial.update(_saved_set(_visible_run(request, int(request.GET["again"]))))
+    form = ReplayForm(request.POST or None, initial=initial, businesses=businesses)
     business = businesses[0]
     if staged is not None:
         business = next((b for b in businesses if b.pk == staged.business_id), business)
@@ -138,6 +152,19 @@ def replay_start(request: HttpRequest) -> HttpResponse:
         "inbox/settings/replay_start.html",
         {"form": form, "rules_form": rules_form, "staged": staged, "runs": runs},
     )
+
+
+def _saved_set(run: ReplayRun) -> dict[str, Any]:
+    """The form's fields for the same conversations as an earlier replay (a saved set)."""
+    chat_ids = sorted(set(run.turns.values_list("chat_id", flat=True)))
+    return {
+        "business": run.business_id,
+        "days": run.selection.get("days", 7),
+        "channel": run.selection.get("channel_id") or "",
+        "reason": run.selection.get("reason", ""),
+        "chat_ids": ", ".join(str(pk) for pk in chat_ids),
+        "limit": run.selection.get("limit", 200),
+    }
 
 
 def _candidate(

@@ -255,7 +255,7 @@ def test_a_replay_sees_only_its_own_business_and_only_its_admins_see_it(
     worker: ProcessGroup,
 ) -> None:
     a, _ca, chats_a, admin_a = seed("Shop A")
-    b, _cb, chats_b, admin_b = seed("Shop B")
+    b, channel_b, chats_b, admin_b = seed("Shop B")
     manager_a = factories.manager(a)
     web_a = client_for(admin_a)
     web_a.post("/inbox/settings/replay/", start_form(a, **rules_fields(a, "Open 9 to 18.")))
@@ -270,9 +270,18 @@ def test_a_replay_sees_only_its_own_business_and_only_its_admins_see_it(
         a, **rules_fields(a, "x"))).content.decode()  # fmt: skip
     assert ReplayRun.objects.filter(business=a).count() == 1
     assert "Select a valid choice" in page
+    # Nor pick B's channel for A's replay.
+    web_a.post("/inbox/settings/replay/", start_form(
+        a, channel=str(channel_b.pk), **rules_fields(a, "x")))  # fmt: skip
+    assert ReplayRun.objects.count() == 1
     assert b.pk not in {row.chat.channel.business_id for row in run.turns.all()}
     assert chats_b  # B's history exists and was not replayed
 
+    # The same conversations again (a saved set), for A's admin only.
+    again = web_a.get(f"/inbox/settings/replay/?again={run.pk}").content.decode()
+    ids = ", ".join(str(pk) for pk in sorted(c.pk for c in chats_a.values()))
+    assert f'value="{ids}"' in again
+    assert client_for(admin_b).get(f"/inbox/settings/replay/?again={run.pk}").status_code == 404
     # With the permission, a viewer sees the phone numbers.
     admin_a.user_permissions.add(Permission.objects.get(codename="view_replay_phones"))
     assert (
