@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 REPLAY_TASK = "assistant.replay"
 MAX_TURNS = 500
+REPLAY_TIME_LIMIT_SECONDS = 1860  # the task's hard time limit (assistant/replay/tasks.py)
 # Turns the assistant decided (not lost, not dropped before deciding, not handed off as late).
 DECIDED = (Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED, Turn.Outcome.HANDED_OFF)
 GUARDRAIL = "guardrail"
@@ -100,12 +101,14 @@ def _enqueue(run_id: int) -> None:
 
 def replay(run_id: int) -> None:
     """Answer each selected turn again; progress in `done`/`total` as it goes."""
+    # Only a queued run is claimed: the broker hands a long task to a second worker after its
+    # visibility timeout while the first still runs it, and that copy must do nothing.
     claimed = ReplayRun.objects.filter(pk=run_id, status=ReplayRun.Status.QUEUED).update(
         status=ReplayRun.Status.RUNNING
     )
     run = ReplayRun.objects.select_related("business").filter(pk=run_id).first()
     if claimed != 1 or run is None:
-        return  # gone, discarded, or a redelivered message of a run already under way
+        return  # gone, discarded, or a second delivery of a run already under way
     candidate = Candidate.from_json(run.candidate, run.model_api_key)
     recorded = list(reversed(selected_turns(run.business_id, Selection(**_selection(run)))))
     ReplayRun.objects.filter(pk=run.pk).update(total=len(recorded))
@@ -130,6 +133,18 @@ def replay(run_id: int) -> None:
         status=ReplayRun.Status.DONE, summary=summarise(run), finished_at=timezone.now()
     )
     log.info("replay.done", extra={"replay_id": run.pk, "turns": len(recorded)})
+
+
+def settle(run: ReplayRun) -> ReplayRun:
+    """The run as it stands; one still "running" past the task's hard time limit lost its
+    worker and is recorded as failed, not left spinning on the page."""
+    cutoff = timezone.now() - timedelta(seconds=REPLAY_TIME_LIMIT_SECONDS)
+    if run.status == ReplayRun.Status.RUNNING and run.created_at < cutoff:
+        ReplayRun.objects.filter(pk=run.pk, status=ReplayRun.Status.RUNNING).update(
+            status=ReplayRun.Status.FAILED, error="interrupted", finished_at=timezone.now()
+        )
+        run.refresh_from_db()
+    return run
 
 
 def _selection(run: ReplayRun) -> dict[str, Any]:

@@ -209,7 +209,7 @@ def _candidate(
 def replay_run(request: HttpRequest, run_id: int) -> HttpResponse:
     """Progress while the worker runs (htmx asks again every second), then the report."""
     _require_admin(request)
-    run = _visible_run(request, run_id)
+    run = engine.settle(_visible_run(request, run_id))
     group = request.GET.get("group", "")
     rows = run.turns.select_related("chat")
     if group in ReplayTurn.Change.values:

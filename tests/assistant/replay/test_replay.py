@@ -4,12 +4,14 @@ worker, with nothing sent; the report groups the turns, Apply makes the change l
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
+from django.utils import timezone
 
 from assistant.knowledge import price_upload
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
@@ -288,3 +290,16 @@ def test_a_replay_sees_only_its_own_business_and_only_its_admins_see_it(
         "77011234567"
         in client_for(admin_a).get(f"/inbox/settings/replay/{run.pk}/").content.decode()
     )
+
+
+def test_a_replay_whose_worker_died_shows_as_failed_not_running_forever() -> None:
+    business = factories.business()
+    admin = factories.manager(business, role=Membership.Role.ADMIN)
+    run = ReplayRun.objects.create(business=business, status=ReplayRun.Status.RUNNING)
+    long_ago = timezone.now() - timedelta(seconds=engine.REPLAY_TIME_LIMIT_SECONDS + 1)
+    ReplayRun.objects.filter(pk=run.pk).update(created_at=long_ago)
+
+    page = client_for(admin).get(f"/inbox/settings/replay/{run.pk}/").content.decode()
+
+    assert "The replay failed: interrupted" in page
+    assert ReplayRun.objects.get(pk=run.pk).status == ReplayRun.Status.FAILED
