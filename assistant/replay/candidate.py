@@ -64,7 +64,9 @@ class Candidate:
             if self.price_list_channel_id is not None:
                 scope = "a channel's override list"
             name = self.preview.source_name or "a price list"
-            parts.append(f"{name} ({len(self.preview.rows)} items) instead of {scope}")
+            count = len(self.preview.rows)
+            items = f"{count} item" if count == 1 else f"{count} items"
+            parts.append(f"{name} ({items}) instead of {scope}")
         if self.rules is not None:
             parts.append("edited rules, handoff reasons and forbidden promises")
         if self.model is not None:
