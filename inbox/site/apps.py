@@ -15,7 +15,9 @@ class SiteConfig(AppConfig):
         # Inside ready(): the apps these modules' models belong to must be loaded first.
         from inbox.conversations import hooks, transport_registry
         from inbox.conversations.models import Channel
+        from inbox.web import crm_cards
         from inbox.web.live import DashboardPush
+        from integrations.bitrix24 import contact_card
         from integrations.bitrix24.hooks import CrmSync
         from integrations.sandbox import SandboxTransport
         from integrations.whatsapp.bridge import BridgeTransport
@@ -26,3 +28,4 @@ class SiteConfig(AppConfig):
         transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
         hooks.subscribe(DashboardPush())
         hooks.subscribe(CrmSync())
+        crm_cards.register(contact_card.SYSTEM, contact_card.card)

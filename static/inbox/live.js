@@ -143,6 +143,8 @@
     var q = (list.dataset.filterQ || "").toLowerCase();
     if (wantState && row.dataset.owner !== wantState) return false;
     if (wantChannel && row.dataset.channel !== wantChannel) return false;
+    var wantLabel = list.dataset.filterLabel;
+    if (wantLabel && (" " + (row.dataset.labels || "") + " ").indexOf(" " + wantLabel + " ") === -1) return false;
     if (q && (row.dataset.search || "").toLowerCase().indexOf(q) === -1) {
       var digits = q.replace(/\D/g, "");
       if (!digits || (row.dataset.search || "").indexOf(digits) === -1) return false;
