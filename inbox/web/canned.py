@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser
-
+from inbox.conversations.access import User
 from inbox.conversations.models import CannedReply, Chat
 
 VARIABLES = ("customer_name", "manager_name", "business_name")
@@ -29,12 +28,12 @@ def fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
-def manager_name(user: AbstractBaseUser) -> str:
+def manager_name(user: User) -> str:
     full = getattr(user, "get_full_name", lambda: "")()
     return str(full or user.get_username())
 
 
-def offered(user: AbstractBaseUser, chat: Chat) -> list[Offered]:
+def offered(user: User, chat: Chat) -> list[Offered]:
     """The replies of the chat's business, filled in (the caller checked the user sees it)."""
     business = chat.channel.business
     values = {
