@@ -19,6 +19,7 @@ from inbox.conversations.models import (
     Label,
     Message,
 )
+from inbox.web.contact import masked_phone
 from integrations.bitrix24.models import Bitrix24Settings, CrmLink
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
@@ -320,6 +321,8 @@ class TestContactPanel:
         assert "data-masked" in panel(as_manager)
         assert full in panel(as_admin)
         assert a.chat.customer_phone not in page(a.manager, "/inbox/").split('id="chat-list"')[1]
+        assert a.chat.customer_phone not in page(a.manager, f"/inbox/chat/{a.chat.pk}/history/")
+        assert masked_phone("77010000005") == "+770••••••05"
 
     def test_shows_the_bitrix24_deal_link_and_stage(self, a: Tenant, b: Tenant) -> None:
         Bitrix24Settings.objects.create(
