@@ -105,6 +105,10 @@ def test_search_canned_reply_label_and_contact_panel(
     expect(page.locator(f"#chat-row-{day['other'].pk}")).to_have_count(0)
     expect(page.locator(f"#chat-row-{chat.pk}")).to_be_visible()
     shot(page, "labels-filter-1366")
+    # Taken off again: the chip goes, and the row leaves the filtered list, live.
+    page.locator(f"#chat-labels-{chat.pk} .chip-remove").click()
+    expect(page.locator(f"#chat-labels-{chat.pk} [data-label-chip]")).to_have_count(0)
+    expect(page.locator(f"#chat-row-{chat.pk}")).to_have_count(0)
     assert Message.objects.filter(chat=chat, direction="out").count() == 0
     assert csp_violations == []
 
