@@ -2,7 +2,7 @@
 
 PostgreSQL (production) matches the Russian and English vectors of the text against the words
 typed, each a prefix of a stem, through the GIN index made by migration
-`0007_search_labels_canned` ("диваны" finds "диван"). SQLite (`make run`) matches prefixes of
+`0006_search_labels_canned` ("диваны" finds "диван"). SQLite (`make run`) matches prefixes of
 the words in an FTS5 table the same migration keeps in step with triggers (no stemming).
 
 Callers pass the messages a user may see (`inbox.conversations.access`); this module never
