@@ -16,6 +16,7 @@ class SiteConfig(AppConfig):
         from inbox.conversations import hooks, transport_registry
         from inbox.conversations.models import Channel
         from inbox.web.live import DashboardPush
+        from inbox.web.notify import NotificationPush
         from integrations.bitrix24.hooks import CrmSync
         from integrations.sandbox import SandboxTransport
         from integrations.whatsapp.bridge import BridgeTransport
@@ -25,4 +26,5 @@ class SiteConfig(AppConfig):
         transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)
         transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
         hooks.subscribe(DashboardPush())
+        hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())
