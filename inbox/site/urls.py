@@ -5,8 +5,8 @@ from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view
 from inbox.web import login_limit, media, views
-from inbox.web.notification_views import notification_settings
 from inbox.web.api import api
+from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
 
 urlpatterns = [
@@ -42,9 +42,7 @@ urlpatterns = [
         name="settings_assistant",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
-    path(
-        "inbox/settings/notifications/", notification_settings, name="settings_notifications"
-    ),
+    path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations import access
-from inbox.web.notify import FIELDS
+from inbox.web.notify import FIELDS, LABELS
 
 
 @login_required
@@ -31,10 +31,7 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "membership": m,
-            "kinds": [
-                (kind, m._meta.get_field(field).verbose_name, getattr(m, field))
-                for kind, field in FIELDS.items()
-            ],
+            "kinds": [(kind, LABELS[kind], getattr(m, field)) for kind, field in FIELDS.items()],
         }
         for m in memberships
     ]

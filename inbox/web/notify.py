@@ -27,6 +27,11 @@ FIELDS: dict[Kind, str] = {
     "assigned": "notify_assigned",
     "message": "notify_my_messages",
 }
+LABELS: dict[Kind, str] = {
+    "waiting": "New waiting chat",
+    "assigned": "Assigned to me",
+    "message": "Message in my chat",
+}
 BODY_LIMIT = 120
 
 
@@ -57,7 +62,9 @@ def recipients(kind: Kind, chat: Chat, user_ids: list[int] | None = None) -> lis
 
 
 def _customer(chat: Chat) -> str:
-    return chat.customer_name or (f"+{chat.customer_phone}" if chat.customer_phone else "A customer")
+    if chat.customer_name:
+        return chat.customer_name
+    return f"+{chat.customer_phone}" if chat.customer_phone else "A customer"
 
 
 def _send(kind: Kind, chat: Chat, users: list[int], title: str, body: str) -> None:

@@ -17,7 +17,9 @@ import pytest
 CSS = Path(__file__).resolve().parents[3] / "static" / "inbox" / "app.css"
 MINIMUM = 4.5
 DARK_BASE = "#102a27"  # the top bar, the phone menu and the toasts
-DARK_CONTEXT = re.compile(r"\.(topbar|topnav|brand|who|toast|live-status|sound-toggle|site-menu|menu-button)")
+DARK_CONTEXT = re.compile(
+    r"\.(topbar|topnav|brand|who|toast|live-status|sound-toggle|site-menu|menu-button)"
+)
 # Coloured glyphs that are not text: their meaning is also in the words beside them.
 DECORATIVE = {".brand-mark", ".health::before", ".health-ok::before", ".health-idle::before",
               ".health-warn::before", ".dots i"}  # fmt: skip
@@ -97,7 +99,9 @@ def background_of(declarations: dict[str, str], variables: dict[str, str]) -> Co
 def pairs(css: str) -> list[tuple[str, Colour, Colour]]:
     """(selector, text colour, background) for every text colour and background it can sit on."""
     parsed = rules(css)
-    variables = {k: v for s, d in parsed if s == ":root" for k, v in d.items() if k.startswith("--")}
+    variables = {
+        k: v for s, d in parsed if s == ":root" for k, v in d.items() if k.startswith("--")
+    }
     white = (255.0, 255.0, 255.0, 1.0)
     dark = parse_colour(DARK_BASE, variables)
     assert dark is not None
@@ -123,7 +127,9 @@ def pairs(css: str) -> list[tuple[str, Colour, Colour]]:
         elif DARK_CONTEXT.search(selector):
             found.append((selector, text, dark))
         else:
-            found.extend((f"{selector} on {where}", text, bg) for where, bg in light_surfaces.items())
+            found.extend(
+                (f"{selector} on {where}", text, bg) for where, bg in light_surfaces.items()
+            )
     return found
 
 
