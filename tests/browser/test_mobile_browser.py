@@ -328,4 +328,12 @@ def test_reconnect_brings_the_missed_handoff_within_a_second(
     opened, card_at, back = boris.evaluate("[inboxLive.openedAt, window.__cardAt, window.__backAt]")
     assert opened - back < 1000, "the page did not reconnect when it came back online"
     assert card_at - opened < 1000, f"the card came {card_at - opened:.0f} ms after the socket"
+
+    # A tab that comes back into view reconnects at once too.
+    boris.evaluate("inboxLive.drop({hold: true})")
+    expect(status).to_have_attribute("data-state", "offline")
+    boris.evaluate("window.__backAt = performance.now(); inboxLive.release();"
+                   "document.dispatchEvent(new Event('visibilitychange'))")  # fmt: skip
+    expect(status).to_have_attribute("data-state", "live")
+    assert boris.evaluate("inboxLive.openedAt - window.__backAt") < 1000
     assert csp_violations == []
