@@ -128,6 +128,11 @@ class Membership(models.Model):
         related_name="assigned_memberships",
         help_text="Leave empty to give access to every channel of the business.",
     )
+    # Desktop notifications this user wants from this business (inbox/web/notify.py); off
+    # until the manager turns them on, since the browser must be asked for permission too.
+    notify_waiting = models.BooleanField("new waiting chat", default=False)
+    notify_assigned = models.BooleanField("assigned to me", default=False)
+    notify_my_messages = models.BooleanField("message in my chat", default=False)
 
     class Meta:
         constraints = [

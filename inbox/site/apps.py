@@ -17,6 +17,7 @@ class SiteConfig(AppConfig):
         from inbox.conversations.models import Channel
         from inbox.web import crm_cards
         from inbox.web.live import DashboardPush
+        from inbox.web.notify import NotificationPush
         from integrations.bitrix24 import contact_card
         from integrations.bitrix24.hooks import CrmSync
         from integrations.sandbox import SandboxTransport
@@ -27,5 +28,6 @@ class SiteConfig(AppConfig):
         transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)
         transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
         hooks.subscribe(DashboardPush())
+        hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())
         crm_cards.register(contact_card.SYSTEM, contact_card.card)

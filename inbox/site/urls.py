@@ -6,6 +6,7 @@ from django.urls import include, path
 from inbox.site import admin_pages, health, metrics_view, replies_labels_page
 from inbox.web import chat_extras, login_limit, media, views
 from inbox.web.api import api
+from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
 
 urlpatterns = [
@@ -48,6 +49,7 @@ urlpatterns = [
         name="settings_replies_labels",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
