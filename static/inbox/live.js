@@ -43,7 +43,16 @@
     };
   }
 
+  // Presence and typing belong to presence.js; other scripts send frames on this socket.
+  state.send = function (frame) {
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(frame));
+  };
+
   function handle(msg) {
+    if (msg.type === "presence" || msg.type === "typing") {
+      document.dispatchEvent(new CustomEvent("inbox:presence", { detail: msg }));
+      return;
+    }
     if (msg.type === "hello") {
       Object.keys(msg.seq).forEach(function (business) {
         var known = last[business] || 0;
