@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from inbox.conversations.redis import get_redis
 
@@ -40,7 +40,7 @@ def viewers(chat_id: int) -> list[Viewer]:
     client.zremrangebyscore(key, "-inf", time.time())
     seen: dict[int, Viewer] = {}
     for raw in client.zrange(key, 0, -1):
-        user_id, name, _ = json.loads(raw)
+        user_id, name, _ = json.loads(cast(bytes, raw))
         seen.setdefault(int(user_id), {"id": int(user_id), "name": str(name)})
     return sorted(seen.values(), key=lambda v: (v["name"], v["id"]))
 
