@@ -95,7 +95,7 @@ def take_over(user: User, chat_id: int) -> ActionResult:
         assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
         return ActionResult(_reload(chat.pk), True)
     if chat.assigned_to_id == user.pk:
-        return ActionResult(chat, False)
+        return ActionResult(chat, False, notice=f"Already handled by {_holder(chat)}.")
     return ActionResult(chat, False, notice=f"Too late: {_holder(chat)} took this chat first.")
 
 
