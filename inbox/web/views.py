@@ -201,6 +201,7 @@ def _composer_response(
         # A reply that was refused (empty, too long) keeps its text; a failed send is in the
         # conversation with its error, so the box is cleared.
         "text": text if result.error and result.message_id is None else "",
+        "holder": result.ask_take_from,
     }
     return render(request, "inbox/_composer.html", context)
 
@@ -210,7 +211,15 @@ def _composer_response(
 def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     key = request.POST.get("key", "")
-    result = _run(request, lambda user, cid: actions.reply(user, cid, text, key=key), chat_id)
+    raw = request.POST.get("take_from", "")
+    take_from = int(raw) if raw.isdigit() and len(raw) < 18 else None
+    result = _run(
+        request,
+        lambda user, cid: actions.reply(
+            user, cid, text, key=key, ask_holder=True, take_from=take_from
+        ),
+        chat_id,
+    )
     return _composer_response(request, result, "reply", text)
 
 

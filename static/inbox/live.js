@@ -81,7 +81,16 @@
   };
   state.release = function () { held = false; };
 
+  // Presence and typing belong to presence.js; other scripts send frames on this socket.
+  state.send = function (frame) {
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(frame));
+  };
+
   function handle(msg) {
+    if (msg.type === "presence" || msg.type === "typing") {
+      document.dispatchEvent(new CustomEvent("inbox:presence", { detail: msg }));
+      return;
+    }
     if (msg.type === "notify") {
       document.dispatchEvent(new CustomEvent("inbox:notify", { detail: msg }));
       return;
