@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Literal
 
@@ -31,7 +31,13 @@ from inbox.conversations.events import StatusEvent, provider_datetime
 from inbox.conversations.models import Chat, Message, Owner
 from inbox.conversations.redis import get_redis
 from inbox.conversations.transport_registry import transport_for
-from inbox.conversations.transports import SendError
+from inbox.conversations.transports import (
+    OutgoingMedia,
+    PermanentSendError,
+    SendError,
+    TransientSendError,
+    Transport,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +45,9 @@ BOT_SENT_TTL_SECONDS = 7 * 86400
 EARLY_STATUS_TTL_SECONDS = 3600
 SEND_ATTEMPTS = 3
 SEND_BACKOFF_SECONDS = (0.5, 2.0)
+
+# What a manager can attach (inbox/conversations/manager_attachments.py).
+OUTBOUND_MEDIA_KINDS = frozenset({Message.Kind.IMAGE, Message.Kind.DOCUMENT})
 
 DropReason = Literal["sent", "stale", "not_bot_owner", "already_answered", "failed", "empty"]
 
@@ -146,9 +155,19 @@ def add_internal_note(chat_id: int, text: str, *, author: User | None = None) ->
     return note
 
 
-def record_outbound(chat: Chat, text: str, *, author: str, manager: User | None) -> Message:
+def record_outbound(
+    chat: Chat,
+    text: str,
+    *,
+    author: str,
+    manager: User | None,
+    kind: str = Message.Kind.TEXT,
+    media_mime: str = "",
+    media_filename: str = "",
+) -> Message:
     """The reply's row, committed before the transport is called: a crash after sending can
-    never lead to sending the same reply again."""
+    never lead to sending the same reply again. A manager's attachment is an image or document
+    row whose text is the caption."""
     transport = transport_for(chat.channel)
     client_id = f"{uuid.uuid4().hex.upper()[:20]}" if transport.assigns_message_ids else ""
     is_bot = author == Message.Author.BOT
@@ -164,8 +183,10 @@ def record_outbound(chat: Chat, text: str, *, author: str, manager: User | None)
         sent_by=manager,
         from_me=True,
         sent_by_bot=is_bot,
-        kind=Message.Kind.TEXT,
+        kind=kind,
         text=text,
+        media_mime=media_mime,
+        media_filename=media_filename,
         provider_message_id=client_id,
         status=Message.Status.SENDING,
         status_at=now,
@@ -203,9 +224,7 @@ def deliver(message_id: int) -> SendOutcome:
             error = SendError("not retried: a manager took over the chat", code="cancelled")
             break
         try:
-            provider_id = transport.send_text(
-                message.chat, message.text, client_message_id=message.provider_message_id
-            )
+            provider_id = _send_once(transport, message)
         except SendError as exc:
             error = exc
             log.warning(
@@ -219,6 +238,41 @@ def deliver(message_id: int) -> SendOutcome:
         return _mark_sent(message, provider_id)
     assert error is not None
     return _mark_failed(message, error)
+
+
+def _send_once(transport: Transport, message: Message) -> str:
+    if message.kind not in OUTBOUND_MEDIA_KINDS:
+        return transport.send_text(
+            message.chat, message.text, client_message_id=message.provider_message_id
+        )
+    media = _outgoing_media(message)
+    if not media.media_ref:
+        media_ref = transport.upload_media(message.chat, media)
+        if media_ref:
+            # Kept at once: when the send after a good upload fails, the retry reuses the id.
+            Message.objects.filter(pk=message.pk).update(media_ref=media_ref[:1024])
+            message.media_ref = media_ref
+            media = replace(media, media_ref=media_ref)
+    return transport.send_media(message.chat, media, client_message_id=message.provider_message_id)
+
+
+def _outgoing_media(message: Message) -> OutgoingMedia:
+    """The manager's file as kept in storage (never the request's copy)."""
+    if not message.media_file:
+        raise PermanentSendError("the file was not kept", code="no_file")
+    try:
+        with message.media_file.open("rb") as handle:
+            content = bytes(handle.read())
+    except OSError as exc:
+        raise TransientSendError("the kept file could not be read", code="storage") from exc
+    return OutgoingMedia(
+        kind=message.kind,
+        content=content,
+        mime_type=message.media_mime,
+        filename=message.media_filename,
+        caption=message.text,
+        media_ref=message.media_ref,
+    )
 
 
 def _bot_still_owns(chat_id: int) -> bool:

@@ -1,7 +1,8 @@
 """The transport interface: how a chat's messages leave the inbox, whichever way the business
 is connected.
 
-A transport sends text to the customer and fetches attachments. The implementations live in
+A transport sends text and managers' attachments to the customer and fetches customers'
+attachments. The implementations live in
 `integrations/` (Cloud API, linked-device bridge, sandbox) and import this module; the core
 finds the one for a channel through `inbox.conversations.transport_registry`, so nothing here
 knows which transports exist.
@@ -55,6 +56,20 @@ class MediaBlob:
     filename: str = ""
 
 
+@dataclass(frozen=True)
+class OutgoingMedia:
+    """A manager's attachment on its way out, read from storage (never from the request).
+    `media_ref` is the provider's id of an earlier successful upload ("" when none): a retry
+    sends that id instead of uploading the file again."""
+
+    kind: str  # "image" | "document"
+    content: bytes
+    mime_type: str
+    filename: str
+    caption: str
+    media_ref: str = ""
+
+
 class Transport(Protocol):
     # True when this transport lets us choose the message id before sending (bridge, sandbox):
     # the id is recorded before the send, so the echo of our own message can never arrive first.
@@ -66,6 +81,16 @@ class Transport(Protocol):
 
     def fetch_media(self, message: Message) -> MediaBlob:
         """Download the attachment of an inbound message."""
+        ...
+
+    def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:
+        """Hand the file to the provider before the send; returns its media id, or "" for a
+        transport that sends the file with the message itself."""
+        ...
+
+    def send_media(self, chat: Chat, media: OutgoingMedia, *, client_message_id: str) -> str:
+        """Send an image or document (uploaded first when `upload_media` gave an id); returns
+        the provider's message id."""
         ...
 
 

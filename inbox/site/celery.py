@@ -40,6 +40,7 @@ app.conf.task_routes = {
 }
 app.autodiscover_tasks()
 app.autodiscover_tasks(["inbox.conversations"], related_name="attachments")
+app.autodiscover_tasks(["inbox.conversations"], related_name="manager_attachments")
 app.autodiscover_tasks(["assistant.knowledge"], related_name="price_upload")
 app.autodiscover_tasks(["assistant.replay"], related_name="tasks")
 

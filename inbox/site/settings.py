@@ -315,6 +315,9 @@ OUTBOUND_ALLOWED_HOSTS = env_list(
 )
 # Largest attachment downloaded from a provider (the platform's own cap is 100 MB).
 MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
+# Largest document a manager may send from the composer (WhatsApp allows 100 MB; images are
+# held to WhatsApp's 5 MB). Keep nginx's client_max_body_size above it (deploy/nginx.conf).
+MANAGER_ATTACHMENT_MAX_BYTES = env_int("MANAGER_ATTACHMENT_MAX_BYTES", 16 * 1024 * 1024)
 # Longest text stored on an inbound message. WhatsApp lets a person send at most 65,536
 # characters (the Cloud API's 4,096 is the limit of what a business sends); a longer text is
 # cut here and kept whole as the message's attachment (inbox/conversations/ingest.py).

@@ -14,9 +14,17 @@ import logging
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from inbox.conversations import access, assignment, hooks, outbound, ownership
+from inbox.conversations import (
+    access,
+    assignment,
+    hooks,
+    manager_attachments,
+    outbound,
+    ownership,
+)
 from inbox.conversations.models import Chat, Owner
 from inbox.conversations.redis import get_redis
 
@@ -171,17 +179,12 @@ def reply(
     text, problem = _text(text)
     if problem:
         return ActionResult(chat, False, error=problem)
-    holder = other_holder(user, chat) if ask_holder else None
-    if holder is not None and take_from != holder.pk:
-        name = holder.get_full_name() or holder.get_username()
-        return ActionResult(
-            chat, False, error=f"{name} has this chat. Take over from {name}?", ask_take_from=holder
-        )
+    refused = _ask_holder_first(user, chat, ask_holder, take_from)
+    if refused is not None:
+        return refused
     if not _first_use(user, chat.pk, "reply", key):
         return ActionResult(_reload(chat.pk), False, notice="This reply was already sent.")
-    if holder is not None:
-        assignment.assign(chat.pk, user.pk)
-        log.info("inbox.taken_from", extra={"chat_id": chat.pk, "user_id": user.pk})
+    _take_from_holder(user, chat, ask_holder)
     outcome = outbound.send_manager_reply(chat.pk, text, manager=user, source="inbox")
     chat = _reload(chat.pk)
     if chat.assigned_to_id is None and assignment.assign(chat.pk, user.pk, only_if_unassigned=True):
@@ -192,6 +195,73 @@ def reply(
             message_id=outcome.message_id,
         )  # fmt: skip
     return ActionResult(chat, True, message_id=outcome.message_id)
+
+
+def _ask_holder_first(
+    user: User, chat: Chat, ask_holder: bool, take_from: int | None
+) -> ActionResult | None:
+    """The refusal "Take over from X?" when another manager has the chat and this manager has
+    not confirmed taking it from them (`take_from`); None when the send may go ahead."""
+    holder = other_holder(user, chat) if ask_holder else None
+    if holder is None or take_from == holder.pk:
+        return None
+    name = holder.get_full_name() or holder.get_username()
+    return ActionResult(
+        chat, False, error=f"{name} has this chat. Take over from {name}?", ask_take_from=holder
+    )
+
+
+def _take_from_holder(user: User, chat: Chat, ask_holder: bool) -> None:
+    if ask_holder and other_holder(user, chat) is not None:
+        assignment.assign(chat.pk, user.pk)
+        log.info("inbox.taken_from", extra={"chat_id": chat.pk, "user_id": user.pk})
+
+
+def _caption(text: str) -> tuple[str, str]:
+    text = text.strip()
+    if "\x00" in text or not _encodable(text):
+        return "", "The caption contains characters that cannot be sent."
+    if len(text) > manager_attachments.MAX_CAPTION:
+        return "", f"A caption can be at most {manager_attachments.MAX_CAPTION} characters."
+    return text, ""
+
+
+def send_attachment(
+    user: User,
+    chat_id: int,
+    upload: UploadedFile,
+    caption: str = "",
+    *,
+    key: str = "",
+    ask_holder: bool = False,
+    take_from: int | None = None,
+) -> ActionResult:
+    """Send an image or document (the text box is its caption) like a reply: the same
+    "Take over from X?" rule, the chat becomes HUMAN. The file is checked by its content and
+    kept before the delivery task is queued; the message then shows its delivery status."""
+    chat = _chat(user, chat_id)
+    caption, problem = _caption(caption)
+    if problem:
+        return ActionResult(chat, False, error=problem)
+    if (upload.size or 0) > manager_attachments.max_bytes():
+        limit = manager_attachments.max_bytes() // (1024 * 1024)
+        return ActionResult(chat, False, error=f"The file is too large: at most {limit} MB.")
+    try:
+        checked = manager_attachments.check(
+            upload.read(), upload.name or "", channel_kind=chat.channel.kind
+        )
+    except manager_attachments.Refused as exc:
+        return ActionResult(chat, False, error=exc.title)
+    refused = _ask_holder_first(user, chat, ask_holder, take_from)
+    if refused is not None:
+        return refused
+    if not _first_use(user, chat.pk, "attachment", key):
+        return ActionResult(_reload(chat.pk), False, notice="This file was already sent.")
+    _take_from_holder(user, chat, ask_holder)
+    message = manager_attachments.send(chat.pk, checked, caption, manager=user, source="inbox")
+    if chat.assigned_to_id is None:
+        assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
+    return ActionResult(_reload(chat.pk), True, message_id=message.pk)
 
 
 def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:

@@ -186,7 +186,12 @@ def assign(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 
 def _composer_response(
-    request: HttpRequest, result: actions.ActionResult, mode: str, text: str
+    request: HttpRequest,
+    result: actions.ActionResult,
+    mode: str,
+    text: str,
+    *,
+    attachment: bool = False,
 ) -> HttpResponse:
     if not _is_htmx(request):
         if result.error:
@@ -202,6 +207,8 @@ def _composer_response(
         # conversation with its error, so the box is cleared.
         "text": text if result.error and result.message_id is None else "",
         "holder": result.ask_take_from,
+        # A refused file is not sent back by the browser: the manager attaches it again.
+        "reattach": attachment and not result.ok and result.message_id is None,
     }
     return render(request, "inbox/_composer.html", context)
 
@@ -213,6 +220,16 @@ def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
     key = request.POST.get("key", "")
     raw = request.POST.get("take_from", "")
     take_from = int(raw) if raw.isdigit() and len(raw) < 18 else None
+    upload = request.FILES.get("attachment")
+    if upload is not None:  # a file: the text box is its caption
+        result = _run(
+            request,
+            lambda user, cid: actions.send_attachment(
+                user, cid, upload, text, key=key, ask_holder=True, take_from=take_from
+            ),
+            chat_id,
+        )
+        return _composer_response(request, result, "reply", text, attachment=True)
     result = _run(
         request,
         lambda user, cid: actions.reply(

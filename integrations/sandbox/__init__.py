@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inbox.conversations.transports import MediaBlob, MediaError
+from inbox.conversations.transports import MediaBlob, MediaError, OutgoingMedia
 
 if TYPE_CHECKING:
     from inbox.conversations.models import Channel, Chat, Message
@@ -27,3 +27,10 @@ class SandboxTransport:
             with message.media_file.open("rb") as handle:
                 return MediaBlob(handle.read(), message.media_mime, message.media_filename)
         raise MediaError("sandbox messages carry their media as an uploaded file", permanent=True)
+
+    def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:
+        return ""  # the file is already kept on the message
+
+    def send_media(self, chat: Chat, media: OutgoingMedia, *, client_message_id: str) -> str:
+        # As for text: the stored message is what the sandbox page shows the "customer".
+        return client_message_id

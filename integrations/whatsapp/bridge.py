@@ -18,7 +18,9 @@ Sending (inbox → bridge): `POST {bridge_url}/send` with the same bearer token 
 `{"chat_id": …, "text": …, "id": "<message id chosen by the inbox>"}` → `200 {"id": "<id>"}`.
 The bridge must use the given id for the message (whatsmeow: SendRequestExtra.ID; Baileys:
 the messageId option), so the inbox knows its own messages before their echo arrives.
-Media: `GET <media_url>` with the bearer token.
+Media: `GET <media_url>` with the bearer token. A manager's image or document:
+`POST {bridge_url}/send-media`, multipart/form-data with the fields `chat_id`, `id`, `kind`
+(`image` | `document`), `caption`, `filename` and the file as `file` → `200 {"id": "<id>"}`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from inbox.conversations.events import MESSAGE_KINDS, InboundEvent, MediaRef
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
+    OutgoingMedia,
     PermanentSendError,
     TransientSendError,
 )
@@ -125,8 +128,29 @@ class BridgeTransport:
         return {"Authorization": f"Bearer {self.channel.bridge_token}"}
 
     def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
-        url = self.channel.bridge_url.rstrip("/") + "/send"
         body = {"chat_id": chat.customer_key, "text": text, "id": client_message_id}
+        return self._post("/send", client_message_id, json=body)
+
+    def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:
+        return ""  # the file travels with the send itself
+
+    def send_media(self, chat: Chat, media: OutgoingMedia, *, client_message_id: str) -> str:
+        fields = {
+            "chat_id": chat.customer_key,
+            "id": client_message_id,
+            "kind": media.kind,
+            "caption": media.caption,
+            "filename": media.filename,
+        }
+        files = {"file": (media.filename or "file", media.content, media.mime_type)}
+        return self._post(
+            "/send-media", client_message_id, data=fields, files=files, read_timeout=60.0
+        )
+
+    def _post(
+        self, path: str, client_message_id: str, *, read_timeout: float = 15.0, **body: Any
+    ) -> str:
+        url = self.channel.bridge_url.rstrip("/") + path
         try:
             egress.check(url)
         except egress.EgressRefused as exc:
@@ -135,7 +159,10 @@ class BridgeTransport:
             ) from exc
         try:
             response = egress.http_client().post(
-                url, json=body, headers=self._headers(), timeout=httpx.Timeout(15.0, connect=5.0)
+                url,
+                headers=self._headers(),
+                timeout=httpx.Timeout(read_timeout, connect=5.0),
+                **body,
             )
         except httpx.TimeoutException as exc:
             raise TransientSendError("the bridge did not answer in time", code="timeout") from exc

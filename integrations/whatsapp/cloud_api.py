@@ -1,4 +1,6 @@
-"""WhatsApp Business Platform (Cloud API): sending and media download through the Graph API.
+"""WhatsApp Business Platform (Cloud API): sending, media upload and media download through the
+Graph API. A manager's attachment goes in two calls: `POST /{phone-number-id}/media` (multipart)
+gives a media id, then `POST /{phone-number-id}/messages` refers to that id.
 
 Graph errors are mapped to what the inbox can do about them: retry (rate limits, temporary
 outages, timeouts) or fail visibly for a manager (expired token, invalid recipient, outside the
@@ -18,6 +20,7 @@ from django.conf import settings
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
+    OutgoingMedia,
     PermanentSendError,
     SendError,
     TransientSendError,
@@ -30,6 +33,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_TEXT_LENGTH = 4096
+MAX_CAPTION_LENGTH = 1024
+# The platform's document types do not include text/csv: a CSV goes as plain text, its
+# filename keeps the extension.
+UPLOAD_TYPES = {"text/csv": "text/plain"}
 # Retrying helps: throughput/pair rate limits, generic and temporary service errors.
 TRANSIENT_CODES = frozenset({"130429", "131056", "131000", "131016", "131057", "4", "80007", "2"})
 EXPLANATIONS = {
@@ -83,16 +90,66 @@ class CloudApiTransport:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.channel.access_token}"}
 
-    def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
-        if len(text) > MAX_TEXT_LENGTH:
-            raise PermanentSendError(f"longer than {MAX_TEXT_LENGTH} characters", code="too_long")
-        payload: dict[str, Any] = {
+    def _recipient(self, chat: Chat) -> dict[str, Any]:
+        return {
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
             "to": chat.customer_phone or chat.customer_key,
+        }
+
+    def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
+        if len(text) > MAX_TEXT_LENGTH:
+            raise PermanentSendError(f"longer than {MAX_TEXT_LENGTH} characters", code="too_long")
+        payload = {
+            **self._recipient(chat),
             "type": "text",
             "text": {"preview_url": False, "body": text},
         }
+        return self._send(payload, client_message_id)
+
+    def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:
+        """`POST /{phone-number-id}/media`; the id lasts 30 days, longer than any retry."""
+        mime = UPLOAD_TYPES.get(media.mime_type, media.mime_type)
+        url = f"{self.base}/{self.channel.phone_number_id}/media"
+        try:
+            response = http_client().post(
+                url,
+                data={"messaging_product": "whatsapp", "type": mime},
+                files={"file": (media.filename or "file", media.content, mime)},
+                headers=self._headers(),
+                timeout=httpx.Timeout(60.0, connect=5.0),
+            )
+        except httpx.TimeoutException as exc:
+            raise TransientSendError(
+                "the Graph API did not take the file in time", code="timeout"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise TransientSendError("the Graph API is unreachable", code="network") from exc
+        if response.status_code != 200:
+            raise _graph_error(response)
+        try:
+            return str(response.json()["id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TransientSendError(
+                "unexpected answer from the Graph API", code="bad_response"
+            ) from exc
+
+    def send_media(self, chat: Chat, media: OutgoingMedia, *, client_message_id: str) -> str:
+        if not media.media_ref:
+            raise PermanentSendError("the file was not uploaded", code="not_uploaded")
+        if len(media.caption) > MAX_CAPTION_LENGTH:
+            raise PermanentSendError(
+                f"a caption can be at most {MAX_CAPTION_LENGTH} characters", code="too_long"
+            )
+        body: dict[str, Any] = {"id": media.media_ref}
+        if media.caption:
+            body["caption"] = media.caption
+        if media.kind == "document" and media.filename:
+            body["filename"] = media.filename
+        payload = {**self._recipient(chat), "type": media.kind, media.kind: body}
+        return self._send(payload, client_message_id)
+
+    def _send(self, payload: dict[str, Any], client_message_id: str) -> str:
         if client_message_id:
             payload["biz_opaque_callback_data"] = client_message_id
         url = f"{self.base}/{self.channel.phone_number_id}/messages"

@@ -70,7 +70,9 @@
     if (e.key !== "Enter" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     if (!e.target.matches || !e.target.matches(".composer textarea")) return;
     e.preventDefault();
-    if (e.target.value.trim()) send(e.target.closest("form"));
+    var form = e.target.closest("form");
+    var file = form.querySelector("input[type=file]");
+    if (e.target.value.trim() || (file && file.files && file.files.length)) send(form);
   });
 
   // Capture phase: runs before htmx sends the form, and stops it while the manager decides.

@@ -1,7 +1,8 @@
 """An emulator of a linked-device bridge (the HTTP service around a whatsmeow or Baileys
 session), speaking the format documented in integrations/whatsapp/bridge.py over real HTTP.
 
-It accepts sends (`POST /send`, keeping the id the inbox chose), serves media, and posts events
+It accepts sends (`POST /send`, keeping the id the inbox chose; `POST /send-media` for an image or
+document, multipart), serves media, and posts events
 to the inbox: customer messages, messages typed on the phone (`from_me`), and — like Baileys —
 the echo of every message sent through it when `echo_own_sends` is on. It can also replay a
 backlog after a "reconnect", duplicates included.
@@ -19,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from tests.emulators.http import EmulatorServer
+from tests.emulators.http import EmulatorServer, parse_multipart
 
 
 @dataclass
@@ -27,6 +28,10 @@ class BridgeSent:
     chat_id: str
     text: str
     id: str
+    kind: str = "text"
+    content: bytes = b""
+    mime_type: str = ""
+    filename: str = ""
 
 
 @dataclass
@@ -100,6 +105,33 @@ class BridgeEmulator:
             thread.start()
         return 200, {"id": message_id}
 
+    def handle_send_media(self, content_type: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        if self.fail_sends_with is not None:
+            return self.fail_sends_with, {"error": "send failed"}
+        try:
+            form = parse_multipart(content_type, raw)
+        except ValueError:
+            return 400, {"error": "multipart/form-data expected"}
+        upload = form.get("file")
+        kind = form["kind"].value.decode() if "kind" in form else ""
+        if upload is None or not upload.value or kind not in ("image", "document"):
+            return 400, {"error": "file and kind (image or document) are required"}
+
+        def field_text(name: str) -> str:
+            return form[name].value.decode() if name in form else ""
+
+        message_id = field_text("id") or uuid.uuid4().hex[:20].upper()
+        sent = BridgeSent(field_text("chat_id"), field_text("caption"), message_id, kind,
+                          upload.value, upload.content_type, field_text("filename"))  # fmt: skip
+        with self._lock:
+            self.sent.append(sent)
+        if self.echo_own_sends and self.inbox_url:
+            echo = self.event(sent.chat_id, sent.text, from_me=True, id=message_id, kind=kind)
+            thread = threading.Thread(target=self.post, args=(echo,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return 200, {"id": message_id}
+
 
 class _Handler(BaseHTTPRequestHandler):
     emulator: BridgeEmulator
@@ -121,10 +153,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             self._reply(401, b'{"error": "unauthorised"}')
             return
+        length = int(self.headers.get("Content-Length") or 0)
+        if self.path.rstrip("/") == "/send-media":
+            status, answer = self.emulator.handle_send_media(
+                self.headers.get("Content-Type", ""), self.rfile.read(length)
+            )
+            self._reply(status, json.dumps(answer).encode())
+            return
         if self.path.rstrip("/") != "/send":
             self._reply(404, b"{}")
             return
-        length = int(self.headers.get("Content-Length") or 0)
         status, body = self.emulator.handle_send(json.loads(self.rfile.read(length) or b"{}"))
         self._reply(status, json.dumps(body).encode())
 

@@ -1,7 +1,8 @@
 """An emulator of the WhatsApp Cloud API (Graph API) over real HTTP.
 
-It answers the calls the inbox makes (send a message, look up and download media) the way the
-platform does, including its error envelopes, and plays the platform's side of the webhook:
+It answers the calls the inbox makes (send a message, upload, look up and download media) the
+way the platform does, including its error envelopes (an upload of a type or size the platform
+refuses answers error 131053, a bad token 190), and plays the platform's side of the webhook:
 signed deliveries of message and status events to the app, with duplicates, bursts, shuffled
 order and redelivery on non-200 answers.
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from tests.emulators.http import EmulatorServer
+from tests.emulators.http import EmulatorServer, parse_multipart
 
 VERSION = "v24.0"
 _ids = itertools.count(1)
@@ -161,6 +162,7 @@ ERROR_TITLES = {
     131030: "Recipient phone number not in allowed list",
     190: "Error validating access token: Session has expired",
     100: "Invalid parameter",
+    131053: "Media upload error",
 }
 HTTP_STATUS_FOR = {
     190: 401,
@@ -188,6 +190,37 @@ class SentMessage:
     wamid: str
     callback_data: str
     at: float
+    type: str = "text"
+    media_id: str = ""
+    caption: str = ""
+    filename: str = ""
+
+
+@dataclass
+class Upload:
+    phone_number_id: str
+    media_id: str
+    content: bytes
+    mime_type: str
+    filename: str
+
+
+# What the platform takes on `POST /{phone-number-id}/media`, with its size limits
+# (doc/media.md: "Supported media types").
+UPLOAD_LIMITS = {
+    "image/jpeg": 5 * 1024 * 1024,
+    "image/png": 5 * 1024 * 1024,
+    "image/webp": 500 * 1024,  # stickers
+    "text/plain": 100 * 1024 * 1024,
+    "application/pdf": 100 * 1024 * 1024,
+    "application/msword": 100 * 1024 * 1024,
+    "application/vnd.ms-excel": 100 * 1024 * 1024,
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": 100 * 1024 * 1024,
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": 100 * 1024 * 1024,
+    "audio/ogg": 16 * 1024 * 1024,
+    "video/mp4": 16 * 1024 * 1024,
+}
+SENDABLE_AS = {"image": {"image/jpeg", "image/png"}}
 
 
 @dataclass
@@ -212,6 +245,7 @@ class GraphApiEmulator:
     auto_statuses: bool = False
     media_url_ttl: float = 300.0
     sent: list[SentMessage] = field(default_factory=list)
+    uploads: list[Upload] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -219,6 +253,7 @@ class GraphApiEmulator:
         self._media: dict[str, Media] = {}
         self._downloads: dict[str, tuple[str, float]] = {}
         self._send_failures: list[_Failure] = []
+        self._upload_failures: list[_Failure] = []
         self._async_failures: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server: EmulatorServer | None = None
@@ -261,8 +296,10 @@ class GraphApiEmulator:
         """Forget sends and scripted failures (between tests sharing one emulator)."""
         with self._lock:
             self.sent.clear()
+            self.uploads.clear()
             self.requests.clear()
             self._send_failures.clear()
+            self._upload_failures.clear()
             self._async_failures.clear()
         self.auto_statuses = False
 
@@ -279,6 +316,13 @@ class GraphApiEmulator:
         """The next `times` sends answer with this Graph error code."""
         with self._lock:
             self._send_failures.append(
+                _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
+            )
+
+    def fail_next_uploads(self, code: int, times: int = 1, http_status: int | None = None) -> None:
+        """The next `times` media uploads answer with this Graph error code."""
+        with self._lock:
+            self._upload_failures.append(
                 _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
             )
 
@@ -385,22 +429,38 @@ class GraphApiEmulator:
             )
         if not self._authorised(handler, phone_number_id):
             return 401, _error(190, ERROR_TITLES[190], subcode=463)
-        with self._lock:
-            failure = self._send_failures[0] if self._send_failures else None
-            if failure is not None:
-                failure.remaining -= 1
-                if failure.remaining <= 0:
-                    self._send_failures.pop(0)
+        failure = self._next_failure(self._send_failures)
         if failure is not None:
             return failure.http_status, _error(
                 failure.code, ERROR_TITLES.get(failure.code, "Error")
             )
-        if body.get("messaging_product") != "whatsapp" or body.get("type") != "text":
+        kind = body.get("type")
+        if body.get("messaging_product") != "whatsapp" or kind not in ("text", "image", "document"):
             return 400, _error(100, "Invalid parameter")
-        text = body.get("text", {}).get("body", "")
-        if not isinstance(text, str) or not text or len(text) > 4096:
-            return 400, _error(100, "Param text['body'] is invalid")
         to = str(body.get("to", ""))
+        media_id = caption = filename = text = ""
+        if kind == "text":
+            text = body.get("text", {}).get("body", "")
+            if not isinstance(text, str) or not text or len(text) > 4096:
+                return 400, _error(100, "Param text['body'] is invalid")
+        else:
+            media = body.get(kind)
+            if not isinstance(media, dict) or "link" in media:
+                return 400, _error(100, f"Param {kind} is invalid")
+            media_id = str(media.get("id", ""))
+            stored = self._media.get(media_id)
+            if stored is None or not any(
+                u.media_id == media_id for u in self.uploads_for(phone_number_id)
+            ):
+                return 400, _error(100, f"Param {kind}['id'] is not a valid media id")
+            if kind in SENDABLE_AS and stored.mime_type not in SENDABLE_AS[kind]:
+                return 400, _error(
+                    131053, f"Media type {stored.mime_type} cannot be sent as {kind}"
+                )
+            caption = str(media.get("caption", ""))
+            if len(caption) > 1024:
+                return 400, _error(100, f"Param {kind}['caption'] is too long")
+            filename = str(media.get("filename", ""))
         message = SentMessage(
             phone_number_id,
             to,
@@ -408,6 +468,10 @@ class GraphApiEmulator:
             new_wamid(),
             str(body.get("biz_opaque_callback_data", "")),
             time.time(),
+            type=str(kind),
+            media_id=media_id,
+            caption=caption,
+            filename=filename,
         )
         with self._lock:
             self.sent.append(message)
@@ -417,6 +481,61 @@ class GraphApiEmulator:
             "contacts": [{"input": to, "wa_id": to.lstrip("+")}],
             "messages": [{"id": message.wamid}],
         }
+
+    def _next_failure(self, failures: list[_Failure]) -> _Failure | None:
+        with self._lock:
+            failure = failures[0] if failures else None
+            if failure is not None:
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    failures.pop(0)
+        return failure
+
+    def uploads_for(self, phone_number_id: str) -> list[Upload]:
+        with self._lock:
+            return [u for u in self.uploads if u.phone_number_id == phone_number_id]
+
+    def handle_upload(
+        self, handler: _Handler, phone_number_id: str, content_type: str, raw: bytes
+    ) -> tuple[int, Any]:
+        """`POST /{phone-number-id}/media`: multipart `messaging_product`, `type`, `file`."""
+        if phone_number_id not in self._tokens:
+            return 400, _error(
+                100, f"Unsupported post request. Object with ID '{phone_number_id}' does not exist"
+            )
+        if not self._authorised(handler, phone_number_id):
+            return 401, _error(190, ERROR_TITLES[190], subcode=463)
+        failure = self._next_failure(self._upload_failures)
+        if failure is not None:
+            return failure.http_status, _error(
+                failure.code, ERROR_TITLES.get(failure.code, "Error")
+            )
+        try:
+            form = parse_multipart(content_type, raw)
+        except ValueError:
+            return 400, _error(100, "Param file must be a file sent as multipart/form-data")
+        if "messaging_product" not in form or form["messaging_product"].value != b"whatsapp":
+            return 400, _error(100, "The parameter messaging_product is required.")
+        upload = form.get("file")
+        if upload is None or upload.filename is None or not upload.value:
+            return 400, _error(100, "The parameter file is required.")
+        mime = form["type"].value.decode() if "type" in form else upload.content_type
+        limit = UPLOAD_LIMITS.get(mime)
+        if limit is None:
+            return 400, _error(131053, f"Unsupported file type: {mime}")
+        if len(upload.value) > limit:
+            return 400, _error(
+                131053,
+                f"Media file size too big. Max file size we currently support: "
+                f"{limit // (1024 * 1024) or 0.5}MB. Please choose a smaller file.",
+            )
+        media_id = f"{random.getrandbits(52)}"
+        self.add_media(media_id, upload.value, mime)
+        with self._lock:
+            self.uploads.append(
+                Upload(phone_number_id, media_id, upload.value, mime, upload.filename)
+            )
+        return 200, {"id": media_id}
 
     def handle_media_info(self, handler: _Handler, media_id: str) -> tuple[int, Any]:
         if not self._authorised(handler, None):
@@ -461,6 +580,7 @@ def _error(code: int, message: str, subcode: int | None = None) -> dict[str, Any
 
 
 _SEND = re.compile(rf"^/{VERSION}/(\d+)/messages$")
+_UPLOAD = re.compile(rf"^/{VERSION}/(\d+)/media$")
 _MEDIA = re.compile(rf"^/{VERSION}/(\d+)$")
 
 
@@ -481,8 +601,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.emulator.requests.append(("POST", self.path))
         length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        upload = _UPLOAD.match(self.path)
+        if upload:
+            content_type = self.headers.get("Content-Type", "")
+            self._json(*self.emulator.handle_upload(self, upload.group(1), content_type, raw))
+            return
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
             self._json(400, _error(100, "Invalid JSON"))
             return
