@@ -229,7 +229,7 @@ def _caption(text: str) -> tuple[str, str]:
 def send_attachment(
     user: User,
     chat_id: int,
-    upload: UploadedFile,
+    upload: UploadedFile[bytes],
     caption: str = "",
     *,
     key: str = "",

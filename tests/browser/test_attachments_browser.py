@@ -24,7 +24,9 @@ def png(width: int = 96, height: int = 64) -> bytes:
     """A real (decodable) PNG: a warm oak-coloured gradient."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     rows = b"".join(
         b"\x00" + b"".join(bytes((150 + x // 2, 100 + y, 60)) for x in range(width))
@@ -66,7 +68,8 @@ def test_a_manager_sends_a_photo_with_a_caption_and_sees_it_delivered(
         assert image.evaluate("img => img.naturalWidth") == 96  # the kept file, served to managers
     expect(anna.locator("[data-attach-chosen]")).to_be_hidden()  # a fresh composer
     (upload,) = graph.uploads
-    assert upload.content == photo and upload.mime_type == "image/png"
+    assert upload.content == photo
+    assert upload.mime_type == "image/png"
     (sent,) = graph.sent_to(CUSTOMER)
     assert (sent.type, sent.media_id, sent.caption) == ("image", upload.media_id,
                                                         "The oak table, 120 000 KZT")  # fmt: skip
@@ -99,6 +102,7 @@ def test_a_refused_file_says_why_in_the_composer(
 
     expect(boris.locator("[data-composer-error]")).to_contain_text("This file cannot be sent")
     shot(boris, "attachments-refused-phone")
-    assert graph.uploads == [] and graph.sent == []
+    assert graph.uploads == []
+    assert graph.sent == []
     assert not Message.objects.filter(chat=chat, direction="out").exists()
     assert csp_violations == []

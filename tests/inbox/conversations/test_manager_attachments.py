@@ -79,8 +79,13 @@ class TestByContent:
         xlsx = office_file("application/vnd.openxmlformats-officedocument."
                            "spreadsheetml.sheet.main+xml")  # fmt: skip
         assert check(PNG, "photo.pdf", channel_kind="bridge").file_type == FileType.PNG
-        assert check(b"\xff\xd8\xff\xe0" + bytes(100), "a", channel_kind="x").file_type == FileType.JPEG
-        assert check(b"RIFF\x10\x00\x00\x00WEBPVP8 ", "w.png", channel_kind="bridge").kind == "image"
+        assert (
+            check(b"\xff\xd8\xff\xe0" + bytes(100), "a", channel_kind="x").file_type
+            == FileType.JPEG
+        )
+        assert (
+            check(b"RIFF\x10\x00\x00\x00WEBPVP8 ", "w.png", channel_kind="bridge").kind == "image"
+        )
         assert check(PDF, "offer", channel_kind="bridge").filename == "offer.pdf"
         assert check(docx, "contract.docx", channel_kind="x").file_type == FileType.DOCX
         assert check(xlsx, "prices.xlsx", channel_kind="x").file_type == FileType.XLSX
@@ -98,13 +103,17 @@ class TestByContent:
             (b"", "empty.pdf"),
         ],
     )
-    def test_anything_else_is_refused_with_what_may_be_sent(self, content: bytes, name: str) -> None:
+    def test_anything_else_is_refused_with_what_may_be_sent(
+        self, content: bytes, name: str
+    ) -> None:
         with pytest.raises(Refused) as refused:
             check(content, name, channel_kind="bridge")
 
         assert "cannot be sent" in refused.value.title or "empty" in refused.value.title
 
-    def test_images_over_5_mb_and_documents_over_the_setting_are_refused(self, settings: Any) -> None:
+    def test_images_over_5_mb_and_documents_over_the_setting_are_refused(
+        self, settings: Any
+    ) -> None:
         settings.MANAGER_ATTACHMENT_MAX_BYTES = 4096
         with pytest.raises(Refused, match="An image can be at most 5 MB"):
             check(PNG + bytes(5 * 1024 * 1024), "big.png", channel_kind="bridge")
@@ -124,7 +133,8 @@ class TestCloudApi:
         message = _send(cloud_chat, PNG, "table.png", "The oak table, 120 000 KZT")
 
         (upload,) = graph.uploads
-        assert upload.content == PNG and upload.mime_type == "image/png"
+        assert upload.content == PNG
+        assert upload.mime_type == "image/png"
         (sent,) = graph.sent_to("77011234567")
         assert (sent.type, sent.media_id, sent.caption) == ("image", upload.media_id,
                                                             "The oak table, 120 000 KZT")  # fmt: skip
@@ -197,7 +207,8 @@ class TestCloudApi:
 
         assert unsupported.value.code == "131053"
         assert "Unsupported file type" in unsupported.value.title
-        assert too_big.value.code == "131053" and "too big" in too_big.value.title
+        assert too_big.value.code == "131053"
+        assert "too big" in too_big.value.title
         assert graph.uploads == []
 
     def test_delivery_statuses_reach_the_attachment(

@@ -68,11 +68,13 @@ def test_a_png_with_a_caption_goes_out_through_a_real_worker(
 
         assert answer.status_code == 200
         message = Message.objects.get(chat=chat, kind=Message.Kind.IMAGE)
-        assert message.media_file and message.text == "The oak table"  # kept before the task
+        assert message.media_file
+        assert message.text == "The oak table"
         wait_for(lambda: Message.objects.get(pk=message.pk).status == Message.Status.SENT,
                  timeout=30, message="the worker sent the image")  # fmt: skip
         (sent,) = graph.sent_to("77011234567")
-        assert sent.type == "image" and sent.caption == "The oak table"
+        assert sent.type == "image"
+        assert sent.caption == "The oak table"
         assert graph.uploads[0].content == PNG
         assert Chat.objects.get(pk=chat.pk).assigned_to_id == manager.pk
 
@@ -126,4 +128,6 @@ def test_a_manager_of_b_can_neither_send_into_nor_fetch_from_a(a: Tenant, b: Ten
 
     assert outsider.get(f"/inbox/media/{sent.pk}/").status_code == 404
     assert owner.get(f"/inbox/media/{sent.pk}/").content == PNG
-    assert f"/inbox/media/{sent.pk}/" not in outsider.get(f"/inbox/chat/{b.chat.pk}/").content.decode()
+    assert (
+        f"/inbox/media/{sent.pk}/" not in outsider.get(f"/inbox/chat/{b.chat.pk}/").content.decode()
+    )
