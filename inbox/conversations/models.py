@@ -15,10 +15,24 @@ from django.utils import timezone
 from inbox.conversations.fields import EncryptedTextField
 
 
+def default_business_language() -> str:
+    """The installation's language (settings.LANGUAGE_CODE), as a two-letter code."""
+    return str(settings.LANGUAGE_CODE).split("-")[0][:8]
+
+
 class Business(models.Model):
     name = models.CharField(max_length=200, unique=True)
     timezone = models.CharField(
-        max_length=64, default="UTC", help_text="Working hours are read in this time zone."
+        max_length=64,
+        default="UTC",
+        help_text="IANA name (e.g. Europe/Moscow): working hours, reports, the silent-number "
+        "alert and every time a manager sees are in this time zone.",
+    )
+    language = models.CharField(
+        max_length=8,
+        default=default_business_language,
+        blank=True,
+        help_text="The assistant's language where a channel names none (e.g. en, ru).",
     )
     retention_days = models.PositiveIntegerField(
         null=True,
@@ -281,7 +295,20 @@ class Message(models.Model):
                 name="message_unique_provider_id",
             )
         ]
-        indexes = [models.Index(fields=["chat", "id"])]
+        indexes = [
+            models.Index(fields=["chat", "id"]),
+            # The reports (inbox/web/reports.py): one index-only range scan per channel, and
+            # a manager's first reply after a handoff found by (chat, time).
+            models.Index(
+                fields=["channel", "created_at", "direction", "kind", "chat"],
+                name="message_report_range",
+            ),
+            models.Index(
+                fields=["chat", "created_at"],
+                condition=Q(author__in=["manager", "phone"]),
+                name="message_report_manager",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_author_display()} {self.kind} #{self.pk}"
@@ -314,6 +341,7 @@ class OwnershipTransition(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["chat", "at"], name="transition_report_chat")]
 
     def __str__(self) -> str:
         return f"{self.from_owner} → {self.to_owner} ({self.cause})"
@@ -335,6 +363,7 @@ class Handoff(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [models.Index(fields=["chat", "created_at"], name="handoff_report_chat")]
 
     def __str__(self) -> str:
         return f"handoff {self.reason} chat #{self.chat_id}"
@@ -379,6 +408,7 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [models.Index(fields=["reason", "started_at"], name="turn_report_reason")]
 
     def __str__(self) -> str:
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"

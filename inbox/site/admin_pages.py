@@ -271,6 +271,11 @@ def assistant_settings_page(request: HttpRequest) -> HttpResponse:
     business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
     current = assistant_settings(business.pk)
     form = AssistantSettingsForm(request.POST or None, instance=current)
+    asked = request.GET.get("rule", "").strip()[:500]
+    if asked and request.method == "GET":
+        # From the reports' "outside the knowledge base" list: the question, ready for its answer.
+        rules = current.business_rules.rstrip()
+        form.initial["business_rules"] = f"{rules}\n\nQ: {asked}\nA: ".lstrip()
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"Saved the assistant settings of {business.name}.")

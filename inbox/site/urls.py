@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view
-from inbox.web import login_limit, media, views
+from inbox.web import login_limit, media, report_views, views
 from inbox.web.api import api
 from integrations.bitrix24.settings_page import bitrix24_settings
 
@@ -28,6 +28,8 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
+    path("inbox/reports/", report_views.report_page, name="reports"),
+    path("inbox/reports/<str:table>.csv", report_views.report_csv, name="reports_csv"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
     path(
         "inbox/settings/channels/<int:channel_id>/",
