@@ -69,7 +69,8 @@ def line_chart(days: list[str], series: dict[str, list[int]], *, label: str) -> 
         f'<line class="axis" x1="{PAD}" y1="{PAD + plot_h}" x2="{PAD + plot_w}" '
         f'y2="{PAD + plot_h}"/>',
         f'<text class="chart-value" x="{PAD - 6}" y="{PAD + 4}" text-anchor="end">{top}</text>',
-        f'<text class="chart-value" x="{PAD - 6}" y="{PAD + plot_h + 4}" text-anchor="end">0</text>',
+        f'<text class="chart-value" x="{PAD - 6}" y="{PAD + plot_h + 4}" '
+        'text-anchor="end">0</text>',
         f'<text class="chart-label" x="{PAD}" y="{PAD + plot_h + 18}">{escape(days[0])}</text>',
         f'<text class="chart-label" x="{PAD + plot_w}" y="{PAD + plot_h + 18}" '
         f'text-anchor="end">{escape(days[-1])}</text>',

@@ -156,11 +156,13 @@ def test_every_figure_of_the_seeded_history(history) -> None:
     # First human reply: 600 s and 1800 s; p90 interpolates (percentile_cont).
     first = report.first_reply
     assert (first.measured, first.open) == (2, 1)
-    assert first.p50 == pytest.approx(1200) and first.p90 == pytest.approx(1680)
+    assert first.p50 == pytest.approx(1200)
+    assert first.p90 == pytest.approx(1680)
     # Waiting in PENDING_HUMAN: 600 s (c2) and 900 s (c3, taken over); c4 still waits.
     pending = report.pending
     assert (pending.measured, pending.open) == (2, 1)
-    assert pending.p50 == pytest.approx(750) and pending.p90 == pytest.approx(870)
+    assert pending.p50 == pytest.approx(750)
+    assert pending.p90 == pytest.approx(870)
     rows = {m.name: m for m in report.managers}
     assert [m.name for m in report.managers] == ["anna", "boris", "From the phone"]
     assert (rows["anna"].first_responses, rows["anna"].first_response_p50) == (1, 600)
@@ -172,9 +174,12 @@ def test_every_figure_of_the_seeded_history(history) -> None:
 
     html = response.content.decode()
     assert "33.3%" in html  # bot-only share
-    assert "42.9%" in html and "66.7%" in html  # voice share, unclear rate
-    assert "20 min 00 s" in html and "28 min 00 s" in html  # first reply p50, p90
-    assert "<svg" in html and "<title>Asks for a human: 1</title>" not in html
+    assert "42.9%" in html
+    assert "66.7%" in html
+    assert "20 min 00 s" in html
+    assert "28 min 00 s" in html
+    assert "<svg" in html
+    assert "<title>Asks for a human: 1</title>" not in html
     assert "<title>asks_for_human: 1</title>" in html
     assert "rule=Do%20you%20sell%20swing%20chairs%3F" in html
     assert "Elm" not in html
@@ -184,7 +189,8 @@ def test_a_channel_filter_keeps_only_that_channel(history) -> None:
     report = page(history, channel=history["web"].pk).context["report"]
     assert (report.summary.conversations, report.summary.bot_only) == (2, 0)
     assert report.reasons == [("guardrail", 1)]
-    assert report.first_reply.measured == 0 and report.first_reply.p50 is None
+    assert report.first_reply.measured == 0
+    assert report.first_reply.p50 is None
     assert [m.name for m in report.managers] == ["From the phone"]
 
 
@@ -211,9 +217,12 @@ def csv_rows(client: Client, table: str, **params: Any) -> list[list[str]]:
 def test_each_table_exports_as_csv(history) -> None:
     client = client_for(history["admin"])
     summary = dict(csv_rows(client, "summary")[1:])
-    assert summary["conversations"] == "6" and summary["bot_only_share"] == "0.3333"
-    assert summary["first_human_reply_p90_s"] == "1680" and summary["pending_human_p50_s"] == "750"
-    assert summary["unclear_voice_rate"] == "0.6667" and summary["guardrail_blocks"] == "1"
+    assert summary["conversations"] == "6"
+    assert summary["bot_only_share"] == "0.3333"
+    assert summary["first_human_reply_p90_s"] == "1680"
+    assert summary["pending_human_p50_s"] == "750"
+    assert summary["unclear_voice_rate"] == "0.6667"
+    assert summary["guardrail_blocks"] == "1"
     assert csv_rows(client, "reasons") == [
         ["reason", "handoffs"],
         ["asks_for_human", "1"],
@@ -268,7 +277,9 @@ def test_an_admin_of_another_business_sees_only_their_own(history) -> None:
     assert own.context["report"].summary.conversations == 1
     assert own.context["report"].reasons == [("complaint", 1)]
     html = own.content.decode()
-    assert "Oak" not in html and "swing" not in html and "anna" not in html
+    assert "Oak" not in html
+    assert "swing" not in html
+    assert "anna" not in html
     oak = history["business"].pk
     assert client.get("/inbox/reports/", {**RANGE, "business": oak}).status_code == 404
     assert client.get("/inbox/reports/reasons.csv", {**RANGE, "business": oak}).status_code == 404
