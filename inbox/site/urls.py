@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import admin_pages, health, metrics_view
+from inbox.site import admin_pages, business_settings, health, metrics_view
 from inbox.web import login_limit, media, report_views, views
 from inbox.web.api import api
 from integrations.bitrix24.settings_page import bitrix24_settings
@@ -31,6 +31,11 @@ urlpatterns = [
     path("inbox/reports/", report_views.report_page, name="reports"),
     path("inbox/reports/<str:table>.csv", report_views.report_csv, name="reports_csv"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
+    path(
+        "inbox/settings/business/",
+        business_settings.business_settings,
+        name="settings_business",
+    ),
     path(
         "inbox/settings/channels/<int:channel_id>/",
         admin_pages.channel_edit,
