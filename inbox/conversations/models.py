@@ -300,8 +300,13 @@ class Message(models.Model):
             # The reports (inbox/web/reports.py): one index-only range scan per channel, and
             # a manager's first reply after a handoff found by (chat, time).
             models.Index(
-                fields=["channel", "created_at", "direction", "kind", "chat"],
+                fields=["channel", "created_at", "chat", "direction", "kind", "author"],
                 name="message_report_range",
+            ),
+            models.Index(
+                fields=["channel", "created_at"],
+                condition=Q(direction="in", kind="voice"),
+                name="message_report_voice",
             ),
             models.Index(
                 fields=["chat", "created_at"],
