@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from bench import run_all
 
@@ -155,8 +156,6 @@ def test_run_all_writes_the_headline_keys_and_the_docs_table(tmp_path) -> None:
 
 
 def test_reports_bench_renders_the_page_over_its_seed(subprocess_env, tmp_path) -> None:
-    from django.db import connection
-
     if connection.vendor != "postgresql":
         pytest.skip("reports_bench seeds with generate_series: PostgreSQL only (CI)")
     result = bench("reports_bench", subprocess_env, tmp_path)
