@@ -29,7 +29,7 @@ urlpatterns = [
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/reports/", report_views.report_page, name="reports"),
-    path("inbox/reports/<str:table>.csv", report_views.report_csv, name="reports_csv"),
+    path("inbox/reports/export.csv", report_views.report_csv, name="reports_csv"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
     path(
         "inbox/settings/business/",

@@ -89,7 +89,9 @@ def _cell(value: str) -> str:
 
 @login_required
 @require_GET
-def report_csv(request: HttpRequest, table: str) -> HttpResponse:
+def report_csv(request: HttpRequest) -> HttpResponse:
+    """`?table=summary|reasons|days|managers|questions` with the page's own parameters."""
+    table = request.GET.get("table", "summary")
     if table not in reports.TABLES:
         raise Http404("no such table")
     period, _ = _period(request)
