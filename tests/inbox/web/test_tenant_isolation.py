@@ -16,6 +16,7 @@ from django.db import connections
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from assistant.models import ReplayRun
 from inbox.conversations import ownership
 from inbox.conversations.models import Chat, Owner
 from inbox.site.asgi import application
@@ -65,7 +66,9 @@ def b() -> Tenant:
     return t
 
 
+@pytest.fixture
 def b_ids(b: Tenant) -> dict[str, int]:
+    """Which of B's objects fills each kind of id in a route."""
     return {
         "chat_id": b.chat.pk,
         "channel_id": b.channel.pk,
@@ -73,6 +76,7 @@ def b_ids(b: Tenant) -> dict[str, int]:
         "handoff_id": b.handoff.pk,
         "business_id": b.business.pk,
         "user_id": b.manager.pk,
+        "run_id": ReplayRun.objects.create(business=b.business).pk,
     }
 
 
@@ -84,9 +88,11 @@ def visitor(user: Any) -> Client:
 
 
 @pytest.mark.parametrize("role", ["manager", "admin"])
-def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: str) -> None:
+def test_every_url_denies_or_hides_another_business(
+    a: Tenant, b: Tenant, b_ids: dict[str, int], role: str
+) -> None:
     client = visitor(a.manager if role == "manager" else a.admin)
-    ids = b_ids(b)
+    ids = b_ids
     query = (
         f"?business={b.business.pk}&chat={b.chat.pk}&channel={b.channel.pk}&since=0"
         f"&owner=pending_human&reason=outside_knowledge_base&q=Customer"
@@ -144,9 +150,11 @@ def _cookie(user: Any) -> tuple[bytes, bytes]:
 
 
 @pytest.mark.asyncio
-async def test_every_websocket_route_refuses_another_business(a: Tenant, b: Tenant) -> None:
+async def test_every_websocket_route_refuses_another_business(
+    a: Tenant, b: Tenant, b_ids: dict[str, int]
+) -> None:
     headers = [await sync_to_async(_cookie)(a.manager), (b"origin", b"http://127.0.0.1")]
-    ids = b_ids(b)
+    ids = b_ids
     try:
         for pattern in websocket_urlpatterns:
             path = fill(str(pattern.pattern), ids)
