@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view
-from inbox.web import login_limit, media, views
+from inbox.web import login_limit, media, status_views, views
 from inbox.web.api import api
 from integrations.bitrix24.settings_page import bitrix24_settings
 
@@ -26,6 +26,10 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
+    path("inbox/chat/<int:chat_id>/resolve/", status_views.resolve, name="chat_resolve"),
+    path("inbox/chat/<int:chat_id>/snooze/", status_views.snooze, name="chat_snooze"),
+    path("inbox/chat/<int:chat_id>/reopen/", status_views.reopen, name="chat_reopen"),
+    path("inbox/chat/<int:chat_id>/read/", views.chat_read_count, name="chat_read_count"),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access
+from inbox.conversations import access, reading
 from inbox.web import dashboard, realtime
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         elif action == "unsubscribe":
             await self._unsubscribe()
             await self.send_json({"type": "unsubscribed"})
+        elif action == "read":
+            # The page has this chat open and saw a new message: this manager's marker moves.
+            chat_id = _chat_id(content.get("chat"))
+            if chat_id is None or chat_id != self.chat_id or not await self._mark_read(chat_id):
+                await self.send_json({"type": "error", "error": "not_found"})
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
         business_id = message.get("business_id")
@@ -178,6 +183,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     @_db
     def _can_see(self, chat_id: int) -> bool:
         return access.can_see_chat(self.user, chat_id)
+
+    @_db
+    def _mark_read(self, chat_id: int) -> bool:
+        if not access.can_see_chat(self.user, chat_id):
+            return False
+        reading.mark_read(int(self.user.pk), chat_id)
+        return True
 
     @_db
     def _pending(self) -> int:

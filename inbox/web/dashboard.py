@@ -15,15 +15,32 @@ from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, Wh
 from django.db.models.fields import IntegerField
 from django.utils import timezone
 
-from inbox.conversations import access
+from inbox.conversations import access, reading
 from inbox.conversations.access import User
-from inbox.conversations.models import Chat, Handoff, Message, Owner, OwnershipTransition, Turn
+from inbox.conversations.models import (
+    Chat,
+    ChatStatus,
+    Handoff,
+    Message,
+    Owner,
+    OwnershipTransition,
+    Turn,
+)
 
 LIST_LIMIT = 200
 MESSAGES_SHOWN = 50
 # A turn still "running" after this long crashed; its indicator is not shown forever.
 TURN_INDICATOR_MAX_AGE = timedelta(minutes=5)
 STATES = [(Owner.PENDING_HUMAN, "Waiting"), (Owner.HUMAN, "Human"), (Owner.BOT, "Bot")]
+# Whose chats: everyone's, the manager's own, nobody's yet.
+VIEWS = [("all", "All"), ("mine", "Mine"), ("unassigned", "Unassigned")]
+# Which work: the list opens on Open chats; "any" shows every status.
+STATUSES = [
+    (ChatStatus.OPEN, "Open"),
+    (ChatStatus.SNOOZED, "Snoozed"),
+    (ChatStatus.RESOLVED, "Resolved"),
+    ("any", "Any status"),
+]
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,8 @@ class ListFilters:
     state: str = ""
     channel: int | None = None
     q: str = ""
+    view: str = "all"
+    status: str = ChatStatus.OPEN
 
     @classmethod
     def from_query(cls, params: Any) -> ListFilters:
@@ -40,21 +59,54 @@ class ListFilters:
         raw_channel = str(params.get("channel", "")).strip()
         channel = int(raw_channel) if raw_channel.isdigit() and len(raw_channel) < 18 else None
         q = str(params.get("q", "")).replace("\x00", "").encode("utf-8", "ignore").decode()
-        return cls(state=state, channel=channel, q=q.strip()[:100])
+        view = str(params.get("view", "")).strip()
+        if view not in dict(VIEWS):
+            view = "all"
+        status = str(params.get("status", "")).strip()
+        if status not in dict(STATUSES):
+            status = ChatStatus.OPEN
+        return cls(state=state, channel=channel, q=q.strip()[:100], view=view, status=status)
 
     @property
     def active(self) -> bool:
-        return bool(self.state or self.channel or self.q)
+        return bool(
+            self.state or self.channel or self.q or self.view != "all"
+            or self.status != ChatStatus.OPEN
+        )  # fmt: skip
 
     def query(self, offset: int) -> str:
         """The list URL's query string for these filters, starting at `offset`."""
-        params = {"state": self.state, "channel": self.channel or "", "q": self.q}
+        params = {
+            "state": self.state,
+            "channel": self.channel or "",
+            "q": self.q,
+            "view": "" if self.view == "all" else self.view,
+            "status": "" if self.status == ChatStatus.OPEN else self.status,
+        }
         return urlencode({**{k: v for k, v in params.items() if v}, "offset": offset})
 
     @staticmethod
     def offset_from_query(params: Any) -> int:
         raw = str(params.get("offset", "")).strip()
         return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+
+def user_pk(user: User) -> int:
+    return int(str(user.pk))
+
+
+def apply_work_filters(
+    chats: QuerySet[Chat], user_id: int, view: str, status: str
+) -> QuerySet[Chat]:
+    """The Mine / Unassigned / All view and the status filter, one rule for the inbox and the
+    API."""
+    if view == "mine":
+        chats = chats.filter(assigned_to_id=user_id)
+    elif view == "unassigned":
+        chats = chats.filter(assigned_to__isnull=True)
+    if status in ChatStatus.values:
+        chats = chats.filter(status=status)
+    return chats
 
 
 def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
@@ -89,6 +141,8 @@ def chat_rows(
 ) -> list[Chat]:
     """The chats a user sees, filtered, with `last_message` attached for the preview."""
     chats = access.visible_chats(user).select_related("channel", "assigned_to")
+    chats = apply_work_filters(chats, user_pk(user), filters.view, filters.status)
+    chats = reading.with_unread(chats, user_pk(user))
     if filters.state:
         chats = chats.filter(owner=filters.state)
     if filters.channel:
@@ -185,7 +239,7 @@ def current_handoff(chat: Chat) -> Handoff | None:
     if handoff is None:
         return None
     back_to_bot = (
-        chat.transitions.filter(to_owner=Owner.BOT, at__gt=handoff.created_at)
+        chat.transitions.filter(to_owner=Owner.BOT, to_status="", at__gt=handoff.created_at)
         .order_by("-pk")
         .exists()
     )
@@ -216,7 +270,12 @@ def chat_view(chat: Chat) -> ChatView:
 
 
 def last_transition_reason(chat: Chat) -> str:
-    last = chat.transitions.order_by("-pk").values_list("reason", flat=True).first()
+    last = (
+        chat.transitions.filter(to_status="")
+        .order_by("-pk")
+        .values_list("reason", flat=True)
+        .first()
+    )
     return last or ""
 
 

@@ -20,7 +20,8 @@
   var retry = 0;
   var syncing = {};
   var queued = {};
-  var state = { connected: false, applied: 0 };
+  // filters: extra row predicates; send: a frame to the server (static/inbox/status.js).
+  var state = { connected: false, applied: 0, filters: [], send: send };
   window.inboxLive = state;
 
   // --- connection ----------------------------------------------------------------------------
@@ -41,6 +42,11 @@
       retry = Math.min(retry + 1, 6);
       setTimeout(connect, 500 * Math.pow(2, retry - 1));
     };
+  }
+
+  function send(frame) {
+    if (socket && socket.readyState === WebSocket.OPEN) { socket.send(JSON.stringify(frame)); return true; }
+    return false;
   }
 
   function handle(msg) {
@@ -94,6 +100,7 @@
     if (typeof ev.pending === "number") setPending(ev.pending);
     if (ev.event === "chat.changed" && ev.data && ev.data.notify) notify(ev);
     refreshList();
+    document.dispatchEvent(new CustomEvent("inbox:event", { detail: ev }));
   }
 
   function parse(html) {
@@ -120,6 +127,7 @@
     }
     place(node);
     decorate(node);
+    document.dispatchEvent(new CustomEvent("inbox:upserted", { detail: { node: node } }));
     if (window.htmx) window.htmx.process(node);
     if (stick) scrollToBottom();
   }
@@ -147,7 +155,7 @@
       var digits = q.replace(/\D/g, "");
       if (!digits || (row.dataset.search || "").indexOf(digits) === -1) return false;
     }
-    return true;
+    return state.filters.every(function (keep) { return keep(row, list); });
   }
 
   function refreshList() {
