@@ -41,6 +41,7 @@ def chat(ch: Channel | None = None, **kwargs: Any) -> Chat:
 def customer_message(c: Chat, text: str = "hello", **kwargs: Any) -> Message:
     """A stored customer message, counted like the ingest counts it (for unread badges)."""
     Chat.objects.filter(pk=c.pk).update(customer_messages=F("customer_messages") + 1)
+    c.customer_messages += 1
     return Message.objects.create(
         chat=c,
         channel=c.channel,
