@@ -10,7 +10,15 @@ open when a message arrives).
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
-from django.db.models import IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import (
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import Coalesce, Greatest
 
 from inbox.conversations.models import Chat, Message, ReadMarker
@@ -23,7 +31,9 @@ def with_unread(chats: QuerySet[Chat], user_id: int) -> QuerySet[Chat]:
         my_read=Coalesce(Subquery(read, output_field=IntegerField()), Value(0))
     ).annotate(
         my_unread=Greatest(
-            Value(0), Coalesce("customer_messages", Value(0)) - Coalesce("my_read", Value(0))
+            Value(0),
+            ExpressionWrapper(F("customer_messages") - F("my_read"), output_field=IntegerField()),
+            output_field=IntegerField(),
         )
     )
 

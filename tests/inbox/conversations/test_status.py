@@ -40,7 +40,9 @@ def _status_rows(chat: Chat) -> list[tuple[str, str, str, str]]:
 
 def test_resolve_then_reopen_is_audited_with_the_manager_and_keeps_the_owner() -> None:
     chat = factories.chat()
-    anna = factories.manager(chat.channel.business, username="anna", first_name="Anna")
+    anna = factories.manager(chat.channel.business, username="anna")
+    anna.first_name = "Anna"
+    anna.save(update_fields=["first_name"])
     ownership.take_over(chat.pk, manager=anna)
 
     assert status.resolve(chat.pk, manager=anna).changed
@@ -91,17 +93,25 @@ def test_a_resolved_or_snoozed_chat_reopens_when_the_customer_writes(how: str) -
     )  # fmt: skip
 
 
+def _writes(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].startswith(("INSERT", "UPDATE"))]
+
+
 def test_a_message_in_an_open_chat_costs_no_status_query() -> None:
     chat = factories.chat(customer_key="77011234567")
-    _customer_writes(chat, "first")  # creates nothing new on the second one
-    with CaptureQueriesContext(connection) as first:
+    _customer_writes(chat, "first")
+    with CaptureQueriesContext(connection) as open_chat:
         _customer_writes(chat, "second")
+    assert not any("inbox_ownershiptransition" in q["sql"] for q in open_chat)
+
     status.resolve(chat.pk, manager=None)
     with CaptureQueriesContext(connection) as reopening:
         _customer_writes(chat, "third")
     # Reopening adds only the audit row: the status goes in the same UPDATE of the chat.
-    assert len(reopening) == len(first) + 1
-    chat_updates = [q["sql"] for q in reopening if q["sql"].startswith('UPDATE "inbox_chat"')]
+    added = [w for w in _writes(reopening) if w not in _writes(open_chat)]
+    assert len(_writes(reopening)) == len(_writes(open_chat)) + 1
+    assert any(w.startswith('INSERT INTO "inbox_ownershiptransition"') for w in added)
+    chat_updates = [w for w in _writes(reopening) if w.startswith('UPDATE "inbox_chat"')]
     assert len(chat_updates) == 1
     assert '"status"' in chat_updates[0]
 
