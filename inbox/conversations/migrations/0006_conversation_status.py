@@ -26,7 +26,7 @@ def count_customer_messages(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0005_alert_model_misconfigured'),
+        ('inbox', '0007_notification_preferences'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
