@@ -149,6 +149,14 @@ class Owner(models.TextChoices):
     HUMAN = "human", "Human"
 
 
+class ChatStatus(models.TextChoices):
+    """Where a chat stands in the managers' work, apart from who speaks (`Owner`)."""
+
+    OPEN = "open", "Open"
+    SNOOZED = "snoozed", "Snoozed"
+    RESOLVED = "resolved", "Resolved"
+
+
 class Chat(models.Model):
     """One customer on one channel."""
 
@@ -172,7 +180,13 @@ class Chat(models.Model):
     )
     # Customer messages with an id at or below this were answered (by the bot or a human).
     answered_up_to = models.PositiveBigIntegerField(default=0)
-    unread_count = models.PositiveIntegerField(default=0)
+    # Customer messages stored so far; a manager's unread count is this minus their
+    # `ReadMarker.read_count` (inbox/conversations/reading.py).
+    customer_messages = models.PositiveIntegerField(default=0)
+    # Written only by inbox/conversations/status.py.
+    status = models.CharField(max_length=16, choices=ChatStatus.choices, default=ChatStatus.OPEN)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
     last_customer_at = models.DateTimeField(null=True, blank=True)
     last_manager_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -183,7 +197,10 @@ class Chat(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["channel", "customer_key"], name="chat_unique_customer")
         ]
-        indexes = [models.Index(fields=["owner", "owner_changed_at"])]
+        indexes = [
+            models.Index(fields=["owner", "owner_changed_at"]),
+            models.Index(fields=["status", "snoozed_until"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.customer_name or self.customer_key} on {self.channel.name}"
@@ -305,8 +322,9 @@ class Message(models.Model):
 
 
 class OwnershipTransition(models.Model):
-    """Audit row for every change of `Chat.owner`, written by `inbox/conversations/ownership.py`
-    only."""
+    """Audit row for every change of `Chat.owner` (written by `inbox/conversations/ownership.py`)
+    and of `Chat.status` (by `inbox/conversations/status.py`; `from_owner` = `to_owner` there,
+    and `from_status`/`to_status` say what changed)."""
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
     from_owner = models.CharField(max_length=16, choices=Owner.choices)
@@ -320,13 +338,47 @@ class OwnershipTransition(models.Model):
         max_length=64, blank=True, help_text="bot, phone, system, or the manager's name."
     )
     version = models.PositiveBigIntegerField(help_text="Chat.version after the transition.")
+    from_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
+    to_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
+        if self.to_status:
+            return f"{self.from_status} → {self.to_status} ({self.cause})"
         return f"{self.from_owner} → {self.to_owner} ({self.cause})"
+
+    @property
+    def is_status_change(self) -> bool:
+        return bool(self.to_status)
+
+
+class ReadMarker(models.Model):
+    """How far one manager has read one chat: the unread badge each manager sees is the chat's
+    customer messages since this marker (inbox/conversations/reading.py)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="read_markers"
+    )
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="read_markers")
+    last_read_id = models.PositiveBigIntegerField(
+        default=0, help_text="The last customer message this manager has seen."
+    )
+    read_count = models.PositiveIntegerField(
+        default=0, help_text="Chat.customer_messages when this manager last read the chat."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "chat"], name="read_marker_unique_user_chat")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} read chat #{self.chat_id} to {self.last_read_id}"
 
 
 class Handoff(models.Model):

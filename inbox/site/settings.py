@@ -202,6 +202,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
     "resume-unanswered-chats": {"task": "inbox.resume_unanswered_chats", "schedule": 60.0},
     "settle-stuck-sends": {"task": "inbox.settle_stuck_sends", "schedule": 60.0},
+    "wake-snoozed-chats": {"task": "inbox.wake_snoozed_chats", "schedule": 60.0},
     "resume-stuck-transcriptions": {
         "task": "inbox.resume_stuck_transcriptions",
         "schedule": 300.0,

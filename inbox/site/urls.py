@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view, replay_pages, replies_labels_page
-from inbox.web import chat_extras, login_limit, media, views
+from inbox.web import chat_extras, login_limit, media, status_views, views
 from inbox.web.api import api
 from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
@@ -27,6 +27,10 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
+    path("inbox/chat/<int:chat_id>/resolve/", status_views.resolve, name="chat_resolve"),
+    path("inbox/chat/<int:chat_id>/snooze/", status_views.snooze, name="chat_snooze"),
+    path("inbox/chat/<int:chat_id>/reopen/", status_views.reopen, name="chat_reopen"),
+    path("inbox/chat/<int:chat_id>/read/", views.chat_read_count, name="chat_read_count"),
     path("inbox/chat/<int:chat_id>/label/", chat_extras.chat_label, name="chat_label"),
     path("inbox/chat/<int:chat_id>/canned/", chat_extras.canned_replies, name="chat_canned"),
     path("inbox/events/", views.events, name="inbox_events"),

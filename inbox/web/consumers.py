@@ -21,7 +21,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access
+from inbox.conversations import access, reading
 from inbox.web import dashboard, presence, realtime
 
 log = logging.getLogger(__name__)
@@ -133,6 +133,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 {"type": "presence.event", "kind": "typing", "chat_id": self.chat_id,
                  "user": {"id": self.user.pk, "name": self._name()}},
             )  # fmt: skip
+        elif action == "read":
+            # The page has this chat open and saw a new message: this manager's marker moves.
+            chat_id = _chat_id(content.get("chat"))
+            if chat_id is None or chat_id != self.chat_id or not await self._mark_read(chat_id):
+                await self.send_json({"type": "error", "error": "not_found"})
 
     async def presence_event(self, message: dict[str, Any]) -> None:
         """Who views or types in the open chat. Only a page subscribed to that chat (checked
@@ -253,6 +258,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     @_db
     def _can_see(self, chat_id: int) -> bool:
         return access.can_see_chat(self.user, chat_id)
+
+    @_db
+    def _mark_read(self, chat_id: int) -> bool:
+        if not access.can_see_chat(self.user, chat_id):
+            return False
+        reading.mark_read(int(self.user.pk), chat_id)
+        return True
 
     @_db
     def _pending(self) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
 from assistant.models import ReplayRun
 from inbox.conversations import ownership
@@ -106,7 +108,10 @@ def test_every_url_denies_or_hides_another_business(
         for method in ("get", "post"):
             if method == "post":
                 # A body every action accepts, so the request gets past input validation.
-                body_in = {"text": "hello", "user_id": a.manager.pk, "assignee": a.manager.pk}
+                body_in = {
+                    "text": "hello", "user_id": a.manager.pk, "assignee": a.manager.pk,
+                    "until": (timezone.now() + timedelta(hours=1)).isoformat(),
+                }  # fmt: skip
                 response = client.post(url, body_in, content_type="application/json")
             else:
                 response = client.get(url)
