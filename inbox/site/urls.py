@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view
-from inbox.web import login_limit, media, views
+from inbox.web import login_limit, media, progress_views, views
 from inbox.web.api import api
 from integrations.bitrix24.settings_page import bitrix24_settings
 
@@ -36,11 +36,17 @@ urlpatterns = [
     ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
     path(
+        "inbox/settings/price-list/versions/<int:version_id>/restore/",
+        admin_pages.price_list_restore,
+        name="settings_price_list_restore",
+    ),
+    path(
         "inbox/settings/assistant/",
         admin_pages.assistant_settings_page,
         name="settings_assistant",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("inbox/progress/<int:job_id>/", progress_views.job_progress, name="job_progress"),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),
