@@ -6,153 +6,27 @@ Screenshots of the main pages go to test-artifacts/ (gitignored)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.db import connection
 
 from inbox.conversations.handoff import hand_off
-from inbox.conversations.models import Channel, Chat, Membership, Message
+from inbox.conversations.models import Chat, Message
 from tests import factories
+from tests.browser.support import (
+    CUSTOMER,
+    PHONE_NUMBER_ID,
+    csp_violations,
+    in_thread,
+    logged_in,
+    shot,
+    watched,
+)
 from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
-from tests.processes import ROOT, ProcessGroup, wait_for
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
-
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-ARTIFACTS = ROOT / "test-artifacts"
-PHONE_NUMBER_ID = "106540352242922"
-CUSTOMER = "77011234567"
-PASSWORD = "browser-test-pw-1"
-T = TypeVar("T")
-
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-    pytest.skip(
-        f"Chromium not found at {CHROMIUM} (apt-get install chromium); browser tests skipped",
-        allow_module_level=True,
-    )
-
-
-@pytest.fixture
-def graph(settings: Any) -> Iterator[GraphApiEmulator]:
-    with GraphApiEmulator() as emulator:
-        emulator.register_number(PHONE_NUMBER_ID, "browser-token")
-        settings.WHATSAPP_GRAPH_URL = emulator.graph_url
-        yield emulator
-
-
-@pytest.fixture
-def stack(subprocess_env: dict[str, str], graph: GraphApiEmulator) -> Iterator[str]:
-    env = {
-        **subprocess_env,
-        "WHATSAPP_GRAPH_URL": graph.graph_url,
-        "WHATSAPP_APP_SECRET": graph.app_secret,
-    }
-    group = ProcessGroup(env)
-    try:
-        base = group.start_daphne("browser-web")
-        group.start("browser-ingest", [sys.executable, "manage.py", "ingest_worker"])
-        group.start_celery_worker("browser-worker", concurrency=1)
-        graph.webhook_url = f"{base}/webhooks/whatsapp/"
-        yield base
-    finally:
-        group.stop_all()
-
-
-@pytest.fixture
-def people() -> dict[str, Any]:
-    business = factories.business("Oak & Co")
-    channel = factories.channel(
-        business, kind=Channel.Kind.CLOUD_API, name="Main number",
-        phone_number_id=PHONE_NUMBER_ID, access_token="browser-token",
-        # No turn runs during the test: the handoff is driven by the test itself.
-        debounce_seconds=3600,
-    )  # fmt: skip
-    users = {}
-    for username, first, role in [
-        ("anna", "Anna", Membership.Role.ADMIN),
-        ("boris", "Boris", Membership.Role.MANAGER),
-    ]:
-        user = get_user_model().objects.create_user(
-            username=username, password=PASSWORD, first_name=first, last_name="Manager"
-        )
-        Membership.objects.create(user=user, business=business, role=role)
-        users[username] = user
-    return {"business": business, "channel": channel, **users}
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync",
-                  "--autoplay-policy=no-user-gesture-required"],
-        )  # fmt: skip
-        yield launched
-        launched.close()
-
-
-# What the browser refused under the site's Content-Security-Policy, from every page watched.
-csp_violations: list[str] = []
-
-
-def watched(page: Any) -> Any:
-    """The page, with its console watched for Content-Security-Policy refusals (an inline
-    script or style, an eval, a connection the policy does not allow)."""
-    page.on(
-        "console",
-        lambda message: (
-            csp_violations.append(f"{page.url}: {message.text}")
-            if "Content Security Policy" in message.text
-            else None
-        ),
-    )
-    return page
-
-
-@pytest.fixture(autouse=True)
-def _no_csp_violations_yet() -> None:
-    csp_violations.clear()
-
-
-def logged_in(browser: Any, base: str, username: str) -> Any:
-    context = browser.new_context(viewport={"width": 1360, "height": 860})
-    page = watched(context.new_page())
-    page.goto(f"{base}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/inbox/")
-    return page
-
-
-def in_thread(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run one of our functions the way a worker does: in a thread without an event loop
-    (Playwright's sync API keeps one in the test's thread, and realtime pushes refuse to run
-    inside a loop)."""
-    results: list[T] = []
-
-    def run() -> None:
-        try:
-            results.append(function(*args, **kwargs))
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=60)
-    assert results, f"{function.__name__} failed; see the log above"
-    return results[0]
 
 
 def tone_ogg(seconds: float = 1.5) -> bytes:
@@ -198,19 +72,10 @@ def voice_note(chat_id: int, audio: bytes) -> Message:
     return message
 
 
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
 def test_two_managers_follow_one_chat_live(
-    stack: str, graph: GraphApiEmulator, people: dict[str, Any], browser: Any, monkeypatch: Any
+    stack: str, graph: GraphApiEmulator, people: dict[str, Any], browser: Any
 ) -> None:
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # plain synchronous code in between.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     expect = sync_api.expect
-    expect.set_options(timeout=20_000)
     anna = logged_in(browser, stack, "anna")
     boris = logged_in(browser, stack, "boris")
     for page in (anna, boris):
@@ -351,17 +216,8 @@ def test_two_managers_follow_one_chat_live(
     assert csp_violations == []
 
 
-@pytest.fixture
-def web_only(subprocess_env: dict[str, str]) -> Iterator[str]:
-    group = ProcessGroup(subprocess_env)
-    try:
-        yield group.start_daphne("browser-list-web")
-    finally:
-        group.stop_all()
-
-
 def test_show_more_appends_the_next_page_without_repeating_a_row(
-    people: dict[str, Any], web_only: str, browser: Any, monkeypatch: Any
+    people: dict[str, Any], stack: str, browser: Any
 ) -> None:
     from datetime import timedelta
 
@@ -370,7 +226,6 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
     from inbox.web import live
     from inbox.web.dashboard import LIST_LIMIT
 
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # as in the test above
     now = timezone.now()
     chats = Chat.objects.bulk_create(
         Chat(
@@ -381,7 +236,7 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
         )
         for n in range(LIST_LIMIT + 3)
     )
-    page = logged_in(browser, web_only, "boris")
+    page = logged_in(browser, stack, "boris")
     rows = page.locator("#chat-list-items .chat-row")
     assert rows.count() == LIST_LIMIT
     wait_for(lambda: page.evaluate("window.inboxLive.connected"), timeout=20)
