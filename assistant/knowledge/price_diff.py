@@ -16,10 +16,14 @@ from assistant.models import PriceItem, PriceList
 class PricedRow(Protocol):
     """A parsed row or a stored item: what the diff compares."""
 
-    sku: str
-    name: str
-    price: Decimal
-    currency: str
+    @property
+    def sku(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def price(self) -> Decimal: ...
+    @property
+    def currency(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,12 @@ def diff_against_current(
 ) -> ListDiff:
     """The diff of `new` against the list's current version (everything is added when the
     list has none yet)."""
-    price_list = PriceList.objects.filter(business_id=business_id, channel_id=channel_id).first()
+    lists = PriceList.objects.filter(business_id=business_id)
+    if channel_id is None:
+        lists = lists.filter(channel__isnull=True)
+    else:
+        lists = lists.filter(channel_id=channel_id)
+    price_list = lists.first()
     version_id = price_list.current_version_id if price_list else None
     if version_id is None:
         return replace(diff_rows([], new), has_current=False)

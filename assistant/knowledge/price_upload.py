@@ -107,7 +107,12 @@ def submit(
     token = secrets.token_urlsafe(16)
     path = default_storage.save(_file_name(token), ContentFile(data))
     job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
-    entry = {"parsing": True, "business": business_id, "channel": channel_id, "job": job_id}
+    entry: dict[str, object] = {
+        "parsing": True,
+        "business": business_id,
+        "channel": channel_id,
+        "job": job_id,
+    }
     _keep(token, user_id, entry)
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS

@@ -300,10 +300,13 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
-        if "promises_text" in cleaned:
-            problems = settings_validation.check_business_rules(
-                cleaned.get("business_rules", ""), cleaned["promises_text"]
-            )
+        # Against the phrases typed, even when another line of them is refused: every
+        # problem is shown at once.
+        phrases, _ = settings_validation.parse_forbidden_promises(
+            str(self.data.get("promises_text", ""))
+        )
+        if "business_rules" in cleaned:
+            problems = settings_validation.check_business_rules(cleaned["business_rules"], phrases)
             for problem in problems:
                 self.add_error("business_rules", problem)
         return cleaned

@@ -48,7 +48,7 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
 
     def _add_clear_boxes(self) -> None:
         order: list[str] = []
-        for name in self.fields:
+        for name in list(self.fields):
             order.append(name)
             stored = getattr(self.instance, name, "") if self.instance.pk else ""
             if name in self.secret_fields and stored:

@@ -30,7 +30,7 @@ def test_malformed_lines_are_refused_with_clear_messages() -> None:
         business_rules="We offer free delivery in Almaty.",
     )
 
-    assert 'Line 1 (&quot;wholesale orders over 50&quot;) has no &quot;:&quot;' in page
+    assert "Line 1 (&quot;wholesale orders over 50&quot;) has no &quot;:&quot;" in page
     assert "&quot;late&quot; is a reason the system uses itself" in page
     assert "Line 3: &quot;vip&quot; has no description" in page
     assert "Line 5: &quot;vip2&quot; is already on line 4." in page

@@ -41,9 +41,11 @@ def test_the_preview_is_readable_and_shows_what_changes() -> None:
                         b"name,price,in stock\nOak table,35000,yes\nLamp,4000,no\n")  # fmt: skip
 
     assert f"35{NBSP}000{NBSP}₸" in page
-    assert "In stock" in page and "Out of stock" in page
+    assert "In stock" in page
+    assert "Out of stock" in page
     assert "in_stock" not in page.split('id="price-diff"')[0].split("<tbody>")[1]
-    assert 'data-diff="added">1<' in page and 'data-diff="removed">1<' in page
+    assert 'data-diff="added">1<' in page
+    assert 'data-diff="removed">1<' in page
     assert f"32{NBSP}000{NBSP}₸" in page  # the old price beside the new one
     assert "Chair" in page
 
@@ -58,7 +60,8 @@ def test_the_admin_may_apply_without_the_bad_rows() -> None:
     client.post("/inbox/settings/price-list/", {"token": token, "skip_bad_rows": "1"})
 
     version = PriceList.objects.get(business=business).current_version
-    assert version is not None and (version.item_count, version.skipped_rows) == (1, 1)
+    assert version is not None
+    assert (version.item_count, version.skipped_rows) == (1, 1)
 
 
 def test_rollback_restores_an_earlier_version_of_ones_own_list_only() -> None:
@@ -68,13 +71,19 @@ def test_rollback_restores_an_earlier_version_of_ones_own_list_only() -> None:
     apply_price_list(parse_price_file(b"name,price\nOak,2000\n", "b.csv"), business)
     foreign = apply_price_list(parse_price_file(b"name,price\nPine,5\n", "c.csv"), other)
 
-    assert client.post(f"/inbox/settings/price-list/versions/{foreign.pk}/restore/").status_code == 404
+    assert (
+        client.post(f"/inbox/settings/price-list/versions/{foreign.pk}/restore/").status_code == 404
+    )
     answer = client.post(f"/inbox/settings/price-list/versions/{first.pk}/restore/")
 
     assert answer.status_code == 302
     current = PriceList.objects.get(business=business).current_version
-    assert current is not None and current.number == 3 and current.restored_from_id == first.pk
+    assert current is not None
+    assert current.number == 3
+    assert current.restored_from_id == first.pk
     assert PriceList.objects.get(business=other).current_version_id == foreign.pk
     manager = Client()
     manager.force_login(factories.manager(business))
-    assert manager.post(f"/inbox/settings/price-list/versions/{first.pk}/restore/").status_code == 403
+    assert (
+        manager.post(f"/inbox/settings/price-list/versions/{first.pk}/restore/").status_code == 403
+    )

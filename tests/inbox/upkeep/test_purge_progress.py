@@ -31,7 +31,8 @@ def test_a_purge_records_done_and_total_and_the_page_shows_it() -> None:
     client = Client()
     client.force_login(factories.manager(business, role="admin"))
     page = client.get("/inbox/settings/channels/").content.decode()
-    assert f'id="job-{job.pk}"' in page and "<span data-job-done>3</span>" in page
+    assert f'id="job-{job.pk}"' in page
+    assert "<span data-job-done>3</span>" in page
     theirs = Client()
     theirs.force_login(factories.manager(other, role="admin"))
     assert f'id="job-{job.pk}"' not in theirs.get("/inbox/settings/channels/").content.decode()
