@@ -159,18 +159,20 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
                               f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
         log.info("price_upload.parsed", extra={"rows": len(preview.rows),
                                                "errors": len(preview.errors)})  # fmt: skip
-        if cache.get(key):  # not replaced or discarded meanwhile
-            stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
-                      "preview": _pack(preview), "job": job_id}  # fmt: skip
-            cache.set(key, stored, UPLOAD_TTL_SECONDS)
+        # The job ends before the preview shows: the page never sees a ready preview
+        # beside a running job.
         if job_id is not None:
             blocking = [e for e in preview.errors if e.blocking or e.line == 0]
             progress.report(job_id, done=len(preview.rows), errors=len(preview.errors))
             progress.finish(job_id, error=str(blocking[0]) if blocking else "")
+        if cache.get(key):  # not replaced or discarded meanwhile
+            stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
+                      "preview": _pack(preview), "job": job_id}  # fmt: skip
+            cache.set(key, stored, UPLOAD_TTL_SECONDS)
     finally:
+        default_storage.delete(path)
         if job_id is not None:
             progress.finish(job_id, error="the file could not be read")  # no-op once finished
-        default_storage.delete(path)
 
 
 def _reporter(job_id: int | None) -> Progress | None:
