@@ -68,12 +68,17 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_add(
                 realtime.business_group(business_id), self.channel_name
             )
+        await self.channel_layer.group_add(realtime.user_group(self.user.pk), self.channel_name)
         if requested:
             await self._subscribe(int(requested))
         await self.accept()
         await self.send_json({"type": "hello", "seq": await self._sequences()})
 
     async def disconnect(self, code: int) -> None:
+        if self.user is not None and self.user.is_authenticated:
+            await self.channel_layer.group_discard(
+                realtime.user_group(self.user.pk), self.channel_name
+            )
         for business_id in self.businesses:
             await self.channel_layer.group_discard(
                 realtime.business_group(business_id), self.channel_name
@@ -145,6 +150,27 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if out["data"].get("owner_changed"):
             out["pending"] = await self._pending()
         await self.send_json(out)
+
+    async def inbox_notify(self, message: dict[str, Any]) -> None:
+        """A desktop notification for this user (inbox/web/notify.py chose them); forwarded
+        only while they still see its business and channel."""
+        await self._refresh_visibility_if_stale()
+        if (
+            message.get("business_id") not in self.businesses
+            or message.get("channel_id") not in self.channels_visible
+        ):
+            return
+        await self.send_json(
+            {
+                "type": "notify",
+                "kind": message["kind"],
+                "business": message["business_id"],
+                "chat": message["chat_id"],
+                "title": message["title"],
+                "body": message["body"],
+                "url": message["url"],
+            }
+        )
 
     # --- helpers ---------------------------------------------------------------------------
 
