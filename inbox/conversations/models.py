@@ -513,6 +513,47 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"
 
 
+class Job(models.Model):
+    """Progress of one piece of long work (a price-list import, a first CRM sync, a
+    reconciliation pass, a data purge), written by the worker doing it through
+    `inbox.conversations.progress` and shown live on that work's page."""
+
+    class Kind(models.TextChoices):
+        PRICE_IMPORT = "price_import", "Price-list import"
+        CRM_FULL_SYNC = "crm_full_sync", "Bitrix24: every chat checked against the CRM"
+        CRM_RECONCILE = "crm_reconcile", "Bitrix24: reconciliation pass"
+        PURGE = "purge", "Data purge (retention)"
+
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    total = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: not known yet.")
+    done = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["business", "kind", "-id"], name="job_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.state})"
+
+    @property
+    def percent(self) -> int | None:
+        if not self.total:
+            return None
+        return min(100, self.done * 100 // self.total)
+
+
 class Label(models.Model):
     """A business's own tag for chats ("VIP", "delivery"), in one colour of a fixed palette
     whose text and background pass WCAG AA contrast."""

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import admin_pages, health, metrics_view, replay_pages, replies_labels_page
-from inbox.web import chat_extras, login_limit, media, status_views, views
+from inbox.web import chat_extras, login_limit, media, progress_views, status_views, views
 from inbox.web.api import api
 from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
@@ -43,6 +43,11 @@ urlpatterns = [
     ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
     path(
+        "inbox/settings/price-list/versions/<int:version_id>/restore/",
+        admin_pages.price_list_restore,
+        name="settings_price_list_restore",
+    ),
+    path(
         "inbox/settings/assistant/",
         admin_pages.assistant_settings_page,
         name="settings_assistant",
@@ -53,6 +58,7 @@ urlpatterns = [
         name="settings_replies_labels",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("inbox/progress/<int:job_id>/", progress_views.job_progress, name="job_progress"),
     path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
     path("inbox/settings/replay/", replay_pages.replay_start, name="settings_replay"),
     path(
