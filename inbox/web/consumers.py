@@ -5,11 +5,15 @@ One socket per open page. On connect the consumer joins the groups of the user's
 business's current sequence number. It forwards events whose channel the user may see; for
 any other it forwards only the sequence number (`skip`), so the page never mistakes the
 filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
-membership removed while a page is open stops the pushes within that time.
+membership removed while a page is open stops the pushes within that time. While a socket is
+open its user counts as online for auto-assignment (`inbox.conversations.presence`, refreshed
+every `presence.HEARTBEAT_SECONDS`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -17,10 +21,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access
+from inbox.conversations import access, presence
 from inbox.web import dashboard, realtime
 
 log = logging.getLogger(__name__)
@@ -49,6 +54,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.chat_id: int | None = None
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
+        self.heartbeat: asyncio.Task[None] | None = None
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
@@ -72,8 +78,16 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._subscribe(int(requested))
         await self.accept()
         await self.send_json({"type": "hello", "seq": await self._sequences()})
+        self.heartbeat = asyncio.create_task(self._keep_present())
 
     async def disconnect(self, code: int) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.heartbeat
+            await sync_to_async(presence.socket_closed, thread_sensitive=False)(
+                set(self.businesses), int(self.user.pk), self.channel_name
+            )
         for business_id in self.businesses:
             await self.channel_layer.group_discard(
                 realtime.business_group(business_id), self.channel_name
@@ -147,6 +161,14 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self.send_json(out)
 
     # --- helpers ---------------------------------------------------------------------------
+
+    async def _keep_present(self) -> None:
+        """Online for auto-assignment while this socket lives (the businesses it still sees)."""
+        while True:
+            await sync_to_async(presence.socket_open, thread_sensitive=False)(
+                set(self.businesses), int(self.user.pk), self.channel_name
+            )
+            await asyncio.sleep(presence.HEARTBEAT_SECONDS)
 
     async def _subscribe(self, chat_id: int) -> None:
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
