@@ -77,8 +77,9 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if requested:
             await self._subscribe(int(requested))
         await self.accept()
-        await self.send_json({"type": "hello", "seq": await self._sequences()})
+        await self._mark_present()
         self.heartbeat = asyncio.create_task(self._keep_present())
+        await self.send_json({"type": "hello", "seq": await self._sequences()})
 
     async def disconnect(self, code: int) -> None:
         if self.heartbeat is not None:
@@ -165,10 +166,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _keep_present(self) -> None:
         """Online for auto-assignment while this socket lives (the businesses it still sees)."""
         while True:
-            await sync_to_async(presence.socket_open, thread_sensitive=False)(
-                set(self.businesses), int(self.user.pk), self.channel_name
-            )
             await asyncio.sleep(presence.HEARTBEAT_SECONDS)
+            await self._mark_present()
+
+    async def _mark_present(self) -> None:
+        await sync_to_async(presence.socket_open, thread_sensitive=False)(
+            set(self.businesses), int(self.user.pk), self.channel_name
+        )
 
     async def _subscribe(self, chat_id: int) -> None:
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
