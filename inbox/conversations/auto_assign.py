@@ -48,9 +48,7 @@ def candidates(chat: Chat) -> list[int]:
     )
     counts = open_chat_counts(business_id, [m.user_id for m in members])
     return sorted(
-        m.user_id
-        for m in members
-        if m.chat_cap is None or counts.get(m.user_id, 0) < m.chat_cap
+        m.user_id for m in members if m.chat_cap is None or counts.get(m.user_id, 0) < m.chat_cap
     )
 
 
@@ -66,9 +64,7 @@ def assign_waiting_chat(chat_id: int) -> int | None:
     if chat is None or chat.owner != Owner.PENDING_HUMAN or chat.assigned_to_id is not None:
         return None
     with transaction.atomic():
-        business = (
-            Business.objects.select_for_update().filter(pk=chat.channel.business_id).first()
-        )
+        business = Business.objects.select_for_update().filter(pk=chat.channel.business_id).first()
         if business is None or not business.auto_assign:
             return None
         ids = candidates(chat)
@@ -81,4 +77,3 @@ def assign_waiting_chat(chat_id: int) -> int | None:
         Business.objects.filter(pk=business.pk).update(auto_assign_cursor=user_id)
     log.info("auto_assign.assigned", extra={"chat_id": chat_id, "user_id": user_id})
     return user_id
-

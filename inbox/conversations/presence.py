@@ -55,7 +55,8 @@ def online_user_ids(business_id: int) -> set[int]:
     members = get_redis().zrangebyscore(presence_key(business_id), time.time(), "+inf")
     users: set[int] = set()
     for raw in members:
-        user_id, _, _ = raw.decode(errors="replace").partition(":")
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        user_id, _, _ = text.partition(":")
         if user_id.isdigit():
             users.add(int(user_id))
     return users

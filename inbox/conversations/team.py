@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.sessions.models import Session
 from django.core.mail import send_mail
@@ -131,7 +131,7 @@ def _last_admin(membership: Membership) -> bool:
     return not others.exists()
 
 
-def password_link_path(user: AbstractBaseUser) -> str:
+def password_link_path(user: User) -> str:
     """The path of a one-time "set your password" link (Django's password_reset_confirm). It
     dies once the password is set: the token is made from the password hash and last login."""
     return reverse(

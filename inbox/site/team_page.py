@@ -22,7 +22,7 @@ from inbox.conversations.models import Business, Channel, Membership
 
 
 class MemberFields(forms.Form):
-    role = forms.ChoiceField(choices=Membership.Role.choices)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MANAGER)
     channels = forms.ModelMultipleChoiceField(
         queryset=Channel.objects.none(),
         required=False,
@@ -184,7 +184,9 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     except team.TeamError as exc:
         messages.error(request, f"Not removed: {exc}")
         return _back(membership.business)
-    note = " and deactivated: logged out everywhere, API tokens revoked" if removal.deactivated else ""
+    note = (
+        " and deactivated: logged out everywhere, API tokens revoked" if removal.deactivated else ""
+    )
     messages.success(request, f"Removed {name} from {membership.business.name}{note}.")
     return _back(membership.business)
 

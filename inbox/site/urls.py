@@ -42,9 +42,19 @@ urlpatterns = [
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
     path("inbox/settings/team/", team_page.team_page, name="settings_team"),
-    path("inbox/settings/team/auto-assign/", team_page.auto_assign, name="settings_team_auto_assign"),
-    path("inbox/settings/team/<int:membership_id>/", team_page.member_update, name="settings_team_member"),
-    path("inbox/settings/team/<int:membership_id>/remove/", team_page.member_remove, name="settings_team_remove"),
+    path(
+        "inbox/settings/team/auto-assign/", team_page.auto_assign, name="settings_team_auto_assign"
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/",
+        team_page.member_update,
+        name="settings_team_member",
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/remove/",
+        team_page.member_remove,
+        name="settings_team_remove",
+    ),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),
     path("", views.home, name="home"),

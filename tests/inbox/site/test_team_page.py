@@ -53,7 +53,8 @@ def test_a_manager_cannot_open_or_post_to_the_team_page(a: Tenant) -> None:
 def test_an_admin_sees_only_their_business_members(a: Tenant, b: Tenant) -> None:
     page = _client(a.admin).get(f"{PAGE}?business={b.business.pk}")
     assert page.status_code == 200
-    assert b"manager-a" in page.content and b"manager-b" not in page.content
+    assert b"manager-a" in page.content
+    assert b"manager-b" not in page.content
 
 
 def test_an_admin_cannot_change_or_remove_another_business_member(a: Tenant, b: Tenant) -> None:
@@ -63,7 +64,8 @@ def test_an_admin_cannot_change_or_remove_another_business_member(a: Tenant, b: 
     assert edit.status_code == 404
     assert admin.post(f"{PAGE}{foreign.pk}/remove/").status_code == 404
     foreign.refresh_from_db()
-    assert foreign.role == "manager" and get_user_model().objects.get(pk=b.manager.pk).is_active
+    assert foreign.role == "manager"
+    assert get_user_model().objects.get(pk=b.manager.pk).is_active
 
 
 def test_an_admin_cannot_restrict_a_manager_to_another_business_channel(
@@ -134,7 +136,8 @@ def test_an_admin_changes_role_channels_and_cap(a: Tenant) -> None:
         {f"{p}-role": "manager", f"{p}-channels": [str(branch.pk)], f"{p}-chat_cap": "2"},
     )
     membership.refresh_from_db()
-    assert membership.chat_cap == 2 and list(membership.channels.all()) == [branch]
+    assert membership.chat_cap == 2
+    assert list(membership.channels.all()) == [branch]
     assert _client(a.manager).get(f"/inbox/chat/{a.chat.pk}/").status_code == 404
 
 
@@ -143,7 +146,8 @@ def test_auto_assignment_is_off_until_the_admin_turns_it_on(a: Tenant, b: Tenant
     _client(a.admin).post(f"{PAGE}auto-assign/?business={a.business.pk}", {"auto_assign": "on"})
     a.business.refresh_from_db()
     b.business.refresh_from_db()
-    assert a.business.auto_assign is True and b.business.auto_assign is False
+    assert a.business.auto_assign is True
+    assert b.business.auto_assign is False
     # ?business= of another business falls back to the admin's own.
     _client(a.admin).post(f"{PAGE}auto-assign/?business={b.business.pk}", {"auto_assign": "on"})
     b.business.refresh_from_db()

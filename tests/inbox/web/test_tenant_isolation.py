@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Owner
+from inbox.conversations.models import Chat, Membership, Owner
 from inbox.site.asgi import application
 from inbox.site.routing import websocket_urlpatterns
 from inbox.web.api_tokens import create_token
@@ -86,7 +86,7 @@ def visitor(user: Any) -> Client:
 @pytest.mark.parametrize("role", ["manager", "admin"])
 def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: str) -> None:
     client = visitor(a.manager if role == "manager" else a.admin)
-    ids = b_ids(b)
+    ids = {**b_ids(b), "membership_id": Membership.objects.get(user=b.manager).pk}
     query = (
         f"?business={b.business.pk}&chat={b.chat.pk}&channel={b.channel.pk}&since=0"
         f"&owner=pending_human&reason=outside_knowledge_base&q=Customer"
@@ -128,6 +128,7 @@ def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: 
     assert chat.owner == Owner.PENDING_HUMAN
     assert chat.assigned_to_id is None
     assert not chat.messages.exclude(pk=b.message.pk).exists()
+    assert Membership.objects.filter(user=b.manager, business=b.business).exists()
 
 
 def test_django_admin_is_staff_only(a: Tenant) -> None:

@@ -36,9 +36,7 @@ class Command(BaseCommand):
             action="store_true",
             help="print a one-time link (PUBLIC_BASE_URL + path) to set the password",
         )
-        parser.add_argument(
-            "--send-invite", action="store_true", help="mail that link to --email"
-        )
+        parser.add_argument("--send-invite", action="store_true", help="mail that link to --email")
 
     def handle(self, *args: Any, **o: Any) -> None:
         business = Business.objects.filter(name=o["business"]).first()
