@@ -60,9 +60,11 @@ def next_in_turn(user_ids: list[int], cursor: int) -> int:
 def assign_waiting_chat(chat_id: int) -> int | None:
     """Give a chat that now waits for a human to the next manager in turn, when its business
     turned auto-assignment on and the chat has nobody yet. Returns the assignee's user id."""
-    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
     if chat is None or chat.owner != Owner.PENDING_HUMAN or chat.assigned_to_id is not None:
         return None
+    if not chat.channel.business.auto_assign:
+        return None  # the common case: no business row lock taken
     with transaction.atomic():
         business = Business.objects.select_for_update().filter(pk=chat.channel.business_id).first()
         if business is None or not business.auto_assign:
