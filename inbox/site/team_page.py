@@ -21,9 +21,16 @@ from inbox.conversations import access, presence, team
 from inbox.conversations.models import Business, Channel, Membership
 
 
+class ChannelChoices(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
+    """Channels by their own name: the page is already about one business."""
+
+    def label_from_instance(self, obj: Channel) -> str:
+        return obj.name
+
+
 class MemberFields(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MANAGER)
-    channels = forms.ModelMultipleChoiceField(
+    channels = ChannelChoices(
         queryset=Channel.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,

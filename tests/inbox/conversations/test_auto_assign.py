@@ -97,3 +97,13 @@ def test_only_members_of_the_chats_business_are_candidates(a: Tenant) -> None:
     _online(b, a.manager)  # online in B's inbox, not A's
     _online(a, b.manager)  # even a presence entry under A's key is not membership
     assert _assignees(a, 1) == [None]
+
+
+def test_a_socket_whose_heartbeat_stopped_expires(a: Tenant, redis_client: Any) -> None:
+    """A server killed without disconnects: its sockets stop counting after the TTL."""
+    _online(a, a.manager)
+    assert presence.online_user_ids(a.business.pk) == {a.manager.pk}
+    key = presence.presence_key(a.business.pk)
+    redis_client.zadd(key, {f"{a.manager.pk}:socket-{a.manager.pk}": 1.0})  # expired long ago
+    assert presence.online_user_ids(a.business.pk) == set()
+    assert _assignees(a, 1) == [None]
