@@ -2,7 +2,7 @@
 
 Off unless the business turns it on (`Business.auto_assign`, on the Team page). Round robin over
 the members who may see the chat's channel (`access.assignable_memberships`), are online
-(`presence`) and hold fewer open chats (HUMAN or PENDING_HUMAN, assigned to them) than their
+(`online`) and hold fewer open chats (HUMAN or PENDING_HUMAN, assigned to them) than their
 `Membership.chat_cap` (empty = no cap, 0 = never). The cursor is the user id the last chat
 went to (`Business.auto_assign_cursor`), read and moved under the business row's lock, so two
 handoffs at once never both pick the same turn.
@@ -15,7 +15,7 @@ import logging
 from django.db import transaction
 from django.db.models import Count, Q
 
-from inbox.conversations import access, assignment, presence
+from inbox.conversations import access, assignment, online
 from inbox.conversations.models import Business, Chat, Owner
 
 log = logging.getLogger(__name__)
@@ -38,12 +38,12 @@ def open_chat_counts(business_id: int, user_ids: list[int]) -> dict[int, int]:
 def candidates(chat: Chat) -> list[int]:
     """User ids that may take this chat now, in round-robin order (by user id)."""
     business_id = chat.channel.business_id
-    online = presence.online_user_ids(business_id)
-    if not online:
+    present = online.online_user_ids(business_id)
+    if not present:
         return []
     members = list(
         access.assignable_memberships(chat)
-        .filter(user_id__in=online, user__is_active=True)
+        .filter(user_id__in=present, user__is_active=True)
         .filter(Q(chat_cap__isnull=True) | Q(chat_cap__gt=0))
     )
     counts = open_chat_counts(business_id, [m.user_id for m in members])

@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from inbox.conversations import access, presence, team
+from inbox.conversations import access, online, team
 from inbox.conversations.models import Business, Channel, Membership
 
 
@@ -88,7 +88,7 @@ def _members(business: Business) -> QuerySet[Membership]:
 
 def _page(request: HttpRequest, business: Business, businesses: list[Business],
           invite: InviteForm, **extra: Any) -> HttpResponse:  # fmt: skip
-    online = presence.online_user_ids(business.pk)
+    present = online.online_user_ids(business.pk)
     rows = [
         (
             member,
@@ -101,7 +101,7 @@ def _page(request: HttpRequest, business: Business, businesses: list[Business],
                     "chat_cap": member.chat_cap,
                 },
             ),
-            member.user_id in online,
+            member.user_id in present,
         )
         for member in _members(business)
     ]

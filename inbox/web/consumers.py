@@ -6,8 +6,8 @@ business's current sequence number. It forwards events whose channel the user ma
 any other it forwards only the sequence number (`skip`), so the page never mistakes the
 filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
 membership removed while a page is open stops the pushes within that time. While a socket is
-open its user counts as online for auto-assignment (`inbox.conversations.presence`, refreshed
-every `presence.HEARTBEAT_SECONDS`).
+open its user counts as online for auto-assignment (`inbox.conversations.online`, refreshed
+every `online.HEARTBEAT_SECONDS`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access, presence
+from inbox.conversations import access, online
 from inbox.web import dashboard, realtime
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             self.heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.heartbeat
-            await sync_to_async(presence.socket_closed, thread_sensitive=False)(
+            await sync_to_async(online.socket_closed, thread_sensitive=False)(
                 set(self.businesses), int(self.user.pk), self.channel_name
             )
         for business_id in self.businesses:
@@ -166,11 +166,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _keep_present(self) -> None:
         """Online for auto-assignment while this socket lives (the businesses it still sees)."""
         while True:
-            await asyncio.sleep(presence.HEARTBEAT_SECONDS)
+            await asyncio.sleep(online.HEARTBEAT_SECONDS)
             await self._mark_present()
 
     async def _mark_present(self) -> None:
-        await sync_to_async(presence.socket_open, thread_sensitive=False)(
+        await sync_to_async(online.socket_open, thread_sensitive=False)(
             set(self.businesses), int(self.user.pk), self.channel_name
         )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from inbox.conversations import ownership, presence
+from inbox.conversations import online, ownership
 from inbox.conversations.models import Business, Chat, Membership, Owner
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
@@ -25,7 +25,7 @@ def a() -> Tenant:
 
 def _online(t: Tenant, *users: Any) -> None:
     for user in users:
-        presence.socket_open([t.business.pk], user.pk, f"socket-{user.pk}")
+        online.socket_open([t.business.pk], user.pk, f"socket-{user.pk}")
 
 
 def _hand_off(t: Tenant, channel: Any = None) -> Chat:
@@ -79,7 +79,7 @@ def test_nobody_online_leaves_the_chat_unassigned(a: Tenant) -> None:
 
 def test_a_member_who_closed_their_page_is_offline(a: Tenant) -> None:
     _online(a, a.manager)
-    presence.socket_closed([a.business.pk], a.manager.pk, f"socket-{a.manager.pk}")
+    online.socket_closed([a.business.pk], a.manager.pk, f"socket-{a.manager.pk}")
     assert _assignees(a, 1) == [None]
 
 
@@ -102,8 +102,8 @@ def test_only_members_of_the_chats_business_are_candidates(a: Tenant) -> None:
 def test_a_socket_whose_heartbeat_stopped_expires(a: Tenant, redis_client: Any) -> None:
     """A server killed without disconnects: its sockets stop counting after the TTL."""
     _online(a, a.manager)
-    assert presence.online_user_ids(a.business.pk) == {a.manager.pk}
-    key = presence.presence_key(a.business.pk)
+    assert online.online_user_ids(a.business.pk) == {a.manager.pk}
+    key = online.online_key(a.business.pk)
     redis_client.zadd(key, {f"{a.manager.pk}:socket-{a.manager.pk}": 1.0})  # expired long ago
-    assert presence.online_user_ids(a.business.pk) == set()
+    assert online.online_user_ids(a.business.pk) == set()
     assert _assignees(a, 1) == [None]

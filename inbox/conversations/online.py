@@ -6,7 +6,7 @@ This module is the one place that knows the key format, so neither side imports 
 
 Key format, one Redis sorted set per business:
 
-    inbox:presence:<business id>    member "<user id>:<socket name>", score = expiry (unix s)
+    inbox:online:<business id>    member "<user id>:<socket name>", score = expiry (unix s)
 
 A member is online while at least one of their sockets has a score in the future. A socket
 that vanishes without a disconnect (a killed server) drops out after `TTL_SECONDS`.
@@ -23,8 +23,8 @@ HEARTBEAT_SECONDS = 20.0
 TTL_SECONDS = 60.0
 
 
-def presence_key(business_id: int) -> str:
-    return f"inbox:presence:{business_id}"
+def online_key(business_id: int) -> str:
+    return f"inbox:online:{business_id}"
 
 
 def _member(user_id: int, socket: str) -> str:
@@ -36,7 +36,7 @@ def socket_open(business_ids: Iterable[int], user_id: int, socket: str) -> None:
     now = time.time()
     pipe = get_redis().pipeline()
     for business_id in business_ids:
-        key = presence_key(business_id)
+        key = online_key(business_id)
         pipe.zadd(key, {_member(user_id, socket): now + TTL_SECONDS})
         pipe.zremrangebyscore(key, "-inf", now)
         pipe.expire(key, int(TTL_SECONDS * 2))
@@ -46,13 +46,13 @@ def socket_open(business_ids: Iterable[int], user_id: int, socket: str) -> None:
 def socket_closed(business_ids: Iterable[int], user_id: int, socket: str) -> None:
     pipe = get_redis().pipeline()
     for business_id in business_ids:
-        pipe.zrem(presence_key(business_id), _member(user_id, socket))
+        pipe.zrem(online_key(business_id), _member(user_id, socket))
     pipe.execute()
 
 
 def online_user_ids(business_id: int) -> set[int]:
     """Users with at least one live inbox socket for this business."""
-    members = get_redis().zrangebyscore(presence_key(business_id), time.time(), "+inf")
+    members = get_redis().zrangebyscore(online_key(business_id), time.time(), "+inf")
     users: set[int] = set()
     for raw in members:
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from inbox.conversations import presence
+from inbox.conversations import online
 from tests.inbox.tenants import tenant
 from tests.inbox.web.test_live import connect
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def _online(business_id: int) -> set[int]:
-    return await sync_to_async(presence.online_user_ids)(business_id)
+    return await sync_to_async(online.online_user_ids)(business_id)
 
 
 @pytest.mark.asyncio
