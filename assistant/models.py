@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from inbox.conversations.models import Business, Channel, Handoff
+from inbox.conversations.fields import EncryptedTextField
+from inbox.conversations.models import Business, Channel, Chat, Handoff, Turn
 
 # Reasons the model (or the catalogue assistant) may choose, with what each means. A business
 # edits the descriptions, removes reasons or adds its own in AssistantSettings.handoff_reasons.
@@ -90,6 +91,16 @@ class AssistantSettings(models.Model):
     )
     prompt_version = models.CharField(
         max_length=16, default="v1", help_text="Folder of prompt templates in assistant/prompts/."
+    )
+    replay_gate = models.BooleanField(
+        default=False,
+        help_text="A change whose replay raises guardrail blocks or handoffs by more than the "
+        "threshold needs an explicit confirmation before it is applied.",
+    )
+    replay_gate_threshold = models.FloatField(
+        default=0.05,
+        help_text="The most the share of guardrail blocks, or of handoffs, may rise "
+        "(0.05 = 5 percentage points).",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -225,3 +236,67 @@ class KnowledgeGap(Handoff):
         proxy = True
         verbose_name = "knowledge gap (outside the price list)"
         verbose_name_plural = "knowledge gaps (weekly review)"
+
+
+class ReplayRun(models.Model):
+    """Past turns of one business run again with a candidate change (a price list not applied,
+    edited rules, another model endpoint). Nothing is sent; `assistant.replay` owns the rules."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        APPLIED = "applied", "Applied"
+        DISCARDED = "discarded", "Discarded"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="replay_runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # {"days": 7, "channel_id": 3, "reason": "guardrail", "chat_ids": [..], "limit": 200}
+    selection = models.JSONField(default=dict, blank=True)
+    # {"price_list": {...rows...}, "rules": {...}, "model": {"base_url", "model", ...}}
+    candidate = models.JSONField(default=dict, blank=True)
+    model_api_key = EncryptedTextField(blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        permissions = [
+            ("view_replay_phones", "See customer phone numbers in replay reports"),
+        ]
+
+    def __str__(self) -> str:
+        return f"replay #{self.pk} of {self.business} ({self.status})"
+
+
+class ReplayTurn(models.Model):
+    """One recorded turn of a replay: what the assistant said then and would say now."""
+
+    class Change(models.TextChoices):
+        DECISION = "changed_decision", "Changed decision"
+        AMOUNT = "changed_amount", "Changed amount"
+        BLOCKED = "newly_blocked", "Newly blocked by the guardrail"
+        UNCHANGED = "unchanged", "Unchanged"
+
+    run = models.ForeignKey(ReplayRun, on_delete=models.CASCADE, related_name="turns")
+    turn = models.ForeignKey(Turn, null=True, on_delete=models.SET_NULL, related_name="+")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="+")
+    customer_text = models.TextField(blank=True)
+    change = models.CharField(max_length=24, choices=Change.choices)
+    # {"action", "reason", "reply", "sent", "amounts": [{"text", "ok"}], "blocked": [...]}
+    then = models.JSONField(default=dict)
+    now = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"replayed turn #{self.turn_id} ({self.change})"

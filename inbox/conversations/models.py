@@ -33,6 +33,11 @@ class Business(models.Model):
     )
     # The user id the last auto-assigned chat went to: the round robin's cursor.
     auto_assign_cursor = models.PositiveIntegerField(default=0, editable=False)
+    mask_phone_for_managers = models.BooleanField(
+        default=False,
+        help_text="Show customers' phone numbers to managers with the middle digits hidden "
+        "(business admins still see them whole).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -136,6 +141,11 @@ class Membership(models.Model):
         help_text="Auto-assignment gives this member no more open chats than this; "
         "empty = no cap, 0 = none.",
     )
+    # Desktop notifications this user wants from this business (inbox/web/notify.py); off
+    # until the manager turns them on, since the browser must be asked for permission too.
+    notify_waiting = models.BooleanField("new waiting chat", default=False)
+    notify_assigned = models.BooleanField("assigned to me", default=False)
+    notify_my_messages = models.BooleanField("message in my chat", default=False)
 
     class Meta:
         constraints = [
@@ -462,3 +472,49 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"
+
+
+class Label(models.Model):
+    """A business's own tag for chats ("VIP", "delivery"), in one colour of a fixed palette
+    whose text and background pass WCAG AA contrast."""
+
+    class Colour(models.TextChoices):
+        GREY = "grey", "Grey"
+        BLUE = "blue", "Blue"
+        GREEN = "green", "Green"
+        AMBER = "amber", "Amber"
+        RED = "red", "Red"
+        PURPLE = "purple", "Purple"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=40)
+    colour = models.CharField(max_length=8, choices=Colour.choices, default=Colour.BLUE)
+    chats = models.ManyToManyField(Chat, blank=True, related_name="labels")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["business", "name"], name="label_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CannedReply(models.Model):
+    """A reply a business's managers insert by typing `/` in the composer. The text may name
+    {customer_name}, {manager_name} and {business_name}; they are filled for the chat."""
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="canned_replies")
+    title = models.CharField(max_length=80)
+    shortcut = models.SlugField(
+        max_length=32, blank=True, allow_unicode=True, help_text="Typed after / to find it fast."
+    )
+    text = models.TextField(max_length=4096)
+
+    class Meta:
+        ordering = ["title"]
+        verbose_name_plural = "canned replies"
+
+    def __str__(self) -> str:
+        return self.title

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from inbox.conversations.ingest import TURN_KINDS, VOICE_KINDS
-from inbox.conversations.models import Chat, Message, Owner
+from inbox.conversations.models import Chat, Message, Owner, Turn
 
 HISTORY_MESSAGES = 30
 
@@ -52,14 +52,37 @@ def collect(chat_id: int) -> PendingTurn | None:
         m.kind in VOICE_KINDS and m.transcript_status == Message.TranscriptStatus.PENDING
         for m in messages
     )
+    return PendingTurn(chat, version, messages, history_before(chat, messages[0].pk), waiting)
+
+
+def history_before(chat: Chat, first_message_id: int) -> list[Message]:
+    """What the assistant sees of the chat before a turn's first message, oldest first."""
     history = list(
-        chat.messages.filter(pk__lt=messages[0].pk)
+        chat.messages.filter(pk__lt=first_message_id)
         .exclude(direction=Message.Direction.INTERNAL)
         .exclude(status=Message.Status.FAILED)
         .order_by("-pk")[:HISTORY_MESSAGES]
     )
     history.reverse()
-    return PendingTurn(chat, version, messages, history, waiting)
+    return history
+
+
+def as_recorded(turn: Turn) -> PendingTurn | None:
+    """The pending turn a recorded Turn ran over: its customer messages and the history before
+    them, as they were (a replay answers them again). None when the messages are gone."""
+    chat = turn.chat
+    messages = list(
+        chat.messages.filter(
+            direction=Message.Direction.INBOUND,
+            pk__gte=turn.first_message_id,
+            pk__lte=turn.last_message_id,
+            kind__in=TURN_KINDS,
+        ).order_by("pk")
+    )
+    if not messages:
+        return None
+    history = history_before(chat, messages[0].pk)
+    return PendingTurn(chat, turn.generated_at_version, messages, history, False)
 
 
 def stuck_chat_ids(older_than_seconds: float, limit: int = 500) -> list[int]:

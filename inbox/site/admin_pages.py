@@ -226,9 +226,13 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
 
     class Meta:
         model = AssistantSettings
-        fields = ["business_rules"]
+        fields = ["business_rules", "replay_gate", "replay_gate_threshold"]
         widgets = {"business_rules": forms.Textarea(attrs={"rows": 8})}
-        labels = {"business_rules": "Tone and business rules"}
+        labels = {
+            "business_rules": "Tone and business rules",
+            "replay_gate": "Confirm changes whose replay raises blocks or handoffs",
+            "replay_gate_threshold": "Replay gate threshold",
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -236,6 +240,16 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             f"{r['code']}: {r['description']}" for r in self.instance.reasons()
         )
         self.fields["promises_text"].initial = "\n".join(self.instance.promises())
+        if "replay_gate_threshold" in self.fields:
+            self.fields["replay_gate_threshold"].required = False
+
+    def clean_replay_gate_threshold(self) -> float:
+        value = self.cleaned_data.get("replay_gate_threshold")
+        if value is None:
+            return float(self.instance.replay_gate_threshold)
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("A share between 0 and 1, e.g. 0.05 for 5 points.")
+        return float(value)
 
     def clean_reasons_text(self) -> list[dict[str, str]]:
         reasons = []

@@ -15,7 +15,10 @@ class SiteConfig(AppConfig):
         # Inside ready(): the apps these modules' models belong to must be loaded first.
         from inbox.conversations import hooks, transport_registry
         from inbox.conversations.models import Channel
+        from inbox.web import crm_cards
         from inbox.web.live import DashboardPush
+        from inbox.web.notify import NotificationPush
+        from integrations.bitrix24 import contact_card
         from integrations.bitrix24.hooks import CrmSync
         from integrations.sandbox import SandboxTransport
         from integrations.whatsapp.bridge import BridgeTransport
@@ -25,4 +28,6 @@ class SiteConfig(AppConfig):
         transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)
         transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
         hooks.subscribe(DashboardPush())
+        hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())
+        crm_cards.register(contact_card.SYSTEM, contact_card.card)

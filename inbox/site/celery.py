@@ -41,6 +41,7 @@ app.conf.task_routes = {
 app.autodiscover_tasks()
 app.autodiscover_tasks(["inbox.conversations"], related_name="attachments")
 app.autodiscover_tasks(["assistant.knowledge"], related_name="price_upload")
+app.autodiscover_tasks(["assistant.replay"], related_name="tasks")
 
 HEARTBEAT_KEY = "heartbeat:celery"  # sorted set: worker name → last beat (Unix seconds)
 HEARTBEAT_SECONDS = 10

@@ -3,9 +3,17 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import admin_pages, health, metrics_view, team_page
-from inbox.web import login_limit, media, views
+from inbox.site import (
+    admin_pages,
+    health,
+    metrics_view,
+    replay_pages,
+    replies_labels_page,
+    team_page,
+)
+from inbox.web import chat_extras, login_limit, media, views
 from inbox.web.api import api
+from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
 
 urlpatterns = [
@@ -26,6 +34,8 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
+    path("inbox/chat/<int:chat_id>/label/", chat_extras.chat_label, name="chat_label"),
+    path("inbox/chat/<int:chat_id>/canned/", chat_extras.canned_replies, name="chat_canned"),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
@@ -39,6 +49,11 @@ urlpatterns = [
         "inbox/settings/assistant/",
         admin_pages.assistant_settings_page,
         name="settings_assistant",
+    ),
+    path(
+        "inbox/settings/replies-labels/",
+        replies_labels_page.replies_labels,
+        name="settings_replies_labels",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
     path("inbox/settings/team/", team_page.team_page, name="settings_team"),
@@ -54,6 +69,21 @@ urlpatterns = [
         "inbox/settings/team/<int:membership_id>/remove/",
         team_page.member_remove,
         name="settings_team_remove",
+    ),
+    path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
+    path("inbox/settings/replay/", replay_pages.replay_start, name="settings_replay"),
+    path(
+        "inbox/settings/replay/<int:run_id>/", replay_pages.replay_run, name="settings_replay_run"
+    ),
+    path(
+        "inbox/settings/replay/<int:run_id>/apply/",
+        replay_pages.replay_apply,
+        name="settings_replay_apply",
+    ),
+    path(
+        "inbox/settings/replay/<int:run_id>/discard/",
+        replay_pages.replay_discard,
+        name="settings_replay_discard",
     ),
     path("api/v1/", api.urls),
     path("", include("integrations.bitrix24.urls")),

@@ -26,7 +26,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from inbox.conversations import access, online
-from inbox.web import dashboard, realtime
+from inbox.web import dashboard, presence, realtime
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 VISIBILITY_TTL = 30.0
+TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 
@@ -55,6 +56,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
         self.heartbeat: asyncio.Task[None] | None = None
+        self.typing_at = 0.0
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
@@ -74,6 +76,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_add(
                 realtime.business_group(business_id), self.channel_name
             )
+        await self.channel_layer.group_add(realtime.user_group(self.user.pk), self.channel_name)
         if requested:
             await self._subscribe(int(requested))
         await self.accept()
@@ -89,14 +92,15 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await sync_to_async(online.socket_closed, thread_sensitive=False)(
                 set(self.businesses), int(self.user.pk), self.channel_name
             )
+        if self.user is not None and self.user.is_authenticated:
+            await self.channel_layer.group_discard(
+                realtime.user_group(self.user.pk), self.channel_name
+            )
         for business_id in self.businesses:
             await self.channel_layer.group_discard(
                 realtime.business_group(business_id), self.channel_name
             )
-        if self.chat_id is not None:
-            await self.channel_layer.group_discard(
-                realtime.chat_group(self.chat_id), self.channel_name
-            )
+        await self._unsubscribe()
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
@@ -130,6 +134,35 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         elif action == "unsubscribe":
             await self._unsubscribe()
             await self.send_json({"type": "unsubscribed"})
+        elif action == "heartbeat" and self.chat_id is not None:
+            if await self._join(self.chat_id):
+                await self._tell_viewers(self.chat_id)
+        elif action == "typing" and self.chat_id is not None:
+            now = time.monotonic()
+            if now - self.typing_at < TYPING_MIN_INTERVAL:
+                return
+            self.typing_at = now
+            await self.channel_layer.group_send(
+                realtime.chat_group(self.chat_id),
+                {"type": "presence.event", "kind": "typing", "chat_id": self.chat_id,
+                 "user": {"id": self.user.pk, "name": self._name()}},
+            )  # fmt: skip
+
+    async def presence_event(self, message: dict[str, Any]) -> None:
+        """Who views or types in the open chat. Only a page subscribed to that chat (checked
+        against the user's access when it subscribed, and again as visibility is re-read) gets
+        it, so another business's managers, or those kept off the chat's channel, never do."""
+        if message.get("chat_id") != self.chat_id or self.chat_id is None:
+            return
+        await self._refresh_visibility_if_stale()
+        if message.get("chat_id") != self.chat_id:
+            return
+        if message["kind"] == "typing":
+            await self.send_json({"type": "typing", "chat": self.chat_id, "user": message["user"]})
+        else:
+            await self.send_json(
+                {"type": "presence", "chat": self.chat_id, "viewers": message["viewers"]}
+            )
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
         business_id = message.get("business_id")
@@ -161,6 +194,27 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             out["pending"] = await self._pending()
         await self.send_json(out)
 
+    async def inbox_notify(self, message: dict[str, Any]) -> None:
+        """A desktop notification for this user (inbox/web/notify.py chose them); forwarded
+        only while they still see its business and channel."""
+        await self._refresh_visibility_if_stale()
+        if (
+            message.get("business_id") not in self.businesses
+            or message.get("channel_id") not in self.channels_visible
+        ):
+            return
+        await self.send_json(
+            {
+                "type": "notify",
+                "kind": message["kind"],
+                "business": message["business_id"],
+                "chat": message["chat_id"],
+                "title": message["title"],
+                "body": message["body"],
+                "url": message["url"],
+            }
+        )
+
     # --- helpers ---------------------------------------------------------------------------
 
     async def _keep_present(self) -> None:
@@ -177,12 +231,32 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _subscribe(self, chat_id: int) -> None:
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
         self.chat_id = chat_id
+        await self._join(chat_id)
+        await self._tell_viewers(chat_id)
 
     async def _unsubscribe(self) -> None:
         if self.chat_id is None:
             return
         chat_id, self.chat_id = self.chat_id, None
         await self.channel_layer.group_discard(realtime.chat_group(chat_id), self.channel_name)
+        await sync_to_async(presence.leave)(chat_id, self.user.pk, self._name(), self.channel_name)
+        await self._tell_viewers(chat_id)
+
+    def _name(self) -> str:
+        return str(self.user.get_full_name() or self.user.get_username())
+
+    async def _join(self, chat_id: int) -> bool:
+        joined: bool = await sync_to_async(presence.join)(
+            chat_id, self.user.pk, self._name(), self.channel_name
+        )
+        return joined
+
+    async def _tell_viewers(self, chat_id: int) -> None:
+        viewers = await sync_to_async(presence.viewers)(chat_id)
+        await self.channel_layer.group_send(
+            realtime.chat_group(chat_id),
+            {"type": "presence.event", "kind": "viewers", "chat_id": chat_id, "viewers": viewers},
+        )
 
     async def _load_visibility(self) -> None:
         businesses, channels = await self._visibility()

@@ -15,9 +15,17 @@ from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, Wh
 from django.db.models.fields import IntegerField
 from django.utils import timezone
 
-from inbox.conversations import access
+from inbox.conversations import access, search
 from inbox.conversations.access import User
-from inbox.conversations.models import Chat, Handoff, Message, Owner, OwnershipTransition, Turn
+from inbox.conversations.models import (
+    Chat,
+    Handoff,
+    Label,
+    Message,
+    Owner,
+    OwnershipTransition,
+    Turn,
+)
 
 LIST_LIMIT = 200
 MESSAGES_SHOWN = 50
@@ -31,6 +39,7 @@ class ListFilters:
     state: str = ""
     channel: int | None = None
     q: str = ""
+    label: int | None = None
 
     @classmethod
     def from_query(cls, params: Any) -> ListFilters:
@@ -40,15 +49,22 @@ class ListFilters:
         raw_channel = str(params.get("channel", "")).strip()
         channel = int(raw_channel) if raw_channel.isdigit() and len(raw_channel) < 18 else None
         q = str(params.get("q", "")).replace("\x00", "").encode("utf-8", "ignore").decode()
-        return cls(state=state, channel=channel, q=q.strip()[:100])
+        raw_label = str(params.get("label", "")).strip()
+        label = int(raw_label) if raw_label.isdigit() and len(raw_label) < 18 else None
+        return cls(state=state, channel=channel, q=q.strip()[:100], label=label)
 
     @property
     def active(self) -> bool:
-        return bool(self.state or self.channel or self.q)
+        return bool(self.state or self.channel or self.q or self.label)
 
     def query(self, offset: int) -> str:
         """The list URL's query string for these filters, starting at `offset`."""
-        params = {"state": self.state, "channel": self.channel or "", "q": self.q}
+        params = {
+            "state": self.state,
+            "channel": self.channel or "",
+            "q": self.q,
+            "label": self.label or "",
+        }
         return urlencode({**{k: v for k, v in params.items() if v}, "offset": offset})
 
     @staticmethod
@@ -88,11 +104,7 @@ def chat_rows(
     user: User, filters: ListFilters, limit: int = LIST_LIMIT, offset: int = 0
 ) -> list[Chat]:
     """The chats a user sees, filtered, with `last_message` attached for the preview."""
-    chats = access.visible_chats(user).select_related("channel", "assigned_to")
-    if filters.state:
-        chats = chats.filter(owner=filters.state)
-    if filters.channel:
-        chats = chats.filter(channel_id=filters.channel)
+    chats = _narrowed(user, filters).select_related("channel__business", "assigned_to")
     if filters.q:
         digits = "".join(ch for ch in filters.q if ch.isdigit())
         match = Q(customer_name__icontains=filters.q)
@@ -106,12 +118,48 @@ def chat_rows(
         .values("pk")[:1]
     )
     rows: list[Chat] = list(
-        _ordered(chats).annotate(last_id=Subquery(last_id, output_field=IntegerField()))[
-            offset : offset + limit
-        ]
+        _ordered(chats)
+        .annotate(last_id=Subquery(last_id, output_field=IntegerField()))
+        .prefetch_related("labels")[offset : offset + limit]
     )
     attach_last_messages(rows)
     return rows
+
+
+def _narrowed(user: User, filters: ListFilters) -> QuerySet[Chat]:
+    """The chats a user sees, narrowed by every filter but the search words."""
+    chats = access.visible_chats(user)
+    if filters.state:
+        chats = chats.filter(owner=filters.state)
+    if filters.channel:
+        chats = chats.filter(channel_id=filters.channel)
+    if filters.label:
+        chats = chats.filter(labels=filters.label)
+    return chats
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    message: Message
+    segments: list[search.Segment]
+
+
+def message_hits(user: User, filters: ListFilters) -> list[MessageHit]:
+    """Messages whose text matches the search words, in the chats the other filters leave,
+    newest first (empty without search words)."""
+    if not filters.q:
+        return []
+    messages = Message.objects.filter(chat__in=_narrowed(user, filters), purged_at__isnull=True)
+    found = search.matching_messages(messages, filters.q).select_related("chat", "channel")
+    return [
+        MessageHit(message=item, segments=search.highlight(item.text, filters.q))
+        for item in found[: search.HIT_LIMIT]
+    ]
+
+
+def visible_labels(user: User) -> list[Label]:
+    """The labels of the businesses a user works for (for the list's filter)."""
+    return list(Label.objects.filter(business__in=access.visible_businesses(user)))
 
 
 def attach_last_messages(chats: list[Chat]) -> None:
@@ -135,7 +183,12 @@ def attach_last_messages(chats: list[Chat]) -> None:
 def chat_row(chat_id: int) -> Chat | None:
     """One list row, as `chat_rows` builds it (for pushes: no user, tenant checked by the
     consumer)."""
-    chat = Chat.objects.select_related("channel", "assigned_to").filter(pk=chat_id).first()
+    chat = (
+        Chat.objects.select_related("channel__business", "assigned_to")
+        .prefetch_related("labels")
+        .filter(pk=chat_id)
+        .first()
+    )
     if chat is not None:
         attach_last_messages([chat])
     return chat
@@ -162,6 +215,8 @@ class ChatView:
     handoff: Handoff | None
     turn_running: bool
     transitions: list[OwnershipTransition] = field(default_factory=list)
+    hit_id: int | None = None  # a search hit to show, highlighted
+    has_later: bool = False  # the page stops before the newest messages (an old hit)
 
 
 def recent_messages(chat: Chat, before: int | None = None) -> tuple[list[Message], bool]:
@@ -203,8 +258,32 @@ def transitions(chat: Chat) -> list[OwnershipTransition]:
     return list(chat.transitions.select_related("actor").order_by("-pk")[:100])
 
 
-def chat_view(chat: Chat) -> ChatView:
+CONTEXT_BEFORE_HIT = 10
+SHOWN_AFTER_HIT = 200
+
+
+def messages_around(chat: Chat, hit_id: int) -> tuple[list[Message], bool, bool]:
+    """A page of the chat that holds message `hit_id` with a few before it: up to the newest
+    message when that is near, else `SHOWN_AFTER_HIT` of them (`has_later` then says so)."""
+    messages = chat.messages.select_related("sent_by", "channel")
+    before = list(messages.filter(pk__lt=hit_id).order_by("-pk")[: CONTEXT_BEFORE_HIT + 1])
+    has_earlier = len(before) > CONTEXT_BEFORE_HIT
+    before = before[:CONTEXT_BEFORE_HIT]
+    before.reverse()
+    after = list(messages.filter(pk__gte=hit_id).order_by("pk")[: SHOWN_AFTER_HIT + 1])
+    has_later = len(after) > SHOWN_AFTER_HIT
+    return before + after[:SHOWN_AFTER_HIT], has_earlier, has_later
+
+
+def chat_view(chat: Chat, hit_id: int | None = None) -> ChatView:
+    """What the chat pane shows: the latest messages, or the page around a search hit of this
+    chat (a hit that is not this chat's is ignored)."""
     messages, has_earlier = recent_messages(chat)
+    has_later = False
+    if hit_id is not None and not chat.messages.filter(pk=hit_id).exists():
+        hit_id = None
+    if hit_id is not None and (not messages or hit_id < messages[0].pk):
+        messages, has_earlier, has_later = messages_around(chat, hit_id)
     return ChatView(
         chat=chat,
         messages=messages,
@@ -212,6 +291,8 @@ def chat_view(chat: Chat) -> ChatView:
         handoff=current_handoff(chat),
         turn_running=turn_running(chat),
         transitions=transitions(chat),
+        hit_id=hit_id,
+        has_later=has_later,
     )
 
 

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from inbox.conversations import hooks
 from inbox.conversations.models import Chat, Handoff, Message, Owner
-from inbox.web import dashboard, fragments
+from inbox.web import contact, dashboard, fragments
 from inbox.web.realtime import publish
 
 
@@ -43,7 +43,7 @@ class DashboardPush(hooks.Listener):
 def chat_changed(chat_id: int) -> None:
     """A chat's owner, version or assignment changed: refresh its row and open views. A chat
     that now waits for a human raises a notification in every open dashboard."""
-    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
     if chat is None:
         return
     publish(
@@ -54,7 +54,9 @@ def chat_changed(chat_id: int) -> None:
             "version": chat.version,
             "notify": chat.owner == Owner.PENDING_HUMAN,
             "reason": dashboard.last_transition_reason(chat),
-            "customer": chat.customer_name or chat.customer_phone or "A customer",
+            "customer": chat.customer_name
+            or contact.shown_phone(chat.customer_phone, chat.channel.business)
+            or "A customer",
             "owner_changed": True,
         },
         chat_id=chat.pk,

@@ -160,3 +160,20 @@ def replay(business_id: int, since: int) -> tuple[list[dict[str, Any]], int, boo
         return [], current, current == since
     complete = bool(events) and int(events[0]["seq"]) == since + 1
     return events, current, complete
+
+
+def user_group(user_id: int) -> str:
+    """One group per signed-in user: what only this person is told (desktop notifications)."""
+    return f"user.{user_id}"
+
+
+def send_to_users(user_ids: list[int], message: dict[str, Any]) -> None:
+    """Send one unsequenced message to each user's open pages. Never raises: a notification
+    that does not arrive leaves the page's data (sequenced and replayed) intact."""
+    try:
+        layer = get_channel_layer()
+        if layer is None or not user_ids:
+            return
+        _group_send_all(layer, [(user_group(uid), message) for uid in user_ids])
+    except Exception:
+        log.warning("realtime.notify_failed", extra={"kind": message.get("kind")}, exc_info=True)

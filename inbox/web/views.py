@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from inbox.conversations import access
 from inbox.conversations.models import Alert, Chat
 from inbox.upkeep import alerts
-from inbox.web import actions, dashboard, fragments, realtime
+from inbox.web import actions, contact, dashboard, fragments, realtime
 
 
 def _user(request: HttpRequest) -> User:
@@ -55,6 +55,7 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
     page = dashboard.chat_page(_user(request), filters, offset)
     return {
         "rows": page.rows,
+        "hits": dashboard.message_hits(_user(request), filters) if not offset else [],
         "filters": filters,
         "list_page": page,
         "more_query": filters.query(page.next_offset) if page.next_offset else "",
@@ -68,6 +69,7 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
         **_list_context(request),
         "states": dashboard.STATES,
         "channels": list(access.visible_channels(user).order_by("name")),
+        "labels": dashboard.visible_labels(user),
         "seq_json": json.dumps(seq),
         "pending": dashboard.pending_count(user),
         "open_chat": chat,
@@ -75,9 +77,12 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
         "alerts": _alerts(user),
     }
     if chat is not None:
-        view = dashboard.chat_view(chat)
+        raw_hit = request.GET.get("message", "")
+        hit = int(raw_hit) if raw_hit.isdigit() and len(raw_hit) < 18 else None
+        view = dashboard.chat_view(chat, hit)
         context.update(
             view=view,
+            contact=contact.contact_card(user, chat),
             assignees=list(access.assignable_memberships(chat)),
             composer_key=uuid.uuid4().hex,
         )
@@ -196,6 +201,7 @@ def _composer_response(
         # A reply that was refused (empty, too long) keeps its text; a failed send is in the
         # conversation with its error, so the box is cleared.
         "text": text if result.error and result.message_id is None else "",
+        "holder": result.ask_take_from,
     }
     return render(request, "inbox/_composer.html", context)
 
@@ -205,7 +211,15 @@ def _composer_response(
 def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     key = request.POST.get("key", "")
-    result = _run(request, lambda user, cid: actions.reply(user, cid, text, key=key), chat_id)
+    raw = request.POST.get("take_from", "")
+    take_from = int(raw) if raw.isdigit() and len(raw) < 18 else None
+    result = _run(
+        request,
+        lambda user, cid: actions.reply(
+            user, cid, text, key=key, ask_holder=True, take_from=take_from
+        ),
+        chat_id,
+    )
     return _composer_response(request, result, "reply", text)
 
 

@@ -30,20 +30,71 @@
     statusEl.textContent = text;
   }
 
+  // Reconnect fast after a drop (the first retry within 250 ms, jittered so a restarted server
+  // is not hit by every page at once), then back off to at most 8 s; coming back online or to
+  // the tab retries at once. On open the page asks for what it missed (resyncAll), before hello.
+  var timer = null;
+  var held = false;  // test seam: inboxLive.drop({hold: true}) keeps the socket down
+
+  function backoff(attempt) {
+    var ceiling = attempt === 1 ? 250 : Math.min(8000, 500 * Math.pow(2, attempt - 2));
+    return ceiling / 2 + Math.random() * ceiling / 2;
+  }
+
+  function schedule() {
+    if (timer || held) return;
+    retry = Math.min(retry + 1, 6);
+    timer = setTimeout(function () { timer = null; connect(); }, backoff(retry));
+  }
+
+  function reconnectNow() {
+    if (held || (socket && socket.readyState <= 1)) return;  // connecting or open
+    clearTimeout(timer); timer = null;
+    connect();
+  }
+
   function connect() {
+    if (held) return;
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(scheme + location.host + root.dataset.wsPath);
-    socket.onopen = function () { retry = 0; state.connected = true; setStatus("live", "Live"); };
-    socket.onmessage = function (e) { handle(JSON.parse(e.data)); };
-    socket.onclose = function () {
+    var ws = socket = new WebSocket(scheme + location.host + root.dataset.wsPath);
+    ws.onopen = function () {
+      retry = 0; state.connected = true; state.openedAt = performance.now();
+      setStatus("live", "Live");
+      resyncAll();
+    };
+    ws.onmessage = function (e) { handle(JSON.parse(e.data)); };
+    ws.onclose = function () {
+      if (ws !== socket) return;
       state.connected = false;
       setStatus("offline", "Reconnecting…");
-      retry = Math.min(retry + 1, 6);
-      setTimeout(connect, 500 * Math.pow(2, retry - 1));
+      schedule();
     };
   }
 
+  window.addEventListener("online", reconnectNow);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") reconnectNow();
+  });
+  state.drop = function (options) {
+    held = !!(options && options.hold);
+    if (socket) socket.close();
+  };
+  state.release = function () { held = false; };
+
+  // Presence and typing belong to presence.js; other scripts send frames on this socket.
+  state.send = function (frame) {
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(frame));
+  };
+
   function handle(msg) {
+    if (msg.type === "presence" || msg.type === "typing") {
+      document.dispatchEvent(new CustomEvent("inbox:presence", { detail: msg }));
+      return;
+    }
+    if (msg.type === "notify") {
+      document.dispatchEvent(new CustomEvent("inbox:notify", { detail: msg }));
+      return;
+    }
     if (msg.type === "hello") {
       Object.keys(msg.seq).forEach(function (business) {
         var known = last[business] || 0;
@@ -143,6 +194,8 @@
     var q = (list.dataset.filterQ || "").toLowerCase();
     if (wantState && row.dataset.owner !== wantState) return false;
     if (wantChannel && row.dataset.channel !== wantChannel) return false;
+    var wantLabel = list.dataset.filterLabel;
+    if (wantLabel && (" " + (row.dataset.labels || "") + " ").indexOf(" " + wantLabel + " ") === -1) return false;
     if (q && (row.dataset.search || "").toLowerCase().indexOf(q) === -1) {
       var digits = q.replace(/\D/g, "");
       if (!digits || (row.dataset.search || "").indexOf(digits) === -1) return false;

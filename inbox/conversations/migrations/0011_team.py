@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0005_alert_model_misconfigured'),
+        ('inbox', '0007_notification_preferences'),
     ]
 
     operations = [

@@ -309,7 +309,7 @@ class TestActions:
         response = htmx(client_for(colleague), f"/inbox/chat/{a.chat.pk}/take-over/")
 
         assert response.status_code == 200
-        assert "Already handled by manager-a" in response.content.decode()
+        assert "manager-a took this chat first" in response.content.decode()
         assert OwnershipTransition.objects.filter(chat=a.chat).count() == 1
 
     def test_two_managers_clicking_at_once_make_one_transition(self, a: Tenant) -> None:

@@ -1,0 +1,44 @@
+"""Views for labels on a chat and the composer's canned replies. Thin: parse, check through
+`inbox.conversations.access` (inside the called functions), render."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from inbox.conversations import access
+from inbox.web import canned, labels
+
+
+def _id(raw: str) -> int:
+    if not (raw.isdigit() and len(raw) < 18):
+        raise Http404("bad id")
+    return int(raw)
+
+
+@login_required
+@require_POST
+def chat_label(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """Add (`label`) or remove (`remove`) a label; answers the chat's label bar."""
+    try:
+        if request.POST.get("remove"):
+            chat = labels.remove_label(request.user, chat_id, _id(request.POST["remove"]))
+        else:
+            chat = labels.add_label(request.user, chat_id, _id(request.POST.get("label", "")))
+    except labels.LabelNotFound as exc:
+        raise Http404(str(exc)) from exc
+    if not getattr(request, "htmx", False):
+        return redirect("chat_detail", chat_id=chat.pk)
+    return render(request, "inbox/_chat_labels.html", {"chat": chat})
+
+
+@login_required
+@require_GET
+def canned_replies(request: HttpRequest, chat_id: int) -> JsonResponse:
+    """The canned replies the composer of this chat offers, filled in for it."""
+    chat = access.visible_chat(request.user, chat_id)
+    if chat is None:
+        raise Http404("no such chat")
+    return JsonResponse({"replies": canned.offered(request.user, chat)})

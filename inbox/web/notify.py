@@ -1,0 +1,106 @@
+"""Desktop notifications: who is told, per person, when a chat starts waiting, is assigned to
+them, or their chat gets a customer message.
+
+Each manager turns the three kinds on per business (`Membership.notify_*`, the page
+`inbox/web/notification_views.py`). The recipients are decided here, on the server, from the
+preferences and `inbox.conversations.access`, and each gets a `notify` message on their own
+user group; the consumer checks the business and channel once more before it forwards one. The
+browser shows it with the Notification API (`static/inbox/notify.js`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from django.db import transaction
+from django.urls import reverse
+
+from inbox.conversations import access, hooks
+from inbox.conversations.models import Chat, Handoff, Membership, Message
+from inbox.web.realtime import send_to_users
+from inbox.web.templatetags.inbox_ui import preview, reason_label
+
+Kind = Literal["waiting", "assigned", "message"]
+FIELDS: dict[Kind, str] = {
+    "waiting": "notify_waiting",
+    "assigned": "notify_assigned",
+    "message": "notify_my_messages",
+}
+LABELS: dict[Kind, str] = {
+    "waiting": "New waiting chat",
+    "assigned": "Assigned to me",
+    "message": "Message in my chat",
+}
+BODY_LIMIT = 120
+
+
+class NotificationPush(hooks.Listener):
+    """Decides after the commit, so nobody is told of a change that was rolled back."""
+
+    def handoff_created(self, handoff_id: int) -> None:
+        transaction.on_commit(partial(chat_waiting, handoff_id), robust=True)
+
+    def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
+        transaction.on_commit(partial(chat_assigned, chat_id, assignee_id), robust=True)
+
+    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+        if chat.assigned_to_id is None or message.author != Message.Author.CUSTOMER:
+            return
+        transaction.on_commit(partial(my_chat_message, message, chat), robust=True)
+
+
+def recipients(kind: Kind, chat: Chat, user_ids: list[int] | None = None) -> list[int]:
+    """Users of the chat's business who asked for `kind` and may see this chat (of `user_ids`
+    only, when given)."""
+    wanted = Membership.objects.filter(
+        business_id=chat.channel.business_id, **{FIELDS[kind]: True}
+    ).select_related("user")
+    if user_ids is not None:
+        wanted = wanted.filter(user_id__in=user_ids)
+    return [m.user_id for m in wanted if access.can_see_chat(m.user, chat.pk)]
+
+
+def _customer(chat: Chat) -> str:
+    if chat.customer_name:
+        return chat.customer_name
+    return f"+{chat.customer_phone}" if chat.customer_phone else "A customer"
+
+
+def _send(kind: Kind, chat: Chat, users: list[int], title: str, body: str) -> None:
+    message: dict[str, Any] = {
+        "type": "inbox.notify",
+        "kind": kind,
+        "business_id": chat.channel.business_id,
+        "channel_id": chat.channel_id,
+        "chat_id": chat.pk,
+        "title": title,
+        "body": body[:BODY_LIMIT],
+        "url": reverse("chat_detail", kwargs={"chat_id": chat.pk}),
+    }
+    send_to_users(users, message)
+
+
+def chat_waiting(handoff_id: int) -> None:
+    handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
+    if handoff is None:
+        return
+    chat = handoff.chat
+    users = recipients("waiting", chat)
+    _send("waiting", chat, users, f"Waiting for a human: {_customer(chat)}",
+          reason_label(handoff.reason))  # fmt: skip
+
+
+def chat_assigned(chat_id: int, assignee_id: int) -> None:
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None or chat.assigned_to_id != assignee_id:
+        return  # reassigned again before the commit reached us
+    users = recipients("assigned", chat, [assignee_id])
+    _send("assigned", chat, users, f"Assigned to you: {_customer(chat)}", chat.channel.name)
+
+
+def my_chat_message(message: Message, chat: Chat) -> None:
+    if chat.assigned_to_id is None:
+        return
+    users = recipients("message", chat, [chat.assigned_to_id])
+    _send("message", chat, users, _customer(chat), preview(message) or "New message")

@@ -1,0 +1,36 @@
+"""Template helpers for search hits, labels and the contact panel."""
+
+from __future__ import annotations
+
+from django import template
+
+from inbox.conversations.models import Chat
+from inbox.web import contact
+
+register = template.Library()
+
+
+@register.filter
+def shown_phone(chat: Chat) -> str:
+    """The chat's phone as shared fragments (row, header) show it: masked when the business
+    masks numbers for managers."""
+    return contact.shown_phone(chat.customer_phone, chat.channel.business)
+
+
+@register.filter
+def shown_key(chat: Chat) -> str:
+    """The customer key where a row names the customer by it (a wa_id is a phone number)."""
+    if chat.channel.business.mask_phone_for_managers:
+        return contact.masked_phone(chat.customer_key)
+    return chat.customer_key
+
+
+@register.filter
+def label_ids(chat: Chat) -> str:
+    return " ".join(str(label.pk) for label in chat.labels.all())
+
+
+@register.filter
+def display_name(chat: Chat) -> str:
+    """What a row or header calls the customer: the name, else the (maybe masked) number."""
+    return chat.customer_name or shown_phone(chat) or shown_key(chat)
