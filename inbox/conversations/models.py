@@ -26,6 +26,13 @@ class Business(models.Model):
         help_text="Purge message text, media and transcripts older than this many days; "
         "empty = the installation's RETENTION_DAYS, 0 = keep forever.",
     )
+    auto_assign = models.BooleanField(
+        default=False,
+        help_text="Give each chat that starts waiting for a human to the next online manager "
+        "(round robin, each under their chat cap). See inbox/conversations/auto_assign.py.",
+    )
+    # The user id the last auto-assigned chat went to: the round robin's cursor.
+    auto_assign_cursor = models.PositiveIntegerField(default=0, editable=False)
     mask_phone_for_managers = models.BooleanField(
         default=False,
         help_text="Show customers' phone numbers to managers with the middle digits hidden "
@@ -127,6 +134,12 @@ class Membership(models.Model):
         blank=True,
         related_name="assigned_memberships",
         help_text="Leave empty to give access to every channel of the business.",
+    )
+    chat_cap = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Auto-assignment gives this member no more open chats than this; "
+        "empty = no cap, 0 = none.",
     )
     # Desktop notifications this user wants from this business (inbox/web/notify.py); off
     # until the manager turns them on, since the browser must be asked for permission too.

@@ -3,7 +3,14 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import admin_pages, health, metrics_view, replay_pages, replies_labels_page
+from inbox.site import (
+    admin_pages,
+    health,
+    metrics_view,
+    replay_pages,
+    replies_labels_page,
+    team_page,
+)
 from inbox.web import chat_extras, login_limit, media, progress_views, status_views, views
 from inbox.web.api import api
 from inbox.web.notification_views import notification_settings
@@ -59,6 +66,20 @@ urlpatterns = [
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
     path("inbox/progress/<int:job_id>/", progress_views.job_progress, name="job_progress"),
+    path("inbox/settings/team/", team_page.team_page, name="settings_team"),
+    path(
+        "inbox/settings/team/auto-assign/", team_page.auto_assign, name="settings_team_auto_assign"
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/",
+        team_page.member_update,
+        name="settings_team_member",
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/remove/",
+        team_page.member_remove,
+        name="settings_team_remove",
+    ),
     path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
     path("inbox/settings/replay/", replay_pages.replay_start, name="settings_replay"),
     path(

@@ -18,9 +18,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from assistant.models import ReplayRun
-from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Owner
+from assistant.models import PriceList, PriceListVersion, ReplayRun
+from inbox.conversations import ownership, progress
+from inbox.conversations.models import Chat, Job, Membership, Owner
 from inbox.site.asgi import application
 from inbox.site.routing import websocket_urlpatterns
 from inbox.web.api_tokens import create_token
@@ -79,6 +79,11 @@ def b_ids(b: Tenant) -> dict[str, int]:
         "business_id": b.business.pk,
         "user_id": b.manager.pk,
         "run_id": ReplayRun.objects.create(business=b.business).pk,
+        "membership_id": Membership.objects.get(user=b.manager).pk,
+        "job_id": progress.start(b.business.pk, Job.Kind.PURGE, total=10),
+        "version_id": PriceListVersion.objects.create(
+            price_list=PriceList.objects.create(business=b.business), number=1
+        ).pk,
     }
 
 
@@ -139,6 +144,7 @@ def test_every_url_denies_or_hides_another_business(
     assert chat.owner == Owner.PENDING_HUMAN
     assert chat.assigned_to_id is None
     assert not chat.messages.exclude(pk=b.message.pk).exists()
+    assert Membership.objects.filter(user=b.manager, business=b.business).exists()
 
 
 def test_django_admin_is_staff_only(a: Tenant) -> None:
