@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inbox', '0007_notification_preferences'),
+        ('inbox', '0010_team'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
