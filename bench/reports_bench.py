@@ -95,12 +95,13 @@ def seed(chats: int, per_chat: int, days: int, *, reuse: bool = False) -> dict[s
         cursor.execute(
             f"""
             INSERT INTO inbox_chat (channel_id, customer_key, customer_phone, customer_name,
-                owner, version, answered_up_to, unread_count, created_at, last_message_at,
+                owner, version, answered_up_to, customer_messages, status, created_at,
+                last_message_at,
                 owner_changed_at, last_customer_at, last_manager_at, assigned_to_id)
             SELECT CASE WHEN i % 3 = 0 THEN {ch2} ELSE {ch1} END, i::text, '', 'Bench ' || i,
                 CASE WHEN i % 25 = 0 THEN 'pending_human' WHEN i % 5 = 0 THEN 'human'
                      ELSE 'bot' END,
-                1, 0, 0, t0, t0 + interval '1 hour', NULL, NULL, NULL, NULL
+                1, 0, {per_chat // 2}, 'open', t0, t0 + interval '1 hour', NULL, NULL, NULL, NULL
             FROM (SELECT i, date_trunc('day', now()) - (i % {days}) * interval '1 day'
                          + ((i * 37) % 1440) * interval '1 minute' AS t0
                   FROM generate_series(1, {chats}) i) s
@@ -149,12 +150,13 @@ def seed(chats: int, per_chat: int, days: int, *, reuse: bool = False) -> dict[s
         cursor.execute(
             f"""
             INSERT INTO inbox_ownershiptransition (chat_id, from_owner, to_owner, cause, reason,
-                actor_id, actor_label, version, at)
+                actor_id, actor_label, version, from_status, to_status, at)
             SELECT chat_id, 'bot', 'pending_human', 'request_human', '', NULL::integer, 'bot', 2,
+                '', '',
                 t0 + interval '13 minutes' FROM ({base}) b WHERE i % 5 = 0
             UNION ALL
             SELECT chat_id, 'pending_human', 'human', 'manager_replied', '',
-                NULL::integer, 'manager', 3,
+                NULL::integer, 'manager', 3, '', '',
                 t0 + interval '21 minutes' + (i % 60) * interval '1 minute'
             FROM ({base}) b WHERE i % 5 = 0 AND i % 25 <> 0
             """
