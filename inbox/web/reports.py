@@ -6,7 +6,7 @@ owned the chat: bot-only means no transition to a human in the range and no mana
 knowledge base). Days are the business's days (`Business.timezone`); the range is
 [first day 00:00, day after the last 00:00) in that zone.
 
-Every figure is one aggregate query over an indexed range (migration 0012_reports); the
+Every figure is one aggregate query over an indexed range (migration 0011_reports); the
 percentiles are PostgreSQL's `percentile_cont`, or the same interpolation in Python on SQLite
 (`percentiles`), so both give the same answers.
 """
