@@ -76,7 +76,7 @@ def build_input(pending: turns.PendingTurn) -> TurnInput:
         business_id=channel.business_id,
         channel_id=channel.pk,
         chat_id=chat.pk,
-        language=channel.language,
+        language=channel.language or channel.business.language,
         history=[_entry(m) for m in pending.history],
         pending=[_entry(m) for m in pending.messages],
         lowest_voice_confidence=min(confidences) if confidences else None,

@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "burst": ([], ["--chats", "3", "--debounce", "1", "--gap", "0.1", "--items", "20"]),
     "prefix": (["--budgets", "default,4000"],
                ["--chats", "3", "--items", "20", "--budgets", "default"]),
+    "reports_bench": ([], ["--chats", "200", "--repeat", "1", "--days", "30"]),
     "llm_load": ([], ["--users", "10,100", "--requests-per-level", "4", "--emulate-ttft", "0.01",
                       "--emulate-itl", "0.001", "--max-tokens", "32"]),
 }  # fmt: skip
@@ -108,6 +109,9 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
     prefix = sections.get("prefix") or {}
     if "shared_token_share" in prefix:
         out["prefix"] = {k: prefix[k] for k in ("shared_token_share", "block_share", "setting")}
+    reports = sections.get("reports_bench") or {}
+    if "page_ms" in reports:
+        out["reports_bench"] = {k: reports[k] for k in ("chats", "messages", "page_ms")}
     llm = sections.get("llm_load") or {}
     if "concurrency_for_users" in llm:
         out["llm_load"] = {"concurrency_for_users": llm["concurrency_for_users"],
@@ -168,6 +172,14 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"{_fmt(rate['consumer_cpu_us_per_event'])} µs CPU/event, "
             f"{_fmt(rate['consumer_events_per_s_capacity'])} events/s per core",
             "p99 < 1 s",
+        ))  # fmt: skip
+    reports = sections.get("reports_bench") or {}
+    for name, page in (reports.get("pages") or {}).items():
+        rows.append((
+            f"reports page, {name.replace('_', ' ')}: median / max ms",
+            f"{_fmt(page['median_ms'])} / {_fmt(page['max_ms'])}",
+            f"{_fmt(reports['chats'])} chats, {_fmt(reports['messages'])} messages",
+            "< 1,000 ms",
         ))  # fmt: skip
     turn = sections.get("turn_overhead") or {}
     if "p95_ms" in turn:

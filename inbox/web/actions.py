@@ -20,10 +20,10 @@ from django.db import transaction
 from inbox.conversations import (
     access,
     assignment,
-    hooks,
     manager_attachments,
     outbound,
     ownership,
+    reading,
 )
 from inbox.conversations.models import Chat, Owner
 from inbox.conversations.redis import get_redis
@@ -54,6 +54,10 @@ class ActionResult:
         return not self.error
 
 
+def visible_or_none(user: User, chat_id: int) -> Chat | None:
+    return access.visible_chat(user, chat_id)
+
+
 def _chat(user: User, chat_id: int) -> Chat:
     chat = access.visible_chat(user, chat_id)
     if chat is None:
@@ -61,10 +65,14 @@ def _chat(user: User, chat_id: int) -> Chat:
     return chat
 
 
-def _reload(chat_id: int) -> Chat:
+def reload_chat(chat_id: int) -> Chat:
+    """The chat as the header and the API show it, read again after a change."""
     return Chat.objects.select_related("channel", "channel__business", "assigned_to").get(
         pk=chat_id
     )
+
+
+_reload = reload_chat
 
 
 def _holder(chat: Chat) -> str:
@@ -277,9 +285,5 @@ def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
 
 
 def mark_read(user: User, chat: Chat) -> None:
-    """A manager opened the chat: its unread count goes to zero for everyone."""
-    if chat.unread_count and Chat.objects.filter(pk=chat.pk, unread_count__gt=0).update(
-        unread_count=0
-    ):
-        chat.unread_count = 0
-        hooks.chat_updated(chat.pk)
+    """A manager has the chat open: their own unread count goes to zero (nobody else's)."""
+    reading.mark_read(int(user.pk), chat.pk)

@@ -76,7 +76,7 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
 
 @admin.register(Business)
 class BusinessAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("name", "timezone", "retention_days", "created_at")
+    list_display = ("name", "timezone", "language", "retention_days", "created_at")
     search_fields = ("name",)
     inlines = [MembershipInline]
 

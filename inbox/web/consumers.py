@@ -5,11 +5,15 @@ One socket per open page. On connect the consumer joins the groups of the user's
 business's current sequence number. It forwards events whose channel the user may see; for
 any other it forwards only the sequence number (`skip`), so the page never mistakes the
 filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
-membership removed while a page is open stops the pushes within that time.
+membership removed while a page is open stops the pushes within that time. While a socket is
+open its user counts as online for auto-assignment (`inbox.conversations.online`, refreshed
+every `online.HEARTBEAT_SECONDS`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -21,7 +25,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access
+from inbox.conversations import access, online, reading
 from inbox.web import dashboard, presence, realtime
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.chat_id: int | None = None
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
+        self.heartbeat: asyncio.Task[None] | None = None
         self.typing_at = 0.0
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -75,9 +80,18 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if requested:
             await self._subscribe(int(requested))
         await self.accept()
+        await self._mark_present()
+        self.heartbeat = asyncio.create_task(self._keep_present())
         await self.send_json({"type": "hello", "seq": await self._sequences()})
 
     async def disconnect(self, code: int) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.heartbeat
+            await sync_to_async(online.socket_closed, thread_sensitive=False)(
+                set(self.businesses), int(self.user.pk), self.channel_name
+            )
         if self.user is not None and self.user.is_authenticated:
             await self.channel_layer.group_discard(
                 realtime.user_group(self.user.pk), self.channel_name
@@ -133,6 +147,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 {"type": "presence.event", "kind": "typing", "chat_id": self.chat_id,
                  "user": {"id": self.user.pk, "name": self._name()}},
             )  # fmt: skip
+        elif action == "read":
+            # The page has this chat open and saw a new message: this manager's marker moves.
+            chat_id = _chat_id(content.get("chat"))
+            if chat_id is None or chat_id != self.chat_id or not await self._mark_read(chat_id):
+                await self.send_json({"type": "error", "error": "not_found"})
 
     async def presence_event(self, message: dict[str, Any]) -> None:
         """Who views or types in the open chat. Only a page subscribed to that chat (checked
@@ -203,6 +222,17 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     # --- helpers ---------------------------------------------------------------------------
 
+    async def _keep_present(self) -> None:
+        """Online for auto-assignment while this socket lives (the businesses it still sees)."""
+        while True:
+            await asyncio.sleep(online.HEARTBEAT_SECONDS)
+            await self._mark_present()
+
+    async def _mark_present(self) -> None:
+        await sync_to_async(online.socket_open, thread_sensitive=False)(
+            set(self.businesses), int(self.user.pk), self.channel_name
+        )
+
     async def _subscribe(self, chat_id: int) -> None:
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
         self.chat_id = chat_id
@@ -253,6 +283,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     @_db
     def _can_see(self, chat_id: int) -> bool:
         return access.can_see_chat(self.user, chat_id)
+
+    @_db
+    def _mark_read(self, chat_id: int) -> bool:
+        if not access.can_see_chat(self.user, chat_id):
+            return False
+        reading.mark_read(int(self.user.pk), chat_id)
+        return True
 
     @_db
     def _pending(self) -> int:

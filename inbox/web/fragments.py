@@ -19,6 +19,7 @@ from django.template.loader import render_to_string
 from inbox.conversations import access
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import dashboard
+from inbox.web.local_time import business_time
 
 
 class Fragment(TypedDict):
@@ -32,39 +33,51 @@ def _fragment(element_id: str, html: str, *, scope: str, container: str = "") ->
     return {"id": element_id, "html": html.strip(), "container": container, "scope": scope}
 
 
+def _render(template: str, context: dict[str, object], business_id: int) -> str:
+    """Times in the fragment are the business's local times (inbox/web/local_time.py)."""
+    with business_time(business_id):
+        return render_to_string(template, context)
+
+
 def header_context(chat: Chat) -> dict[str, object]:
     return {"chat": chat, "assignees": list(access.assignable_memberships(chat))}
 
 
 def row(chat: Chat) -> Fragment:
-    html = render_to_string("inbox/_chat_row.html", {"chat": chat})
+    html = _render("inbox/_chat_row.html", {"chat": chat}, chat.channel.business_id)
     return _fragment(f"chat-row-{chat.pk}", html, scope="list", container="chat-list-items")
 
 
 def header(chat: Chat) -> Fragment:
-    html = render_to_string("inbox/_chat_header.html", header_context(chat))
+    html = _render("inbox/_chat_header.html", header_context(chat), chat.channel.business_id)
     return _fragment(f"chat-header-{chat.pk}", html, scope="chat")
 
 
 def handoff(chat: Chat, current: Handoff | None) -> Fragment:
-    html = render_to_string("inbox/_handoff_card.html", {"chat": chat, "handoff": current})
+    html = _render(
+        "inbox/_handoff_card.html", {"chat": chat, "handoff": current}, chat.channel.business_id
+    )
     return _fragment(f"handoff-{chat.pk}", html, scope="chat")
 
 
 def history(chat: Chat) -> Fragment:
-    html = render_to_string(
-        "inbox/_history.html", {"chat": chat, "transitions": dashboard.transitions(chat)}
+    html = _render(
+        "inbox/_history.html",
+        {"chat": chat, "transitions": dashboard.transitions(chat)},
+        chat.channel.business_id,
     )
     return _fragment(f"history-{chat.pk}", html, scope="chat")
 
 
 def message(item: Message) -> Fragment:
-    html = render_to_string("inbox/_message.html", {"message": item})
+    html = _render("inbox/_message.html", {"message": item}, item.channel.business_id)
     return _fragment(f"msg-{item.pk}", html, scope="chat", container=f"messages-{item.chat_id}")
 
 
 def typing(chat: Chat, running: bool) -> Fragment:
-    html = render_to_string("inbox/_typing.html", {"chat": chat, "turn_running": running})
+    html = _render(
+        "inbox/_typing.html", {"chat": chat, "turn_running": running}, chat.channel.business_id
+    )
     return _fragment(f"typing-{chat.pk}", html, scope="chat")
 
 

@@ -20,7 +20,8 @@
   var retry = 0;
   var syncing = {};
   var queued = {};
-  var state = { connected: false, applied: 0 };
+  // filters: extra row predicates; send: a frame to the server (static/inbox/status.js).
+  var state = { connected: false, applied: 0, filters: [], send: send };
   window.inboxLive = state;
 
   // --- connection ----------------------------------------------------------------------------
@@ -81,10 +82,10 @@
   };
   state.release = function () { held = false; };
 
-  // Presence and typing belong to presence.js; other scripts send frames on this socket.
-  state.send = function (frame) {
-    if (socket && socket.readyState === 1) socket.send(JSON.stringify(frame));
-  };
+  function send(frame) {
+    if (socket && socket.readyState === WebSocket.OPEN) { socket.send(JSON.stringify(frame)); return true; }
+    return false;
+  }
 
   function handle(msg) {
     if (msg.type === "presence" || msg.type === "typing") {
@@ -145,6 +146,7 @@
     if (typeof ev.pending === "number") setPending(ev.pending);
     if (ev.event === "chat.changed" && ev.data && ev.data.notify) notify(ev);
     refreshList();
+    document.dispatchEvent(new CustomEvent("inbox:event", { detail: ev }));
   }
 
   function parse(html) {
@@ -171,6 +173,7 @@
     }
     place(node);
     decorate(node);
+    document.dispatchEvent(new CustomEvent("inbox:upserted", { detail: { node: node } }));
     if (window.htmx) window.htmx.process(node);
     if (stick) scrollToBottom();
   }
@@ -200,7 +203,7 @@
       var digits = q.replace(/\D/g, "");
       if (!digits || (row.dataset.search || "").indexOf(digits) === -1) return false;
     }
-    return true;
+    return state.filters.every(function (keep) { return keep(row, list); });
   }
 
   function refreshList() {

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from bench import run_all
 
@@ -152,3 +153,14 @@ def test_run_all_writes_the_headline_keys_and_the_docs_table(tmp_path) -> None:
     assert "after" in text
     assert "old" not in text
     assert "p95 < 50 ms" in text
+
+
+def test_reports_bench_renders_the_page_over_its_seed(subprocess_env, tmp_path) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("reports_bench seeds with generate_series: PostgreSQL only (CI)")
+    result = bench("reports_bench", subprocess_env, tmp_path)
+    assert result["chats"] == 200
+    assert result["messages"] == 200 * 20
+    for page in result["pages"].values():
+        assert page["median_ms"] > 0
+        assert page["conversations"] > 0

@@ -1,0 +1,62 @@
+"""A business admin sets the business's time zone and language (not only in the Django admin).
+
+The time zone is what working hours, the silent-number alert, the reports and every time a
+manager sees are read in; the language is the assistant's where a channel names none.
+"""
+
+from __future__ import annotations
+
+from zoneinfo import available_timezones
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from assistant.language import SUPPORTED
+from inbox.conversations import access
+from inbox.conversations.models import Business
+
+
+class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Business
+        fields = ["timezone", "language"]
+
+    def clean_timezone(self) -> str:
+        name = str(self.cleaned_data["timezone"]).strip()
+        if name not in available_timezones():
+            raise forms.ValidationError("An IANA time zone name, e.g. Europe/Moscow or UTC.")
+        return name
+
+    def clean_language(self) -> str:
+        code = str(self.cleaned_data["language"]).strip().lower()
+        if code and code not in SUPPORTED:
+            raise forms.ValidationError(f"One of: {', '.join(sorted(SUPPORTED))}.")
+        return code
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def business_settings(request: HttpRequest) -> HttpResponse:
+    if not access.is_any_business_admin(request.user):
+        raise PermissionDenied("business admins only")
+    businesses = list(access.administered_businesses(request.user).order_by("name"))
+    raw = request.GET.get("business", "")
+    business = next((b for b in businesses if str(b.pk) == raw), None)
+    if business is None and raw:
+        raise Http404("no such business")
+    business = business or businesses[0]
+    form = BusinessSettingsForm(request.POST or None, instance=business)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Saved the time zone and language of {business.name}.")
+        return redirect(f"{request.path}?business={business.pk}")
+    return render(
+        request,
+        "inbox/settings/business.html",
+        {"form": form, "business": business, "businesses": businesses},
+    )
