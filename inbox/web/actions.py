@@ -157,8 +157,13 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def _lines(text: str) -> str:
+    """Browsers send a text box's line breaks as CRLF in form posts (multipart always)."""
+    return text.replace("\r\n", "\n").strip()
+
+
 def _text(text: str) -> tuple[str, str]:
-    text = text.strip()
+    text = _lines(text)
     if not text:
         return "", "Write a message first."
     if "\x00" in text or not _encodable(text):
@@ -226,7 +231,7 @@ def _take_from_holder(user: User, chat: Chat, ask_holder: bool) -> None:
 
 
 def _caption(text: str) -> tuple[str, str]:
-    text = text.strip()
+    text = _lines(text)
     if "\x00" in text or not _encodable(text):
         return "", "The caption contains characters that cannot be sent."
     if len(text) > manager_attachments.MAX_CAPTION:
