@@ -19,13 +19,15 @@ import zipfile
 from dataclasses import dataclass
 from enum import StrEnum
 
+import kombu.exceptions
 from celery import shared_task
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
-from inbox.conversations import attachments, outbound, ownership
+from inbox.conversations import attachments, hooks, outbound, ownership
 from inbox.conversations.models import Channel, Chat, Message
 from inbox.conversations.transports import MediaBlob
 
@@ -186,13 +188,31 @@ def send(
         latest = chat.messages.filter(direction=Message.Direction.INBOUND).aggregate(m=Max("id"))
         chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
         chat.save(update_fields=["answered_up_to"])
-    attachments.keep(message, MediaBlob(checked.content, checked.file_type.value, checked.filename))
+    blob = MediaBlob(checked.content, checked.file_type.value, checked.filename)
+    try:
+        attachments.keep(message, blob)
+    except OSError:
+        log.exception("attachment.not_kept", extra={"message_id": message.pk})
+        _failed(message.pk, "storage", "The file could not be stored: nothing was sent.")
+        return message
+    try:
+        send_attachment.delay(message.pk)
+    except (OSError, kombu.exceptions.OperationalError):
+        log.exception("attachment.not_queued", extra={"message_id": message.pk})
+        _failed(message.pk, "queue", "The task queue is unavailable: nothing was sent.")
+        return message
     log.info(
         "attachment.queued",
         extra={"message_id": message.pk, "chat_id": chat_id, "kind": checked.kind},
     )
-    send_attachment.delay(message.pk)
     return message
+
+
+def _failed(message_id: int, code: str, title: str) -> None:
+    Message.objects.filter(pk=message_id, status=Message.Status.SENDING).update(
+        status=Message.Status.FAILED, status_at=timezone.now(), error_code=code, error_title=title
+    )
+    hooks.message_changed(message_id)
 
 
 @shared_task(

@@ -11,8 +11,17 @@ from typing import Any
 import pytest
 
 from inbox.conversations.models import Chat, Message
+from inbox.web import actions
 from tests import factories
-from tests.browser.support import CUSTOMER, PHONE, PHONE_NUMBER_ID, csp_violations, logged_in, shot
+from tests.browser.support import (
+    CUSTOMER,
+    PHONE,
+    PHONE_NUMBER_ID,
+    csp_violations,
+    in_thread,
+    logged_in,
+    shot,
+)
 from tests.emulators.graph_api import GraphApiEmulator, envelope, status_update
 from tests.processes import wait_for
 
@@ -86,23 +95,43 @@ def test_a_manager_sends_a_photo_with_a_caption_and_sees_it_delivered(
     assert csp_violations == []
 
 
-def test_a_refused_file_says_why_in_the_composer(
+def test_a_file_for_a_colleagues_chat_asks_first_and_a_refused_one_says_why(
     stack: str, graph: GraphApiEmulator, people: dict[str, Any], browser: Any
 ) -> None:
     expect = sync_api.expect
     chat = factories.chat(people["channel"], customer_key=CUSTOMER, customer_phone=CUSTOMER)
     factories.customer_message(chat, "Send me the invoice")
+    in_thread(actions.take_over, people["anna"], chat.pk)
     boris = logged_in(browser, stack, "boris", viewport=PHONE)
     boris.goto(f"{stack}/inbox/chat/{chat.pk}/")
+    ask = boris.locator("[data-takeover-ask]")
 
+    # A program named like a PDF: asked first (Anna has the chat), then refused by content.
     boris.locator("[data-attach-input]").set_input_files(
         {"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": b"MZ\x90\x00" + bytes(64)}
     )
     boris.locator("[data-composer=reply] [data-action=send]").click()
-
+    expect(ask).to_contain_text("Take over from Anna Manager?")
+    boris.locator("[data-action=take-over-and-send]").click()
     expect(boris.locator("[data-composer-error]")).to_contain_text("This file cannot be sent")
     shot(boris, "attachments-refused-phone")
     assert graph.uploads == []
     assert graph.sent == []
     assert not Message.objects.filter(chat=chat, direction="out").exists()
+
+    # A real PDF with a caption: asked again, confirmed, sent as a document with its name.
+    boris.locator("[data-attach-input]").set_input_files(
+        {"name": "invoice.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.7\n%%EOF\n"}
+    )
+    boris.locator("[data-composer=reply] textarea").fill("Your invoice")
+    boris.locator("[data-composer=reply] [data-action=send]").click()
+    expect(ask).to_be_visible()
+    assert graph.uploads == []
+    boris.locator("[data-action=take-over-and-send]").click()
+    wait_for(lambda: graph.sent_to(CUSTOMER), message="the document was sent")
+    (sent,) = graph.sent_to(CUSTOMER)
+    assert (sent.type, sent.filename, sent.caption) == ("document", "invoice.pdf", "Your invoice")
+    document = Message.objects.get(chat=chat, kind="document")
+    expect(boris.locator(f"#msg-{document.pk} .msg-document")).to_contain_text("invoice.pdf")
+    assert Chat.objects.get(pk=chat.pk).assigned_to_id == people["boris"].pk
     assert csp_violations == []
