@@ -174,7 +174,8 @@ def test_a_model_endpoint_is_replayed_then_applied_and_answers_only_that_busines
         turn = customer_writes(other_channel, QUESTIONS["chair"])
         assert turn.outcome == Turn.Outcome.ANSWERED, turn.model_error
         assert turn.backend == "llm:primary"
-        assert turn.reply_message is not None and turn.reply_message.text == LIVE_REPLY
+        assert turn.reply_message is not None
+        assert turn.reply_message.text == LIVE_REPLY
         assert len(installation.chat_requests) == before_live + 1
         assert len(candidate.chat_requests) == before_candidate + 1
 
@@ -212,7 +213,8 @@ def test_a_broken_endpoint_of_one_business_never_opens_the_breaker_of_another(
     config_a = AssistantSettings.objects.get(business=a)
     client_a = business_llm.client_for(config_a)
     client_b = business_llm.client_for(AssistantSettings.objects.get(business=b))
-    assert client_a is not None and client_b is not None
+    assert client_a is not None
+    assert client_b is not None
     assert client_a.guard.state(url) == "open"
     assert client_b.guard.state(url) == "closed"
     assert set(health.breaker_states().values()) == {"closed"}  # /readyz: the installation's
@@ -269,7 +271,8 @@ def test_the_assistant_settings_page_edits_the_endpoint_refuses_egress_and_never
         assert key not in cursor.fetchone()[0]  # stored encrypted
     page = web.get(url).content.decode()
     assert "http://127.0.0.1:9/v1" in page
-    assert key not in page and key[-4:] not in page
+    assert key not in page
+    assert key[-4:] not in page
     assert "Set. Leave empty to keep it." in page
 
     web.post(url, settings_form(business, model_base_url="http://127.0.0.1:9/v1", model_name="m"))
