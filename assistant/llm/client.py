@@ -38,7 +38,7 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 import httpx
@@ -75,7 +75,7 @@ class Endpoint:
     name: str  # "primary" | "secondary"
     base_urls: tuple[str, ...]
     model: str
-    api_key: str
+    api_key: str = field(repr=False)  # never in a log line or a repr
     structured_output: str = "json_schema"
     send_cache_salt: bool = True
     # A URL a business admin typed (not the operator's): connections go through the egress
