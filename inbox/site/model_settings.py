@@ -21,6 +21,7 @@ class BusinessModelForm(WriteOnlySecrets):
     secret_fields = ("model_api_key",)
 
     model_api_key = secret_field()
+    model_api_key.label = "API key"
     model_api_key_clear = forms.BooleanField(required=False, label="Remove the stored API key")
 
     class Meta:
@@ -30,8 +31,14 @@ class BusinessModelForm(WriteOnlySecrets):
             "model_base_url": "Own model endpoint: base URL",
             "model_name": "Model name",
             "model_structured_output": "Structured output",
-            "model_api_key": "API key",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model_structured_output"].required = False  # a form without it: the default
+
+    def clean_model_structured_output(self) -> str:
+        return str(self.cleaned_data.get("model_structured_output") or "json_schema")
 
     def secret_state(self, name: str, stored: str) -> str:
         return "Set."  # not even its last characters
