@@ -90,6 +90,8 @@ class PriceListVersionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "source_name",
         "source_sha256",
         "item_count",
+        "skipped_rows",
+        "restored_from",
         "created_by",
         "created_at",
     )

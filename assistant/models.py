@@ -182,6 +182,17 @@ class PriceListVersion(models.Model):
     source_name = models.CharField(max_length=255, blank=True)
     source_sha256 = models.CharField(max_length=64, blank=True)
     item_count = models.PositiveIntegerField(default=0)
+    skipped_rows = models.PositiveIntegerField(
+        default=0, help_text="Bad rows of the file the admin chose to leave out."
+    )
+    restored_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Set when this version is a rollback: a copy of that earlier version.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

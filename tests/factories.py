@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
+from django.db.models import F
 
 from inbox.conversations.models import Business, Channel, Chat, Membership, Message
 
@@ -38,6 +39,9 @@ def chat(ch: Channel | None = None, **kwargs: Any) -> Chat:
 
 
 def customer_message(c: Chat, text: str = "hello", **kwargs: Any) -> Message:
+    """A stored customer message, counted like the ingest counts it (for unread badges)."""
+    Chat.objects.filter(pk=c.pk).update(customer_messages=F("customer_messages") + 1)
+    c.customer_messages += 1
     return Message.objects.create(
         chat=c,
         channel=c.channel,

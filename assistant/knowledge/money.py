@@ -106,6 +106,43 @@ def format_money(value: Decimal, currency: str) -> str:
     return f"{format_amount(value)} {currency}".strip()
 
 
+@dataclass(frozen=True)
+class _Convention:
+    symbol: str
+    before: bool  # "$1,200" rather than "1 200 ₸"
+    group: str
+    decimal: str
+
+
+# How people who pay in the currency write it; a currency not here shows as "1 200.50 CODE".
+_NBSP = "\u00a0"
+DISPLAY_CONVENTIONS: dict[str, _Convention] = {
+    "KZT": _Convention("₸", False, _NBSP, ","),
+    "RUB": _Convention("₽", False, _NBSP, ","),
+    "USD": _Convention("$", True, ",", "."),
+    "EUR": _Convention("€", False, _NBSP, ","),
+    "GBP": _Convention("£", True, ",", "."),
+    "UAH": _Convention("₴", False, _NBSP, ","),
+    "KGS": _Convention("сом", False, _NBSP, ","),
+    "UZS": _Convention("сум", False, _NBSP, ","),
+}
+
+
+def display_money(value: Decimal, currency: str) -> str:
+    """An amount as an admin reads it on a page: `32 000 ₸`, `1 200,50 ₽`, `$1,200.50`
+    (cents only when present). Replies to customers keep `format_money`'s one form."""
+    convention = DISPLAY_CONVENTIONS.get(currency.upper())
+    if convention is None:
+        return format_money(value, currency).replace(" ", _NBSP)
+    plain = format_amount(abs(value))
+    whole, _, cents = plain.partition(".")
+    text = whole.replace(" ", convention.group) + (convention.decimal + cents if cents else "")
+    sign = "-" if value < 0 else ""
+    if convention.before:
+        return f"{sign}{convention.symbol}{text}"
+    return f"{sign}{text}{_NBSP}{convention.symbol}"
+
+
 # --- amounts in running text -----------------------------------------------------------------
 #
 # Money is read where it is marked as money: a currency (`₸40 000`, `40 000 тг`), a price word

@@ -19,7 +19,7 @@ import hashlib
 import io
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import islice
@@ -49,6 +49,9 @@ HEADER_SCAN_ROWS = 15
 # rows (or 16 384 columns), and reading them all cost 45 s of CPU and 300 MB in the web process.
 MAX_SCANNED_ROWS = MAX_ROWS + 10_000
 MAX_COLUMNS = 64
+PROGRESS_EVERY = 1000
+
+Progress = Callable[[int, int, int], None]
 
 # Normalised header → field. Exact matches first; then a header *starting with* an alias.
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
@@ -104,6 +107,9 @@ class ParsedRow:
 class RowError:
     line: int
     message: str
+    # True when the error is about the file, not one row (line 0 always is): "skip the bad
+    # rows" cannot get past it.
+    blocking: bool = False
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}" if self.line else self.message
@@ -121,6 +127,15 @@ class ImportPreview:
     @property
     def ok(self) -> bool:
         return not self.errors and bool(self.rows)
+
+    @property
+    def skippable(self) -> bool:
+        """Some rows are bad, the rest can be applied without them if the admin chooses."""
+        return (
+            bool(self.errors)
+            and bool(self.rows)
+            and not any(e.blocking or e.line == 0 for e in self.errors)
+        )
 
 
 class ImportRejected(Exception):
@@ -165,8 +180,12 @@ def match_columns(header: Sequence[Any]) -> dict[str, int]:
     return found
 
 
-def parse_price_file(data: bytes, filename: str, default_currency: str = "") -> ImportPreview:
-    """Read a CSV or XLSX price list. Never writes: returns rows and row-level errors."""
+def parse_price_file(
+    data: bytes, filename: str, default_currency: str = "", on_progress: Progress | None = None
+) -> ImportPreview:
+    """Read a CSV or XLSX price list. Never writes: returns rows and row-level errors.
+    `on_progress(rows read, rows in the file, errors so far)` is called every PROGRESS_EVERY
+    rows (the worker shows it on the upload page)."""
     sha = hashlib.sha256(data).hexdigest()
     if len(data) > MAX_FILE_BYTES:
         return _failed(filename, sha, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
@@ -181,11 +200,15 @@ def parse_price_file(data: bytes, filename: str, default_currency: str = "") -> 
         log.info("price_import.unreadable", extra={"source": filename, "error": type(exc).__name__})
         kind = "Excel" if is_xlsx else "CSV"
         return _failed(filename, sha, f"could not read the file as {kind}: {exc}")
-    return parse_table(table, filename, sha, default_currency)
+    return parse_table(table, filename, sha, default_currency, on_progress)
 
 
 def parse_table(
-    table: Iterable[tuple[int, Sequence[Any]]], source_name: str, sha: str, default_currency: str
+    table: Iterable[tuple[int, Sequence[Any]]],
+    source_name: str,
+    sha: str,
+    default_currency: str,
+    on_progress: Progress | None = None,
 ) -> ImportPreview:
     rows_in = list(islice(table, MAX_SCANNED_ROWS + 1))
     if len(rows_in) > MAX_SCANNED_ROWS:
@@ -206,12 +229,15 @@ def parse_table(
     warnings: list[str] = []
     parsed: list[ParsedRow] = []
     seen: dict[str, int] = {}
-    for line, cells in rows_in[header_at + 1 :]:
+    body = rows_in[header_at + 1 :]
+    for index, (line, cells) in enumerate(body):
+        if on_progress is not None and index % PROGRESS_EVERY == 0:
+            on_progress(index, len(body), len(errors))
         values = [_cell_text(c) for c in cells]
         if not any(values):
             continue
         if len(parsed) + len(errors) >= MAX_ROWS:
-            errors.append(RowError(line, f"more than {MAX_ROWS} rows"))
+            errors.append(RowError(line, f"more than {MAX_ROWS} rows", blocking=True))
             break
         row, problems = _parse_row(line, cells, columns, header_currency or default_currency)
         errors.extend(problems)
@@ -227,6 +253,8 @@ def parse_table(
         errors.append(RowError(header_line, "no item rows under the header"))
     if not any(r.currency for r in parsed) and parsed:
         warnings.append("no currency found in the file; prices are stored without one")
+    if on_progress is not None:
+        on_progress(len(body), len(body), len(errors))
     names = {f: str(header[i]).strip() for f, i in columns.items()}
     return ImportPreview(source_name, sha, names, tuple(parsed), tuple(errors), tuple(warnings))
 
@@ -236,11 +264,87 @@ def apply_price_list(
     business: Business,
     channel: Channel | None = None,
     user: Any = None,
+    *,
+    skip_bad_rows: bool = False,
 ) -> PriceListVersion:
     """Write the preview as the new current version, all or nothing. Raises ImportRejected if
-    the preview has errors (the current version is untouched)."""
-    if not preview.ok:
+    the preview has errors (the current version is untouched), unless the admin chose
+    `skip_bad_rows` and every error is one row's: the good rows are then written and the
+    version records how many were left out."""
+    skipping = skip_bad_rows and preview.skippable
+    if not preview.ok and not skipping:
         raise ImportRejected(preview.errors or [RowError(0, "no rows to import")])
+    items = [
+        PriceItem(
+            position=i,
+            sku=row.sku,
+            name=row.name,
+            price=row.price,
+            currency=row.currency,
+            unit=row.unit,
+            description=row.description,
+            availability=row.availability,
+            availability_note=row.availability_note,
+            aliases=row.aliases,
+        )
+        for i, row in enumerate(preview.rows)
+    ]
+    return _write_version(
+        business,
+        channel,
+        user,
+        items,
+        source_name=preview.source_name,
+        source_sha256=preview.sha256,
+        skipped_rows=len(preview.errors) if skipping else 0,
+    )
+
+
+def restore_version(earlier: PriceListVersion, user: Any = None) -> PriceListVersion:
+    """Roll the list back to an earlier version: a new current version copying its items
+    (the history keeps every version, the restored one included)."""
+    price_list = earlier.price_list
+    items = [
+        PriceItem(
+            position=item.position,
+            sku=item.sku,
+            name=item.name,
+            price=item.price,
+            currency=item.currency,
+            unit=item.unit,
+            description=item.description,
+            availability=item.availability,
+            availability_note=item.availability_note,
+            aliases=item.aliases,
+        )
+        for item in earlier.items.order_by("position")
+    ]
+    if not items:
+        raise ImportRejected([RowError(0, f"version {earlier.number} has no items")])
+    return _write_version(
+        price_list.business,
+        price_list.channel,
+        user,
+        items,
+        source_name=earlier.source_name,
+        source_sha256=earlier.source_sha256,
+        restored_from=earlier,
+    )
+
+
+def _write_version(
+    business: Business,
+    channel: Channel | None,
+    user: Any,
+    items: list[PriceItem],
+    *,
+    source_name: str,
+    source_sha256: str,
+    skipped_rows: int = 0,
+    restored_from: PriceListVersion | None = None,
+) -> PriceListVersion:
+    """The one writer of versions: number max + 1 under the list's row lock, the items, and
+    the flip of `current_version`, in one transaction."""
     if channel is not None and channel.business_id != business.pk:
         raise ImportRejected([RowError(0, "the channel belongs to another business")])
     with transaction.atomic():
@@ -251,30 +355,16 @@ def apply_price_list(
         version = PriceListVersion.objects.create(
             price_list=price_list,
             number=last + 1,
-            source_name=preview.source_name[:255],
-            source_sha256=preview.sha256,
-            item_count=len(preview.rows),
+            source_name=source_name[:255],
+            source_sha256=source_sha256,
+            item_count=len(items),
+            skipped_rows=skipped_rows,
+            restored_from=restored_from,
             created_by=user if getattr(user, "pk", None) else None,
         )
-        PriceItem.objects.bulk_create(
-            [
-                PriceItem(
-                    version=version,
-                    position=i,
-                    sku=row.sku,
-                    name=row.name,
-                    price=row.price,
-                    currency=row.currency,
-                    unit=row.unit,
-                    description=row.description,
-                    availability=row.availability,
-                    availability_note=row.availability_note,
-                    aliases=row.aliases,
-                )
-                for i, row in enumerate(preview.rows)
-            ],
-            batch_size=1000,
-        )
+        for item in items:
+            item.version = version
+        PriceItem.objects.bulk_create(items, batch_size=1000)
         price_list.current_version = version
         price_list.save(update_fields=["current_version", "updated_at"])
     log.info(
@@ -284,6 +374,8 @@ def apply_price_list(
             "channel_id": channel.pk if channel else None,
             "version": version.number,
             "items": version.item_count,
+            "skipped_rows": skipped_rows,
+            "restored_from": restored_from.number if restored_from else None,
         },
     )
     return version

@@ -42,13 +42,15 @@ from django.core.files.storage import default_storage
 from assistant.knowledge.price_import import (
     ImportPreview,
     ParsedRow,
+    Progress,
     RowError,
     apply_price_list,
     parse_price_file,
 )
 from assistant.models import PriceListVersion
+from inbox.conversations import progress
 from inbox.conversations.access import User
-from inbox.conversations.models import Business, Channel
+from inbox.conversations.models import Business, Channel, Job
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class StagedUpload:
     business_id: int
     channel_id: int | None
     user_id: int
+    job_id: int | None = None  # the worker's progress (inbox.conversations.progress)
 
 
 def stage(
@@ -103,7 +106,14 @@ def submit(
     user_id = _uploader(user)
     token = secrets.token_urlsafe(16)
     path = default_storage.save(_file_name(token), ContentFile(data))
-    _keep(token, user_id, {"parsing": True, "business": business_id, "channel": channel_id})
+    job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
+    entry: dict[str, object] = {
+        "parsing": True,
+        "business": business_id,
+        "channel": channel_id,
+        "job": job_id,
+    }
+    _keep(token, user_id, entry)
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
     parse_upload.apply_async(
@@ -129,16 +139,18 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     big for the memory limit, or unreadable: the preview is a file error, never a lost upload;
     the file itself is deleted either way."""
     key = _key(token)
+    job_id: int | None = None
     try:
         waiting = cache.get(key)
         if not waiting or not waiting.get("parsing"):
             return  # replaced by a newer upload, or expired
+        job_id = waiting.get("job")
         with default_storage.open(path, "rb") as handle:
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
         try:
             with _memory_limit(settings.PRICE_UPLOAD_MEMORY_MB * 1024 * 1024):
-                preview = parse_price_file(data, filename, currency)
+                preview = parse_price_file(data, filename, currency, _reporter(job_id))
         except SoftTimeLimitExceeded:
             preview = _failed(filename, sha, "reading the file took longer than "
                               f"{settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS} seconds")  # fmt: skip
@@ -147,12 +159,31 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
                               f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
         log.info("price_upload.parsed", extra={"rows": len(preview.rows),
                                                "errors": len(preview.errors)})  # fmt: skip
+        # The job ends before the preview shows: the page never sees a ready preview
+        # beside a running job.
+        if job_id is not None:
+            blocking = [e for e in preview.errors if e.blocking or e.line == 0]
+            progress.report(job_id, done=len(preview.rows), errors=len(preview.errors))
+            progress.finish(job_id, error=str(blocking[0]) if blocking else "")
         if cache.get(key):  # not replaced or discarded meanwhile
             stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
-                      "preview": _pack(preview)}  # fmt: skip
+                      "preview": _pack(preview), "job": job_id}  # fmt: skip
             cache.set(key, stored, UPLOAD_TTL_SECONDS)
     finally:
         default_storage.delete(path)
+        if job_id is not None:
+            progress.finish(job_id, error="the file could not be read")  # no-op once finished
+
+
+def _reporter(job_id: int | None) -> Progress | None:
+    """The parse's progress callback: rows read of the file's rows, errors so far."""
+    if job_id is None:
+        return None
+
+    def report(done: int, total: int, errors: int) -> None:
+        progress.report(job_id, done=done, total=total, errors=errors)
+
+    return report
 
 
 @contextmanager
@@ -186,24 +217,40 @@ def take(token: str, user: User) -> StagedUpload | None:
     if not stored or stored.get("user") != user.pk or "preview" not in stored:
         return None
     preview = _unpack(stored["preview"])
-    return StagedUpload(token, preview, stored["business"], stored["channel"], stored["user"])
+    return StagedUpload(
+        token, preview, stored["business"], stored["channel"], stored["user"], stored.get("job")
+    )
 
 
-def apply(staged: StagedUpload, user: User) -> PriceListVersion:
+def job_of(token: str, user: User) -> int | None:
+    """The progress job of this user's upload (parsing or parsed), for the page to show."""
+    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
+    if not stored or stored.get("user") != user.pk:
+        return None
+    job = stored.get("job")
+    return int(job) if job is not None else None
+
+
+def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> PriceListVersion:
     """Write the staged file as the list's new current version, all or nothing, and forget the
-    upload so it applies once. Raises ImportRejected if the file has errors: the current list
-    stays, and so does the upload."""
+    upload so it applies once. Raises ImportRejected if the file has errors (the current list
+    stays, and so does the upload), unless the admin chose to skip the bad rows and every
+    error is one row's."""
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
-    version = apply_price_list(staged.preview, business, channel, user)
+    version = apply_price_list(staged.preview, business, channel, user, skip_bad_rows=skip_bad_rows)
     discard(staged.token)
     return version
 
 
 def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
-    drops its preview)."""
-    cache.delete(_key(token[:MAX_TOKEN_CHARS]))
+    drops its preview, and its progress shows it ended)."""
+    key = _key(token[:MAX_TOKEN_CHARS])
+    stored = cache.get(key)
+    cache.delete(key)
+    if stored and stored.get("parsing") and stored.get("job") is not None:
+        progress.finish(int(stored["job"]), error="replaced by a newer upload or cancelled")
 
 
 def _uploader(user: User) -> int:

@@ -41,6 +41,10 @@ class Listener:
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
         """A manager was made responsible for the chat."""
 
+    def chat_status_changed(self, chat_id: int, *, woke: bool) -> None:
+        """The chat was resolved, snoozed or reopened (`woke`: its snooze time came, worth a
+        notification)."""
+
     def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
         """A customer message was stored (the ingest consumer's hot path: the objects are
         in hand, with the chat's channel and assignee loaded)."""
@@ -94,6 +98,11 @@ def chat_updated(chat_id: int) -> None:
 def chat_assigned(chat_id: int, *, assignee_id: int) -> None:
     for listener in _listeners:
         listener.chat_assigned(chat_id, assignee_id=assignee_id)
+
+
+def chat_status_changed(chat_id: int, *, woke: bool) -> None:
+    for listener in _listeners:
+        listener.chat_status_changed(chat_id, woke=woke)
 
 
 def message_received(message: Message, chat: Chat, *, business_id: int) -> None:

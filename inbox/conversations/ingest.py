@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from inbox.conversations import attachments, debounce, hooks, outbound, ownership, voice
+from inbox.conversations import attachments, debounce, hooks, outbound, ownership, status, voice
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.conversations.models import Channel, Chat, Message, Owner
 from inbox.conversations.redis import get_redis
@@ -350,10 +350,13 @@ def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None
     chat) starts or restarts the chat's debounce timer. The caller holds the row lock."""
     at = message.provider_timestamp or timezone.now()
     chat.version += 1
-    chat.unread_count += 1
+    chat.customer_messages += 1
     chat.last_customer_at = at
     chat.last_message_at = at
-    chat.save(update_fields=["version", "unread_count", "last_customer_at", "last_message_at"])
+    # A resolved or snoozed chat is open again: part of this same save (no query when open).
+    reopened = status.reopen_on_customer_message(chat, at)
+    fields = ["version", "customer_messages", "last_customer_at", "last_message_at"]
+    chat.save(update_fields=[*fields, *reopened])
     if message.kind in VOICE_KINDS and message.media_ref:
         # The timer starts when the transcript is ready, not when the audio arrived.
         voice.transcribe_on_commit(message.pk)

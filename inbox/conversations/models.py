@@ -26,6 +26,13 @@ class Business(models.Model):
         help_text="Purge message text, media and transcripts older than this many days; "
         "empty = the installation's RETENTION_DAYS, 0 = keep forever.",
     )
+    auto_assign = models.BooleanField(
+        default=False,
+        help_text="Give each chat that starts waiting for a human to the next online manager "
+        "(round robin, each under their chat cap). See inbox/conversations/auto_assign.py.",
+    )
+    # The user id the last auto-assigned chat went to: the round robin's cursor.
+    auto_assign_cursor = models.PositiveIntegerField(default=0, editable=False)
     mask_phone_for_managers = models.BooleanField(
         default=False,
         help_text="Show customers' phone numbers to managers with the middle digits hidden "
@@ -128,6 +135,12 @@ class Membership(models.Model):
         related_name="assigned_memberships",
         help_text="Leave empty to give access to every channel of the business.",
     )
+    chat_cap = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Auto-assignment gives this member no more open chats than this; "
+        "empty = no cap, 0 = none.",
+    )
     # Desktop notifications this user wants from this business (inbox/web/notify.py); off
     # until the manager turns them on, since the browser must be asked for permission too.
     notify_waiting = models.BooleanField("new waiting chat", default=False)
@@ -147,6 +160,14 @@ class Owner(models.TextChoices):
     BOT = "bot", "Bot"
     PENDING_HUMAN = "pending_human", "Waiting for a human"
     HUMAN = "human", "Human"
+
+
+class ChatStatus(models.TextChoices):
+    """Where a chat stands in the managers' work, apart from who speaks (`Owner`)."""
+
+    OPEN = "open", "Open"
+    SNOOZED = "snoozed", "Snoozed"
+    RESOLVED = "resolved", "Resolved"
 
 
 class Chat(models.Model):
@@ -172,7 +193,13 @@ class Chat(models.Model):
     )
     # Customer messages with an id at or below this were answered (by the bot or a human).
     answered_up_to = models.PositiveBigIntegerField(default=0)
-    unread_count = models.PositiveIntegerField(default=0)
+    # Customer messages stored so far; a manager's unread count is this minus their
+    # `ReadMarker.read_count` (inbox/conversations/reading.py).
+    customer_messages = models.PositiveIntegerField(default=0)
+    # Written only by inbox/conversations/status.py.
+    status = models.CharField(max_length=16, choices=ChatStatus.choices, default=ChatStatus.OPEN)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
     last_customer_at = models.DateTimeField(null=True, blank=True)
     last_manager_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -183,7 +210,10 @@ class Chat(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["channel", "customer_key"], name="chat_unique_customer")
         ]
-        indexes = [models.Index(fields=["owner", "owner_changed_at"])]
+        indexes = [
+            models.Index(fields=["owner", "owner_changed_at"]),
+            models.Index(fields=["status", "snoozed_until"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.customer_name or self.customer_key} on {self.channel.name}"
@@ -305,8 +335,9 @@ class Message(models.Model):
 
 
 class OwnershipTransition(models.Model):
-    """Audit row for every change of `Chat.owner`, written by `inbox/conversations/ownership.py`
-    only."""
+    """Audit row for every change of `Chat.owner` (written by `inbox/conversations/ownership.py`)
+    and of `Chat.status` (by `inbox/conversations/status.py`; `from_owner` = `to_owner` there,
+    and `from_status`/`to_status` say what changed)."""
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
     from_owner = models.CharField(max_length=16, choices=Owner.choices)
@@ -320,13 +351,47 @@ class OwnershipTransition(models.Model):
         max_length=64, blank=True, help_text="bot, phone, system, or the manager's name."
     )
     version = models.PositiveBigIntegerField(help_text="Chat.version after the transition.")
+    from_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
+    to_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self) -> str:
+        if self.to_status:
+            return f"{self.from_status} → {self.to_status} ({self.cause})"
         return f"{self.from_owner} → {self.to_owner} ({self.cause})"
+
+    @property
+    def is_status_change(self) -> bool:
+        return bool(self.to_status)
+
+
+class ReadMarker(models.Model):
+    """How far one manager has read one chat: the unread badge each manager sees is the chat's
+    customer messages since this marker (inbox/conversations/reading.py)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="read_markers"
+    )
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="read_markers")
+    last_read_id = models.PositiveBigIntegerField(
+        default=0, help_text="The last customer message this manager has seen."
+    )
+    read_count = models.PositiveIntegerField(
+        default=0, help_text="Chat.customer_messages when this manager last read the chat."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "chat"], name="read_marker_unique_user_chat")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} read chat #{self.chat_id} to {self.last_read_id}"
 
 
 class Handoff(models.Model):
@@ -459,6 +524,47 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"
+
+
+class Job(models.Model):
+    """Progress of one piece of long work (a price-list import, a first CRM sync, a
+    reconciliation pass, a data purge), written by the worker doing it through
+    `inbox.conversations.progress` and shown live on that work's page."""
+
+    class Kind(models.TextChoices):
+        PRICE_IMPORT = "price_import", "Price-list import"
+        CRM_FULL_SYNC = "crm_full_sync", "Bitrix24: every chat checked against the CRM"
+        CRM_RECONCILE = "crm_reconcile", "Bitrix24: reconciliation pass"
+        PURGE = "purge", "Data purge (retention)"
+
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    total = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: not known yet.")
+    done = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["business", "kind", "-id"], name="job_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.state})"
+
+    @property
+    def percent(self) -> int | None:
+        if not self.total:
+            return None
+        return min(100, self.done * 100 // self.total)
 
 
 class Label(models.Model):

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from inbox.conversations import hooks
+from inbox.conversations import auto_assign, hooks
 from inbox.conversations.models import Chat, Message, Owner, OwnershipTransition
 
 log = logging.getLogger(__name__)
@@ -116,8 +116,9 @@ def _apply(
 
 
 def request_human(chat_id: int, *, reason: str) -> Result:
-    """The assistant hands the chat to a human (BOT → PENDING_HUMAN)."""
-    return _transition(
+    """The assistant hands the chat to a human (BOT → PENDING_HUMAN); with auto-assignment
+    on, the next manager in turn gets it in the same transaction."""
+    result = _transition(
         chat_id,
         cause="request_human",
         allowed_from=[Owner.BOT],
@@ -125,6 +126,9 @@ def request_human(chat_id: int, *, reason: str) -> Result:
         actor_label="bot",
         reason=reason,
     )
+    if result.changed:
+        auto_assign.assign_waiting_chat(chat_id)
+    return result
 
 
 def take_over(chat_id: int, *, manager: User) -> Result:

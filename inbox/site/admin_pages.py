@@ -15,19 +15,20 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from assistant.knowledge import price_upload
+from assistant.knowledge import price_diff, price_upload, settings_validation
 from assistant.knowledge.effective import assistant_settings
-from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected
+from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected, restore_version
 from assistant.models import AssistantSettings, PriceList, PriceListVersion
-from inbox.conversations import access
-from inbox.conversations.models import Business, Channel
+from inbox.conversations import access, progress
+from inbox.conversations.models import Business, Channel, Job
 from inbox.site import channel_settings
 from inbox.site.model_settings import BusinessModelForm
 from inbox.web import dashboard
 
 REVIEW_REASONS = ("outside_knowledge_base", "guardrail")
+DIFF_ROWS_SHOWN = 100
 
 
 def _require_admin(request: HttpRequest) -> None:
@@ -45,7 +46,11 @@ def channels(request: HttpRequest) -> HttpResponse:
         .select_related("business")
         .order_by("business__name", "name")
     ]
-    return render(request, "inbox/settings/channels.html", {"rows": rows})
+    purges = [
+        (business, progress.latest([business.pk], Job.Kind.PURGE))
+        for business in access.administered_businesses(request.user).order_by("name")
+    ]
+    return render(request, "inbox/settings/channels.html", {"rows": rows, "purges": purges})
 
 
 @login_required
@@ -163,6 +168,9 @@ def price_list(request: HttpRequest) -> HttpResponse:
         )
         return redirect(f"{request.path}?upload={token}")
     token = request.GET.get("upload", "")
+    if token:
+        job_id = price_upload.job_of(token, request.user)
+        context["job"] = progress.visible(job_id, [b.pk for b in businesses]) if job_id else None
     if token and price_upload.parsing(token, request.user):
         context.update(parsing=True, token=token)
     elif token:
@@ -177,6 +185,10 @@ def price_list(request: HttpRequest) -> HttpResponse:
                 token=staged.token,
                 business=business,
                 channel=channel,
+                diff=price_diff.diff_against_current(
+                    business.pk, channel.pk if channel else None, staged.preview.rows
+                ),
+                diff_shown=DIFF_ROWS_SHOWN,
             )
     lists = (
         PriceList.objects.filter(business__in=businesses)
@@ -188,7 +200,8 @@ def price_list(request: HttpRequest) -> HttpResponse:
         .select_related("price_list__channel", "price_list__business", "created_by")
         .order_by("-created_at")[:30]
     )
-    context.update(form=form, lists=lists, history=history)
+    current_ids = {item.current_version_id for item in lists}
+    context.update(form=form, lists=lists, history=history, current_ids=current_ids)
     return render(request, "inbox/settings/price_list.html", context)
 
 
@@ -199,12 +212,44 @@ def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpR
         return redirect("settings_price_list")
     # The role may have been taken away since the preview: 404 unless the list is still theirs.
     _target(_choice(staged.business_id, staged.channel_id), businesses)
+    skip = request.POST.get("skip_bad_rows") == "1"
     try:
-        version = price_upload.apply(staged, request.user)
+        version = price_upload.apply(staged, request.user, skip_bad_rows=skip)
     except ImportRejected as exc:
         messages.error(request, f"Nothing was imported: {exc}")
         return redirect("settings_price_list")
-    messages.success(request, f"Applied version {version.number} ({version.item_count} items).")
+    skipped = f", {version.skipped_rows} bad rows skipped" if version.skipped_rows else ""
+    messages.success(
+        request, f"Applied version {version.number} ({version.item_count} items{skipped})."
+    )
+    return redirect("settings_price_list")
+
+
+@login_required
+@require_POST
+def price_list_restore(request: HttpRequest, version_id: int) -> HttpResponse:
+    """Roll a list back to an earlier version: a new current version copying it (one click;
+    the history keeps every version). Another business's version is a 404."""
+    _require_admin(request)
+    earlier = (
+        PriceListVersion.objects.filter(
+            pk=version_id, price_list__business__in=access.administered_businesses(request.user)
+        )
+        .select_related("price_list__business", "price_list__channel")
+        .first()
+    )
+    if earlier is None:
+        raise Http404("no such version")
+    try:
+        version = restore_version(earlier, request.user)
+    except ImportRejected as exc:
+        messages.error(request, f"Nothing was restored: {exc}")
+        return redirect("settings_price_list")
+    messages.success(
+        request,
+        f"Rolled back: version {version.number} is a copy of version {earlier.number} "
+        f"({version.item_count} items).",
+    )
     return redirect("settings_price_list")
 
 
@@ -253,20 +298,33 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         return float(value)
 
     def clean_reasons_text(self) -> list[dict[str, str]]:
-        reasons = []
-        for number, line in enumerate(self.cleaned_data["reasons_text"].splitlines(), 1):
-            if not line.strip():
-                continue
-            code, _, description = line.partition(":")
-            code = code.strip().lower().replace(" ", "_")
-            if not code.replace("_", "").isalnum() or len(code) > 64:
-                raise forms.ValidationError(f"Line {number}: start with a short code, e.g. "
-                                            '"delivery_question: ...".')  # fmt: skip
-            reasons.append({"code": code, "description": description.strip()})
+        reasons, problems = settings_validation.parse_handoff_reasons(
+            self.cleaned_data["reasons_text"]
+        )
+        if problems:
+            raise forms.ValidationError(problems)
         return reasons
 
     def clean_promises_text(self) -> list[str]:
-        return [p.strip() for p in self.cleaned_data["promises_text"].splitlines() if p.strip()]
+        phrases, problems = settings_validation.parse_forbidden_promises(
+            self.cleaned_data["promises_text"]
+        )
+        if problems:
+            raise forms.ValidationError(problems)
+        return phrases
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        # Against the phrases typed, even when another line of them is refused: every
+        # problem is shown at once.
+        phrases, _ = settings_validation.parse_forbidden_promises(
+            str(self.data.get("promises_text", ""))
+        )
+        if "business_rules" in cleaned:
+            problems = settings_validation.check_business_rules(cleaned["business_rules"], phrases)
+            for problem in problems:
+                self.add_error("business_rules", problem)
+        return cleaned
 
     def save(self, commit: bool = True) -> AssistantSettings:
         settings_row: AssistantSettings = super().save(commit=False)

@@ -202,6 +202,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},
     "resume-unanswered-chats": {"task": "inbox.resume_unanswered_chats", "schedule": 60.0},
     "settle-stuck-sends": {"task": "inbox.settle_stuck_sends", "schedule": 60.0},
+    "wake-snoozed-chats": {"task": "inbox.wake_snoozed_chats", "schedule": 60.0},
     "resume-stuck-transcriptions": {
         "task": "inbox.resume_stuck_transcriptions",
         "schedule": 300.0,
@@ -423,6 +424,11 @@ ALERT_EMAILS = env_list("ALERT_EMAILS")
 # at most ALERT_NOTIFY_MAX_PER_HOUR notifications leave per hour in all.
 ALERT_NOTIFY_INTERVAL_SECONDS = env_int("ALERT_NOTIFY_INTERVAL_SECONDS", 3600)
 ALERT_NOTIFY_MAX_PER_HOUR = env_int("ALERT_NOTIFY_MAX_PER_HOUR", 30)
+# Alert mails and Team-page invitations (inbox/conversations/team.py). `make run` prints them
+# on its console (the console backend) unless EMAIL_BACKEND says otherwise; the file backend
+# (django.core.mail.backends.filebased.EmailBackend) writes them under EMAIL_FILE_PATH.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")

@@ -61,6 +61,8 @@ def run() -> int:
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("LOG_FORMAT", "plain")  # a terminal, not a log shipper
+    # Invitations and alert mails show on this terminal instead of needing an SMTP server.
+    env.setdefault("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
     for name in HTTP_ONLY:
         env.setdefault(name, "0")
     VAR_DIR.mkdir(parents=True, exist_ok=True)

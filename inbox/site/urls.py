@@ -3,8 +3,15 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import admin_pages, health, metrics_view, replay_pages, replies_labels_page
-from inbox.web import chat_extras, login_limit, media, views
+from inbox.site import (
+    admin_pages,
+    health,
+    metrics_view,
+    replay_pages,
+    replies_labels_page,
+    team_page,
+)
+from inbox.web import chat_extras, login_limit, media, progress_views, status_views, views
 from inbox.web.api import api
 from inbox.web.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
@@ -27,6 +34,10 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
+    path("inbox/chat/<int:chat_id>/resolve/", status_views.resolve, name="chat_resolve"),
+    path("inbox/chat/<int:chat_id>/snooze/", status_views.snooze, name="chat_snooze"),
+    path("inbox/chat/<int:chat_id>/reopen/", status_views.reopen, name="chat_reopen"),
+    path("inbox/chat/<int:chat_id>/read/", views.chat_read_count, name="chat_read_count"),
     path("inbox/chat/<int:chat_id>/label/", chat_extras.chat_label, name="chat_label"),
     path("inbox/chat/<int:chat_id>/canned/", chat_extras.canned_replies, name="chat_canned"),
     path("inbox/events/", views.events, name="inbox_events"),
@@ -39,6 +50,11 @@ urlpatterns = [
     ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
     path(
+        "inbox/settings/price-list/versions/<int:version_id>/restore/",
+        admin_pages.price_list_restore,
+        name="settings_price_list_restore",
+    ),
+    path(
         "inbox/settings/assistant/",
         admin_pages.assistant_settings_page,
         name="settings_assistant",
@@ -49,6 +65,21 @@ urlpatterns = [
         name="settings_replies_labels",
     ),
     path("inbox/settings/bitrix24/", bitrix24_settings, name="settings_bitrix24"),
+    path("inbox/progress/<int:job_id>/", progress_views.job_progress, name="job_progress"),
+    path("inbox/settings/team/", team_page.team_page, name="settings_team"),
+    path(
+        "inbox/settings/team/auto-assign/", team_page.auto_assign, name="settings_team_auto_assign"
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/",
+        team_page.member_update,
+        name="settings_team_member",
+    ),
+    path(
+        "inbox/settings/team/<int:membership_id>/remove/",
+        team_page.member_remove,
+        name="settings_team_remove",
+    ),
     path("inbox/settings/notifications/", notification_settings, name="settings_notifications"),
     path("inbox/settings/replay/", replay_pages.replay_start, name="settings_replay"),
     path(

@@ -28,8 +28,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from inbox.conversations import ingest
-from inbox.conversations.models import Business, Handoff, Message, Turn
+from inbox.conversations import ingest, progress
+from inbox.conversations.models import Business, Handoff, Job, Message, Turn
 from inbox.conversations.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -106,19 +106,34 @@ def _purge_business(report: PurgeReport, dry_run: bool) -> None:
         report.handoffs = handoffs.count()
         report.turns = turns.count()
         return
-    failed: set[int] = set()  # rows whose file could not be deleted wait for the next run
-    while ids := list(
-        messages.exclude(pk__in=failed).order_by("pk").values_list("pk", flat=True)[:BATCH]
-    ):
-        failed |= _purge_messages(ids, report)
-    while ids := list(handoffs.order_by("pk").values_list("pk", flat=True)[:BATCH]):
-        report.handoffs += Handoff.objects.filter(pk__in=ids).update(
-            summary="", facts={}, message_to_customer="", details=PURGED
-        )
-    while ids := list(turns.order_by("pk").values_list("pk", flat=True)[:BATCH]):
-        report.turns += Turn.objects.filter(pk__in=ids).update(
-            decision=PURGED, guardrail_findings=[]
-        )
+    total = messages.count() + handoffs.count() + turns.count()
+    if not total:
+        return  # most hours: nothing is old enough, and no progress row is written
+    job_id = progress.start(report.business_id, Job.Kind.PURGE, total=total)
+    try:
+        failed: set[int] = set()  # rows whose file could not be deleted wait for the next run
+        while ids := list(
+            messages.exclude(pk__in=failed).order_by("pk").values_list("pk", flat=True)[:BATCH]
+        ):
+            errors_before = len(report.errors)
+            failed |= _purge_messages(ids, report)
+            new_errors = report.errors[errors_before:]
+            progress.advance(job_id, done=len(ids) - len(new_errors), errors=len(new_errors),
+                             error=new_errors[-1] if new_errors else "")  # fmt: skip
+        while ids := list(handoffs.order_by("pk").values_list("pk", flat=True)[:BATCH]):
+            report.handoffs += Handoff.objects.filter(pk__in=ids).update(
+                summary="", facts={}, message_to_customer="", details=PURGED
+            )
+            progress.advance(job_id, done=len(ids))
+        while ids := list(turns.order_by("pk").values_list("pk", flat=True)[:BATCH]):
+            report.turns += Turn.objects.filter(pk__in=ids).update(
+                decision=PURGED, guardrail_findings=[]
+            )
+            progress.advance(job_id, done=len(ids))
+    except Exception as exc:
+        progress.finish(job_id, error=f"stopped: {type(exc).__name__}")
+        raise
+    progress.finish(job_id)
 
 
 def _purge_messages(ids: list[int], report: PurgeReport) -> set[int]:

@@ -6,7 +6,7 @@ import logging
 
 from celery import shared_task
 
-from inbox.conversations import debounce, outbound, ownership, turns, voice
+from inbox.conversations import debounce, outbound, ownership, status, turns, voice
 from inbox.upkeep import alerts, retention
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,15 @@ def release_idle_chats() -> int:
     if released:
         log.info("ownership.idle_released", extra={"count": released})
     return released
+
+
+@shared_task(name="inbox.wake_snoozed_chats", ignore_result=True, time_limit=55)
+def wake_snoozed_chats() -> int:
+    """Every minute: snoozed chats whose time has come are open again, with a notification."""
+    woken = sum(status.wake(chat_id).changed for chat_id in status.due_snoozed_ids())
+    if woken:
+        log.info("status.woken", extra={"count": woken})
+    return woken
 
 
 RESUME_AFTER_SECONDS = 120

@@ -14,9 +14,10 @@ import logging
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
-from inbox.conversations import access, assignment, hooks, outbound, ownership
-from inbox.conversations.models import Chat
+from inbox.conversations import access, assignment, outbound, ownership, reading
+from inbox.conversations.models import Chat, Owner
 from inbox.conversations.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,17 @@ class ActionResult:
     notice: str = ""
     error: str = ""
     message_id: int | None = None
+    # A reply refused because another manager has the chat: whom the manager is asked to take
+    # it from.
+    ask_take_from: User | None = None
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+def visible_or_none(user: User, chat_id: int) -> Chat | None:
+    return access.visible_chat(user, chat_id)
 
 
 def _chat(user: User, chat_id: int) -> Chat:
@@ -49,10 +57,14 @@ def _chat(user: User, chat_id: int) -> Chat:
     return chat
 
 
-def _reload(chat_id: int) -> Chat:
+def reload_chat(chat_id: int) -> Chat:
+    """The chat as the header and the API show it, read again after a change."""
     return Chat.objects.select_related("channel", "channel__business", "assigned_to").get(
         pk=chat_id
     )
+
+
+_reload = reload_chat
 
 
 def _holder(chat: Chat) -> str:
@@ -71,18 +83,36 @@ def _first_use(user: User, chat_id: int, kind: str, key: str) -> bool:
 
 def take_over(user: User, chat_id: int) -> ActionResult:
     """BOT | PENDING_HUMAN → HUMAN at once (a bot reply being prepared is then never sent);
-    the chat is assigned to the manager who took it when nobody has it yet."""
+    the chat is assigned to the manager who took it when nobody has it yet.
+
+    The transition and the assignment commit together under the chat's row lock, so when two
+    managers press at once the loser waits for the winner and is told who won by name."""
     chat = _chat(user, chat_id)
     try:
-        result = ownership.take_over(chat.pk, manager=user)
+        with transaction.atomic():
+            result = ownership.take_over(chat.pk, manager=user)
+            if result.changed:
+                assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
     except ownership.InvalidTransition:
         return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
-    assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
     chat = _reload(chat.pk)
     if result.changed:
         log.info("inbox.taken_over", extra={"chat_id": chat.pk, "user_id": user.pk})
         return ActionResult(chat, True)
-    return ActionResult(chat, False, notice=f"Already handled by {_holder(chat)}.")
+    if chat.assigned_to_id is None:
+        assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
+        return ActionResult(_reload(chat.pk), True)
+    if chat.assigned_to_id == user.pk:
+        return ActionResult(chat, False, notice=f"Already handled by {_holder(chat)}.")
+    return ActionResult(chat, False, notice=f"Too late: {_holder(chat)} took this chat first.")
+
+
+def other_holder(user: User, chat: Chat) -> User | None:
+    """The manager who has this human-owned chat, when it is someone other than `user`:
+    writing to the customer then means taking the chat from them."""
+    if chat.owner != Owner.HUMAN or chat.assigned_to_id in (None, user.pk):
+        return None
+    return chat.assigned_to
 
 
 def release(user: User, chat_id: int) -> ActionResult:
@@ -130,15 +160,36 @@ def _text(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def reply(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
+def reply(
+    user: User,
+    chat_id: int,
+    text: str,
+    *,
+    key: str = "",
+    ask_holder: bool = False,
+    take_from: int | None = None,
+) -> ActionResult:
     """Send the manager's reply through the chat's transport; the chat becomes HUMAN first.
-    A failed send is reported with the provider's reason (the message row shows it too)."""
+    A failed send is reported with the provider's reason (the message row shows it too).
+
+    From the inbox page (`ask_holder`) a chat another manager has is not answered unasked: the
+    reply is refused with "Take over from X?" until the manager confirms (`take_from` is that
+    holder's id), and then the chat becomes theirs. The JSON API answers whoever has it."""
     chat = _chat(user, chat_id)
     text, problem = _text(text)
     if problem:
         return ActionResult(chat, False, error=problem)
+    holder = other_holder(user, chat) if ask_holder else None
+    if holder is not None and take_from != holder.pk:
+        name = holder.get_full_name() or holder.get_username()
+        return ActionResult(
+            chat, False, error=f"{name} has this chat. Take over from {name}?", ask_take_from=holder
+        )
     if not _first_use(user, chat.pk, "reply", key):
         return ActionResult(_reload(chat.pk), False, notice="This reply was already sent.")
+    if holder is not None:
+        assignment.assign(chat.pk, user.pk)
+        log.info("inbox.taken_from", extra={"chat_id": chat.pk, "user_id": user.pk})
     outcome = outbound.send_manager_reply(chat.pk, text, manager=user, source="inbox")
     chat = _reload(chat.pk)
     if chat.assigned_to_id is None and assignment.assign(chat.pk, user.pk, only_if_unassigned=True):
@@ -164,9 +215,5 @@ def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
 
 
 def mark_read(user: User, chat: Chat) -> None:
-    """A manager opened the chat: its unread count goes to zero for everyone."""
-    if chat.unread_count and Chat.objects.filter(pk=chat.pk, unread_count__gt=0).update(
-        unread_count=0
-    ):
-        chat.unread_count = 0
-        hooks.chat_updated(chat.pk)
+    """A manager has the chat open: their own unread count goes to zero (nobody else's)."""
+    reading.mark_read(int(user.pk), chat.pk)

@@ -22,13 +22,15 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access
+from inbox.conversations import access, reading
 from inbox.conversations.models import Chat, Handoff, Message
-from inbox.web import actions, api_tokens, dashboard
+from inbox.web import actions, api_tokens, dashboard, status_actions
 
 MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 OwnerState = Literal["bot", "pending_human", "human"]
+StatusState = Literal["open", "snoozed", "resolved"]
+ViewName = Literal["all", "mine", "unassigned"]
 
 
 class TokenAuth(HttpBearer):
@@ -106,14 +108,22 @@ class ChatOut(Schema):
     owner: OwnerState
     version: int
     assigned_to: int | None
-    unread_count: int
+    status: StatusState
+    snoozed_until: datetime | None
+    unread_count: int = Field(
+        description="Customer messages the requesting user has not seen (per manager)."
+    )
     last_message_at: datetime | None
     last_customer_at: datetime | None
     last_manager_at: datetime | None
     owner_changed_at: datetime | None
 
     @staticmethod
-    def of(chat: Chat) -> ChatOut:
+    def of(chat: Chat, user_id: int) -> ChatOut:
+        unread = getattr(chat, "my_unread", None)
+        if unread is None:
+            read = reading.read_counts(user_id, [chat.pk])[chat.pk]
+            unread = max(0, chat.customer_messages - read)
         return ChatOut(
             id=chat.pk,
             business_id=chat.channel.business_id,
@@ -124,7 +134,9 @@ class ChatOut(Schema):
             owner=chat.owner,  # type: ignore[arg-type]
             version=chat.version,
             assigned_to=chat.assigned_to_id,
-            unread_count=chat.unread_count,
+            status=chat.status,  # type: ignore[arg-type]
+            snoozed_until=chat.snoozed_until,
+            unread_count=unread,
             last_message_at=chat.last_message_at,
             last_customer_at=chat.last_customer_at,
             last_manager_at=chat.last_manager_at,
@@ -239,8 +251,18 @@ def _aware(value: datetime | None) -> datetime | None:
         raise ValueError("date out of range") from exc
 
 
+class SnoozeIn(Schema):
+    until: datetime = Field(description="When the chat comes back (in the future, within a year).")
+
+    _aware_until = field_validator("until")(_aware)
+
+
 class ChatFilters(Schema):
     owner: OwnerState | None = None
+    status: StatusState | None = Field(default=None, description="Any status when omitted.")
+    view: ViewName = Field(
+        default="all", description="mine: assigned to you; unassigned: assigned to nobody."
+    )
     channel: Id | None = None
     updated_since: datetime | None = Field(
         default=None, description="Chats with a message or an owner change at or after this."
@@ -275,9 +297,9 @@ class HandoffFilters(Schema):
 # --- endpoints -------------------------------------------------------------------------------
 
 
-def _result(result: actions.ActionResult) -> ActionOut:
+def _result(result: actions.ActionResult, user_id: int) -> ActionOut:
     return ActionOut(
-        chat=ChatOut.of(result.chat),
+        chat=ChatOut.of(result.chat, user_id),
         changed=result.changed,
         notice=result.notice,
         error=result.error,
@@ -291,7 +313,10 @@ def _not_found() -> Status[ErrorOut]:
 
 @router.get("/chats", response=list[ChatOut], summary="List chats", tags=["chats"])
 def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOut]:
+    user_id = dashboard.user_pk(request.user)
     chats = access.visible_chats(request.user).select_related("channel", "assigned_to")
+    chats = dashboard.apply_work_filters(chats, user_id, filters.view, filters.status or "")
+    chats = reading.with_unread(chats, user_id)
     if filters.owner:
         chats = chats.filter(owner=filters.owner)
     if filters.channel:
@@ -302,7 +327,7 @@ def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOu
     page = chats.order_by("-last_message_at", "-pk")[
         filters.offset : filters.offset + filters.limit
     ]
-    return [ChatOut.of(chat) for chat in page]
+    return [ChatOut.of(chat, user_id) for chat in page]
 
 
 @router.get(
@@ -318,7 +343,7 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
     messages, _ = dashboard.recent_messages(chat)
     handoff = chat.handoffs.order_by("-pk").first()
     return ChatDetailOut(
-        **ChatOut.of(chat).model_dump(),
+        **ChatOut.of(chat, dashboard.user_pk(request.user)).model_dump(),
         messages=[MessageOut.of(m) for m in messages],
         handoff=HandoffOut.of(handoff) if handoff else None,
     )
@@ -326,7 +351,9 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
 
 def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: Any) -> Any:
     try:
-        return _result(action(request.user, chat_id, *args, **kwargs))
+        return _result(
+            action(request.user, chat_id, *args, **kwargs), dashboard.user_pk(request.user)
+        )
     except actions.ChatNotFound:
         return _not_found()
 
@@ -379,6 +406,36 @@ def release(request: HttpRequest, chat_id: Path[Id]) -> Any:
 )
 def assign(request: HttpRequest, chat_id: Path[Id], body: AssignIn) -> Any:
     return _act(request, actions.assign, chat_id, body.user_id)
+
+
+@router.post(
+    "/chats/{chat_id}/resolve",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Resolve the chat (it reopens when the customer writes)",
+    tags=["actions"],
+)
+def resolve(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    return _act(request, status_actions.resolve, chat_id)
+
+
+@router.post(
+    "/chats/{chat_id}/snooze",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Snooze the chat until a time (it reopens then, or when the customer writes)",
+    tags=["actions"],
+)
+def snooze(request: HttpRequest, chat_id: Path[Id], body: SnoozeIn) -> Any:
+    return _act(request, status_actions.snooze, chat_id, body.until)
+
+
+@router.post(
+    "/chats/{chat_id}/reopen",
+    response={200: ActionOut, 404: ErrorOut},
+    summary="Reopen a resolved or snoozed chat",
+    tags=["actions"],
+)
+def reopen(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    return _act(request, status_actions.reopen, chat_id)
 
 
 @router.get("/handoffs", response=list[HandoffOut], summary="List handoffs", tags=["handoffs"])

@@ -5,11 +5,15 @@ One socket per open page. On connect the consumer joins the groups of the user's
 business's current sequence number. It forwards events whose channel the user may see; for
 any other it forwards only the sequence number (`skip`), so the page never mistakes the
 filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
-membership removed while a page is open stops the pushes within that time.
+membership removed while a page is open stops the pushes within that time. While a socket is
+open its user counts as online for auto-assignment (`inbox.conversations.online`, refreshed
+every `online.HEARTBEAT_SECONDS`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -17,11 +21,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access
-from inbox.web import dashboard, realtime
+from inbox.conversations import access, online, reading
+from inbox.web import dashboard, presence, realtime
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 VISIBILITY_TTL = 30.0
+TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 
@@ -49,6 +55,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.chat_id: int | None = None
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
+        self.heartbeat: asyncio.Task[None] | None = None
+        self.typing_at = 0.0
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
@@ -72,9 +80,18 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if requested:
             await self._subscribe(int(requested))
         await self.accept()
+        await self._mark_present()
+        self.heartbeat = asyncio.create_task(self._keep_present())
         await self.send_json({"type": "hello", "seq": await self._sequences()})
 
     async def disconnect(self, code: int) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.heartbeat
+            await sync_to_async(online.socket_closed, thread_sensitive=False)(
+                set(self.businesses), int(self.user.pk), self.channel_name
+            )
         if self.user is not None and self.user.is_authenticated:
             await self.channel_layer.group_discard(
                 realtime.user_group(self.user.pk), self.channel_name
@@ -83,10 +100,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_discard(
                 realtime.business_group(business_id), self.channel_name
             )
-        if self.chat_id is not None:
-            await self.channel_layer.group_discard(
-                realtime.chat_group(self.chat_id), self.channel_name
-            )
+        await self._unsubscribe()
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
@@ -120,6 +134,40 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         elif action == "unsubscribe":
             await self._unsubscribe()
             await self.send_json({"type": "unsubscribed"})
+        elif action == "heartbeat" and self.chat_id is not None:
+            if await self._join(self.chat_id):
+                await self._tell_viewers(self.chat_id)
+        elif action == "typing" and self.chat_id is not None:
+            now = time.monotonic()
+            if now - self.typing_at < TYPING_MIN_INTERVAL:
+                return
+            self.typing_at = now
+            await self.channel_layer.group_send(
+                realtime.chat_group(self.chat_id),
+                {"type": "presence.event", "kind": "typing", "chat_id": self.chat_id,
+                 "user": {"id": self.user.pk, "name": self._name()}},
+            )  # fmt: skip
+        elif action == "read":
+            # The page has this chat open and saw a new message: this manager's marker moves.
+            chat_id = _chat_id(content.get("chat"))
+            if chat_id is None or chat_id != self.chat_id or not await self._mark_read(chat_id):
+                await self.send_json({"type": "error", "error": "not_found"})
+
+    async def presence_event(self, message: dict[str, Any]) -> None:
+        """Who views or types in the open chat. Only a page subscribed to that chat (checked
+        against the user's access when it subscribed, and again as visibility is re-read) gets
+        it, so another business's managers, or those kept off the chat's channel, never do."""
+        if message.get("chat_id") != self.chat_id or self.chat_id is None:
+            return
+        await self._refresh_visibility_if_stale()
+        if message.get("chat_id") != self.chat_id:
+            return
+        if message["kind"] == "typing":
+            await self.send_json({"type": "typing", "chat": self.chat_id, "user": message["user"]})
+        else:
+            await self.send_json(
+                {"type": "presence", "chat": self.chat_id, "viewers": message["viewers"]}
+            )
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
         business_id = message.get("business_id")
@@ -174,15 +222,46 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     # --- helpers ---------------------------------------------------------------------------
 
+    async def _keep_present(self) -> None:
+        """Online for auto-assignment while this socket lives (the businesses it still sees)."""
+        while True:
+            await asyncio.sleep(online.HEARTBEAT_SECONDS)
+            await self._mark_present()
+
+    async def _mark_present(self) -> None:
+        await sync_to_async(online.socket_open, thread_sensitive=False)(
+            set(self.businesses), int(self.user.pk), self.channel_name
+        )
+
     async def _subscribe(self, chat_id: int) -> None:
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
         self.chat_id = chat_id
+        await self._join(chat_id)
+        await self._tell_viewers(chat_id)
 
     async def _unsubscribe(self) -> None:
         if self.chat_id is None:
             return
         chat_id, self.chat_id = self.chat_id, None
         await self.channel_layer.group_discard(realtime.chat_group(chat_id), self.channel_name)
+        await sync_to_async(presence.leave)(chat_id, self.user.pk, self._name(), self.channel_name)
+        await self._tell_viewers(chat_id)
+
+    def _name(self) -> str:
+        return str(self.user.get_full_name() or self.user.get_username())
+
+    async def _join(self, chat_id: int) -> bool:
+        joined: bool = await sync_to_async(presence.join)(
+            chat_id, self.user.pk, self._name(), self.channel_name
+        )
+        return joined
+
+    async def _tell_viewers(self, chat_id: int) -> None:
+        viewers = await sync_to_async(presence.viewers)(chat_id)
+        await self.channel_layer.group_send(
+            realtime.chat_group(chat_id),
+            {"type": "presence.event", "kind": "viewers", "chat_id": chat_id, "viewers": viewers},
+        )
 
     async def _load_visibility(self) -> None:
         businesses, channels = await self._visibility()
@@ -204,6 +283,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     @_db
     def _can_see(self, chat_id: int) -> bool:
         return access.can_see_chat(self.user, chat_id)
+
+    @_db
+    def _mark_read(self, chat_id: int) -> bool:
+        if not access.can_see_chat(self.user, chat_id):
+            return False
+        reading.mark_read(int(self.user.pk), chat_id)
+        return True
 
     @_db
     def _pending(self) -> int:

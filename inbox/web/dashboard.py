@@ -15,10 +15,11 @@ from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, Wh
 from django.db.models.fields import IntegerField
 from django.utils import timezone
 
-from inbox.conversations import access, search
+from inbox.conversations import access, reading, search
 from inbox.conversations.access import User
 from inbox.conversations.models import (
     Chat,
+    ChatStatus,
     Handoff,
     Label,
     Message,
@@ -32,6 +33,15 @@ MESSAGES_SHOWN = 50
 # A turn still "running" after this long crashed; its indicator is not shown forever.
 TURN_INDICATOR_MAX_AGE = timedelta(minutes=5)
 STATES = [(Owner.PENDING_HUMAN, "Waiting"), (Owner.HUMAN, "Human"), (Owner.BOT, "Bot")]
+# Whose chats: everyone's, the manager's own, nobody's yet.
+VIEWS = [("all", "All"), ("mine", "Mine"), ("unassigned", "Unassigned")]
+# Which work: the list opens on Open chats; "any" shows every status.
+STATUSES = [
+    (ChatStatus.OPEN, "Open"),
+    (ChatStatus.SNOOZED, "Snoozed"),
+    (ChatStatus.RESOLVED, "Resolved"),
+    ("any", "Any status"),
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,8 @@ class ListFilters:
     state: str = ""
     channel: int | None = None
     q: str = ""
+    view: str = "all"
+    status: str = ChatStatus.OPEN
     label: int | None = None
 
     @classmethod
@@ -49,13 +61,24 @@ class ListFilters:
         raw_channel = str(params.get("channel", "")).strip()
         channel = int(raw_channel) if raw_channel.isdigit() and len(raw_channel) < 18 else None
         q = str(params.get("q", "")).replace("\x00", "").encode("utf-8", "ignore").decode()
+        view = str(params.get("view", "")).strip()
+        if view not in dict(VIEWS):
+            view = "all"
+        status = str(params.get("status", "")).strip()
+        if status not in dict(STATUSES):
+            status = ChatStatus.OPEN
         raw_label = str(params.get("label", "")).strip()
         label = int(raw_label) if raw_label.isdigit() and len(raw_label) < 18 else None
-        return cls(state=state, channel=channel, q=q.strip()[:100], label=label)
+        return cls(
+            state=state, channel=channel, q=q.strip()[:100], view=view, status=status, label=label
+        )
 
     @property
     def active(self) -> bool:
-        return bool(self.state or self.channel or self.q or self.label)
+        return bool(
+            self.state or self.channel or self.q or self.label or self.view != "all"
+            or self.status != ChatStatus.OPEN
+        )  # fmt: skip
 
     def query(self, offset: int) -> str:
         """The list URL's query string for these filters, starting at `offset`."""
@@ -63,6 +86,8 @@ class ListFilters:
             "state": self.state,
             "channel": self.channel or "",
             "q": self.q,
+            "view": "" if self.view == "all" else self.view,
+            "status": "" if self.status == ChatStatus.OPEN else self.status,
             "label": self.label or "",
         }
         return urlencode({**{k: v for k, v in params.items() if v}, "offset": offset})
@@ -71,6 +96,24 @@ class ListFilters:
     def offset_from_query(params: Any) -> int:
         raw = str(params.get("offset", "")).strip()
         return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+
+def user_pk(user: User) -> int:
+    return int(str(user.pk))
+
+
+def apply_work_filters(
+    chats: QuerySet[Chat], user_id: int, view: str, status: str
+) -> QuerySet[Chat]:
+    """The Mine / Unassigned / All view and the status filter, one rule for the inbox and the
+    API."""
+    if view == "mine":
+        chats = chats.filter(assigned_to_id=user_id)
+    elif view == "unassigned":
+        chats = chats.filter(assigned_to__isnull=True)
+    if status in ChatStatus.values:
+        chats = chats.filter(status=status)
+    return chats
 
 
 def _ordered(chats: QuerySet[Chat]) -> QuerySet[Chat]:
@@ -105,6 +148,7 @@ def chat_rows(
 ) -> list[Chat]:
     """The chats a user sees, filtered, with `last_message` attached for the preview."""
     chats = _narrowed(user, filters).select_related("channel__business", "assigned_to")
+    chats = reading.with_unread(chats, user_pk(user))
     if filters.q:
         digits = "".join(ch for ch in filters.q if ch.isdigit())
         match = Q(customer_name__icontains=filters.q)
@@ -129,6 +173,7 @@ def chat_rows(
 def _narrowed(user: User, filters: ListFilters) -> QuerySet[Chat]:
     """The chats a user sees, narrowed by every filter but the search words."""
     chats = access.visible_chats(user)
+    chats = apply_work_filters(chats, user_pk(user), filters.view, filters.status)
     if filters.state:
         chats = chats.filter(owner=filters.state)
     if filters.channel:
@@ -240,7 +285,7 @@ def current_handoff(chat: Chat) -> Handoff | None:
     if handoff is None:
         return None
     back_to_bot = (
-        chat.transitions.filter(to_owner=Owner.BOT, at__gt=handoff.created_at)
+        chat.transitions.filter(to_owner=Owner.BOT, to_status="", at__gt=handoff.created_at)
         .order_by("-pk")
         .exists()
     )
@@ -297,7 +342,12 @@ def chat_view(chat: Chat, hit_id: int | None = None) -> ChatView:
 
 
 def last_transition_reason(chat: Chat) -> str:
-    last = chat.transitions.order_by("-pk").values_list("reason", flat=True).first()
+    last = (
+        chat.transitions.filter(to_status="")
+        .order_by("-pk")
+        .values_list("reason", flat=True)
+        .first()
+    )
     return last or ""
 
 

@@ -24,9 +24,14 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
     its value), and leaving the input empty keeps what is stored."""
 
     secret_fields: tuple[str, ...] = ()
+    # When True, each stored secret gets a "clear" checkbox (`clear_<name>`) right after it:
+    # the only way to remove one, since an empty input keeps it.
+    clearable_secrets = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.clearable_secrets:
+            self._add_clear_boxes()
         for name in self.secret_fields:
             stored = getattr(self.instance, name, "") if self.instance.pk else ""
             state = (
@@ -41,9 +46,32 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
         """How a stored secret is described (a subclass may name something safer to show)."""
         return f"Set ({mask_secret(stored)})."
 
+    def _add_clear_boxes(self) -> None:
+        order: list[str] = []
+        for name in list(self.fields):
+            order.append(name)
+            stored = getattr(self.instance, name, "") if self.instance.pk else ""
+            if name in self.secret_fields and stored:
+                label = self.fields[name].label or name.replace("_", " ")
+                self.fields[f"clear_{name}"] = forms.BooleanField(
+                    required=False, label=f"Clear the stored {str(label).lower()}"
+                )
+                order.append(f"clear_{name}")
+        self.order_fields(order)
+
+    @property
+    def cleared_secrets(self) -> list[str]:
+        """Secrets the admin chose to clear (empty when the form is not valid)."""
+        data = getattr(self, "cleaned_data", {})
+        return [name for name in self.secret_fields if data.get(f"clear_{name}")]
+
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
         for name in self.secret_fields:
-            if not cleaned.get(name) and self.instance.pk:
+            if cleaned.get(f"clear_{name}"):
+                if cleaned.get(name):
+                    self.add_error(name, "Type a new value or clear the stored one, not both.")
+                cleaned[name] = ""
+            elif not cleaned.get(name) and self.instance.pk:
                 cleaned[name] = getattr(self.instance, name)
         return cleaned

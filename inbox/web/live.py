@@ -27,6 +27,12 @@ class DashboardPush(hooks.Listener):
     def chat_updated(self, chat_id: int) -> None:
         transaction.on_commit(partial(chat_updated, chat_id), robust=True)
 
+    def chat_status_changed(self, chat_id: int, *, woke: bool) -> None:
+        transaction.on_commit(partial(chat_status_changed, chat_id, woke), robust=True)
+
+    def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
+        transaction.on_commit(partial(chat_assigned, chat_id, assignee_id), robust=True)
+
     def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
         transaction.on_commit(partial(new_message, message, chat), robust=True)
 
@@ -62,6 +68,45 @@ def chat_changed(chat_id: int) -> None:
         chat_id=chat.pk,
         channel_id=chat.channel_id,
         fragments=fragments.for_chat(chat.pk),
+    )
+
+
+def chat_status_changed(chat_id: int, woke: bool) -> None:
+    """Resolved, snoozed or reopened: the row moves between the Open/Snoozed/Resolved lists;
+    a snooze that ended is announced to every open dashboard (and its assignee)."""
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None:
+        return
+    publish(
+        chat.channel.business_id,
+        "chat.status",
+        {
+            "status": chat.status,
+            "woke": woke,
+            "assignee_id": chat.assigned_to_id,
+            "customer": chat.customer_name or chat.customer_phone or "A customer",
+        },
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=fragments.for_chat(chat.pk),
+    )
+
+
+def chat_assigned(chat_id: int, assignee_id: int) -> None:
+    """Tell the assignee, wherever their inbox is open: the page of the manager whose id this
+    is shows a notice (the row itself follows in `chat.updated`)."""
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None:
+        return
+    publish(
+        chat.channel.business_id,
+        "chat.assigned",
+        {
+            "assignee_id": assignee_id,
+            "customer": chat.customer_name or chat.customer_phone or "A customer",
+        },
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
     )
 
 

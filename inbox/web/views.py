@@ -14,15 +14,18 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from inbox.conversations import access
+from inbox.conversations import access, reading
 from inbox.conversations.models import Alert, Chat
 from inbox.upkeep import alerts
 from inbox.web import actions, contact, dashboard, fragments, realtime
 
 
-def _user(request: HttpRequest) -> User:
+def request_user(request: HttpRequest) -> User:
     assert isinstance(request.user, User)
     return request.user
+
+
+_user = request_user
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -68,6 +71,8 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
     context: dict[str, Any] = {
         **_list_context(request),
         "states": dashboard.STATES,
+        "views": dashboard.VIEWS,
+        "statuses": dashboard.STATUSES,
         "channels": list(access.visible_channels(user).order_by("name")),
         "labels": dashboard.visible_labels(user),
         "seq_json": json.dumps(seq),
@@ -117,6 +122,16 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+def chat_read_count(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """This manager's read count of one chat, for a pushed row the page had not shown yet (its
+    unread badge is the row's data-inbound minus this)."""
+    chat = _visible_chat(request, chat_id)
+    read = reading.read_counts(_user(request).pk, [chat.pk])[chat.pk]
+    return JsonResponse({"chat": chat.pk, "read": read})
+
+
+@login_required
+@require_GET
 def chat_earlier(request: HttpRequest, chat_id: int) -> HttpResponse:
     """Older messages of a chat (the "show earlier" link)."""
     chat = _visible_chat(request, chat_id)
@@ -141,7 +156,7 @@ def chat_history(request: HttpRequest, chat_id: int) -> HttpResponse:
     )
 
 
-def _header_response(request: HttpRequest, result: actions.ActionResult) -> HttpResponse:
+def header_response(request: HttpRequest, result: actions.ActionResult) -> HttpResponse:
     """The loser of a race and the winner both get the chat's current header; the notice says
     what happened."""
     if not _is_htmx(request):
@@ -152,6 +167,9 @@ def _header_response(request: HttpRequest, result: actions.ActionResult) -> Http
         return redirect("chat_detail", chat_id=result.chat.pk)
     context = {**fragments.header_context(result.chat), "notice": result.notice or result.error}
     return render(request, "inbox/_chat_header.html", context)
+
+
+_header_response = header_response
 
 
 def _run(request: HttpRequest, action: Any, chat_id: int, *args: Any) -> actions.ActionResult:
@@ -201,6 +219,7 @@ def _composer_response(
         # A reply that was refused (empty, too long) keeps its text; a failed send is in the
         # conversation with its error, so the box is cleared.
         "text": text if result.error and result.message_id is None else "",
+        "holder": result.ask_take_from,
     }
     return render(request, "inbox/_composer.html", context)
 
@@ -210,7 +229,15 @@ def _composer_response(
 def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     key = request.POST.get("key", "")
-    result = _run(request, lambda user, cid: actions.reply(user, cid, text, key=key), chat_id)
+    raw = request.POST.get("take_from", "")
+    take_from = int(raw) if raw.isdigit() and len(raw) < 18 else None
+    result = _run(
+        request,
+        lambda user, cid: actions.reply(
+            user, cid, text, key=key, ask_holder=True, take_from=take_from
+        ),
+        chat_id,
+    )
     return _composer_response(request, result, "reply", text)
 
 

@@ -7,6 +7,8 @@ Secrets (webhook URL, application token, client secret) are write-only: the form
 
 from __future__ import annotations
 
+import time
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,11 +17,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from inbox.conversations import access
+from inbox.conversations import access, progress
+from inbox.conversations.models import Job
 from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import check, config
 from integrations.bitrix24.setup.forms import Bitrix24SettingsForm
+
+# How long the live "test connection" result is waited for before the card says so.
+TEST_WAIT_SECONDS = 120
 
 
 @login_required
@@ -33,12 +39,21 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
     current = Bitrix24Settings.objects.filter(business=business).first() or Bitrix24Settings(
         business=business, is_active=False
     )
+    if request.method == "GET" and request.GET.get("fragment") == "status":
+        return _status(request, current, business.pk)
     form = Bitrix24SettingsForm(request.POST or None, instance=current)
     here = f"{request.path}?business={business.pk}"
     action = request.POST.get("action", "save")
     if request.method == "POST" and action == "test" and current.pk:
+        asked = time.time()
         tasks.test_connection_task.delay(business.pk)
+        if getattr(request, "htmx", False):
+            return _status(request, current, business.pk, asked=asked)
         messages.info(request, "Testing the connection… the result appears below in a moment.")
+        return redirect(here)
+    if request.method == "POST" and action == "reconcile" and current.pk:
+        tasks.reconcile_task.delay(business.pk)
+        messages.success(request, "A reconciliation pass is queued; its progress shows below.")
         return redirect(here)
     if request.method == "POST" and action == "full_sync" and current.pk:
         count = config.request_full_sync(business.pk)
@@ -64,5 +79,37 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
             "report": check.last_report(business.pk) if current.pk else None,
             "checked_at": current.last_check_at,
             "summary": config.describe(current) if current.pk else [],
+            "full_sync_job": progress.latest([business.pk], Job.Kind.CRM_FULL_SYNC),
+            "reconcile_job": progress.latest([business.pk], Job.Kind.CRM_RECONCILE),
+        },
+    )
+
+
+def _status(
+    request: HttpRequest, current: Bitrix24Settings, business_id: int, asked: float | None = None
+) -> HttpResponse:
+    """The connection card alone, for htmx: while a test asked at `asked` (epoch seconds) has
+    no newer result, it polls itself every second, for at most TEST_WAIT_SECONDS."""
+    if asked is None:
+        try:
+            asked = float(request.GET.get("asked", ""))
+        except ValueError:
+            asked = None
+    checked_at = (
+        Bitrix24Settings.objects.filter(business_id=business_id)
+        .values_list("last_check_at", flat=True)
+        .first()
+    )
+    waiting = asked is not None and (checked_at is None or checked_at.timestamp() < asked)
+    return render(
+        request,
+        "inbox/settings/_bitrix24_status.html",
+        {
+            "business_id": business_id,
+            "report": check.last_report(business_id) if current.pk else None,
+            "checked_at": checked_at,
+            "testing": waiting and time.time() - (asked or 0) < TEST_WAIT_SECONDS,
+            "no_answer": waiting and time.time() - (asked or 0) >= TEST_WAIT_SECONDS,
+            "asked": asked,
         },
     )

@@ -20,7 +20,8 @@
   var retry = 0;
   var syncing = {};
   var queued = {};
-  var state = { connected: false, applied: 0 };
+  // filters: extra row predicates; send: a frame to the server (static/inbox/status.js).
+  var state = { connected: false, applied: 0, filters: [], send: send };
   window.inboxLive = state;
 
   // --- connection ----------------------------------------------------------------------------
@@ -81,7 +82,16 @@
   };
   state.release = function () { held = false; };
 
+  function send(frame) {
+    if (socket && socket.readyState === WebSocket.OPEN) { socket.send(JSON.stringify(frame)); return true; }
+    return false;
+  }
+
   function handle(msg) {
+    if (msg.type === "presence" || msg.type === "typing") {
+      document.dispatchEvent(new CustomEvent("inbox:presence", { detail: msg }));
+      return;
+    }
     if (msg.type === "notify") {
       document.dispatchEvent(new CustomEvent("inbox:notify", { detail: msg }));
       return;
@@ -136,6 +146,7 @@
     if (typeof ev.pending === "number") setPending(ev.pending);
     if (ev.event === "chat.changed" && ev.data && ev.data.notify) notify(ev);
     refreshList();
+    document.dispatchEvent(new CustomEvent("inbox:event", { detail: ev }));
   }
 
   function parse(html) {
@@ -162,6 +173,7 @@
     }
     place(node);
     decorate(node);
+    document.dispatchEvent(new CustomEvent("inbox:upserted", { detail: { node: node } }));
     if (window.htmx) window.htmx.process(node);
     if (stick) scrollToBottom();
   }
@@ -191,7 +203,7 @@
       var digits = q.replace(/\D/g, "");
       if (!digits || (row.dataset.search || "").indexOf(digits) === -1) return false;
     }
-    return true;
+    return state.filters.every(function (keep) { return keep(row, list); });
   }
 
   function refreshList() {

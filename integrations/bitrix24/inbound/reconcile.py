@@ -14,9 +14,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Min
+from django.db.models import Min, QuerySet
 from django.utils import timezone
 
+from inbox.conversations import progress
+from inbox.conversations.models import Job
 from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm import snapshot
 from integrations.bitrix24.crm.portal import portal_info
@@ -49,6 +51,24 @@ def reconcile(business_id: int) -> ReconcileReport:
     first_link = links.aggregate(first=Min("created_at"))["first"]
     if first_link is None:
         return report
+    job_id = progress.start(business_id, Job.Kind.CRM_RECONCILE)
+    try:
+        _reconcile(cfg, links, first_link, report, job_id)
+    except Exception as exc:
+        progress.finish(job_id, error=f"stopped: {type(exc).__name__}; the next pass retries")
+        raise
+    progress.finish(job_id)
+    return report
+
+
+def _reconcile(
+    cfg: Bitrix24Settings,
+    links: QuerySet[CrmLink],
+    first_link: datetime,
+    report: ReconcileReport,
+    job_id: int,
+) -> None:
+    business_id = cfg.business_id
     started = timezone.now()
     overlap = timedelta(seconds=float(getattr(settings, "BITRIX24_RECONCILE_OVERLAP_SECONDS", 300)))
     entities = set(links.exclude(entity_type="").values_list("entity_type", flat=True).distinct())
@@ -69,6 +89,7 @@ def reconcile(business_id: int) -> ReconcileReport:
                 report.seen += 1
                 if pull.apply_item(cfg, info, entity, item) == "applied":
                     report.applied += 1
+                progress.advance(job_id, done=1)
                 newest = _later(newest, f.parse_datetime(item.get("updatedTime")))
         contact_since = (cfg.contact_checkpoint or first_link) - overlap
         linked = set(links.exclude(contact_id=None).values_list("contact_id", flat=True))
@@ -87,6 +108,7 @@ def reconcile(business_id: int) -> ReconcileReport:
             report.seen += 1
             if pull.apply_contact(cfg, item) == "applied":
                 report.applied += 1
+            progress.advance(job_id, done=1)
     floor = started - overlap
     checkpoint = _later(cfg.reconcile_checkpoint, newest, floor)
     contact_checkpoint = _later(cfg.contact_checkpoint, newest_contact, floor)
@@ -103,4 +125,3 @@ def reconcile(business_id: int) -> ReconcileReport:
             "since": since.isoformat(),
         },
     )
-    return report

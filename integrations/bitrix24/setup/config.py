@@ -17,10 +17,13 @@ from django.db import transaction
 from inbox.conversations import egress
 from inbox.conversations.models import Business, Chat, Handoff
 from integrations.bitrix24.models import Bitrix24Settings, HandoffSync
-from integrations.bitrix24.sync import outbox
+from integrations.bitrix24.sync import full_sync, outbox
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _WEBHOOK_PATH = re.compile(r"^/rest/(\d+)/([A-Za-z0-9_]+)/?(?:[a-z0-9_.]+(?:\.json)?)?$")
+
+
+CLEARABLE_SECRETS = ("webhook_url", "application_token", "client_secret")
 
 
 class ConfigError(ValueError):
@@ -70,9 +73,14 @@ def _allowed(url: str) -> None:
 
 
 def configure(business: Business, **options: Any) -> Bitrix24Settings:
-    """Create or update the business's settings from the given options (None = unchanged)."""
+    """Create or update the business's settings from the given options (None = unchanged; ""
+    for a secret clears it)."""
     cfg, _ = Bitrix24Settings.objects.get_or_create(business=business)
     given = {k: v for k, v in options.items() if v is not None}
+    for name in CLEARABLE_SECRETS:
+        if given.get(name) == "":
+            setattr(cfg, name, "")  # cleared explicitly by the admin
+            del given[name]
     if "webhook_url" in given:
         hook = parse_webhook_url(str(given.pop("webhook_url")))
         cfg.webhook_url = hook.url
@@ -144,5 +152,6 @@ def request_full_sync(business_id: int) -> int:
                 HandoffSync.objects.get_or_create(
                     handoff=handoff, defaults={"link": link, "stage_done": True}
                 )
+        full_sync.start(business_id, len(chats))
         outbox.enqueue_push_on_commit(business_id)
     return len(chats)

@@ -42,6 +42,7 @@ class Bitrix24SettingsForm(WriteOnlySecrets):
     `config.configure` applies."""
 
     secret_fields: tuple[str, ...] = SECRETS
+    clearable_secrets = True
     portal_url = forms.URLField(
         required=False, assume_scheme="https", help_text="https://{portal} (local application)."
     )
@@ -72,12 +73,14 @@ class Bitrix24SettingsForm(WriteOnlySecrets):
         return super().secret_state(name, stored)
 
     def options(self) -> dict[str, Any]:
-        """What `config.configure` should change (secrets as typed, or as stored when left
-        empty)."""
+        """What `config.configure` should change (secrets as typed, as stored when left empty,
+        or "" when the admin chose to clear one)."""
         options = {name: self.cleaned_data[name] for name in FIELDS}
         if not options["portal_url"]:
             options["portal_url"] = None  # webhook mode takes it from the webhook URL
         for name in SECRETS:
             if self.cleaned_data.get(name):
                 options[name] = self.cleaned_data[name]
+        for name in self.cleared_secrets:
+            options[name] = ""  # configure() clears it
         return options

@@ -33,7 +33,7 @@ from integrations.bitrix24.models import Bitrix24Settings, CrmLink, HandoffSync
 from integrations.bitrix24.rest.client import BATCH_LIMIT, Bitrix24Client, Command
 from integrations.bitrix24.rest.connection import active_settings, client_for
 from integrations.bitrix24.rest.errors import Bitrix24Error, TransientError
-from integrations.bitrix24.sync import outbox
+from integrations.bitrix24.sync import full_sync, outbox
 from integrations.bitrix24.sync.steps import LinkSync, Work
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,9 @@ def drain(business_id: int, *, budget: float = 240.0) -> DrainReport:
                 )
                 for link_id, _seq in claimed:
                     outbox.fail_link(link_id, attempts.get(link_id, 1), exc, now)
+                full_sync.measure(business_id)
                 raise
+            full_sync.measure(business_id)
             report.synced += part.synced
             report.failed += part.failed
             report.requests += part.requests

@@ -48,7 +48,7 @@ def test_customer_message_creates_the_chat_and_starts_the_debounce(channel: Chan
         "Aigerim",
         "77011234567",
     )
-    assert (chat.owner, chat.version, chat.unread_count) == (Owner.BOT, 1, 1)
+    assert (chat.owner, chat.version, chat.customer_messages) == (Owner.BOT, 1, 1)
     message = Message.objects.get(pk=result.message_id)
     assert (message.author, message.direction, message.text) == (
         "customer",
@@ -131,7 +131,7 @@ def test_no_turn_is_scheduled_while_a_human_owns_the_chat(channel: Channel) -> N
     ingest.accept(_event(channel))
 
     assert get_redis().get(f"debounce:{chat.pk}") is None
-    assert Chat.objects.get(pk=chat.pk).unread_count == 1
+    assert Chat.objects.get(pk=chat.pk).customer_messages == 1
 
 
 def test_voice_note_waits_for_its_transcript_before_any_turn(channel: Channel) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,9 +16,11 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
-from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Owner
+from assistant.models import PriceList, PriceListVersion, ReplayRun
+from inbox.conversations import ownership, progress
+from inbox.conversations.models import Chat, Job, Membership, Owner
 from inbox.site.asgi import application
 from inbox.site.routing import websocket_urlpatterns
 from inbox.web.api_tokens import create_token
@@ -65,7 +68,9 @@ def b() -> Tenant:
     return t
 
 
+@pytest.fixture
 def b_ids(b: Tenant) -> dict[str, int]:
+    """Which of B's objects fills each kind of id in a route."""
     return {
         "chat_id": b.chat.pk,
         "channel_id": b.channel.pk,
@@ -73,6 +78,12 @@ def b_ids(b: Tenant) -> dict[str, int]:
         "handoff_id": b.handoff.pk,
         "business_id": b.business.pk,
         "user_id": b.manager.pk,
+        "run_id": ReplayRun.objects.create(business=b.business).pk,
+        "membership_id": Membership.objects.get(user=b.manager).pk,
+        "job_id": progress.start(b.business.pk, Job.Kind.PURGE, total=10),
+        "version_id": PriceListVersion.objects.create(
+            price_list=PriceList.objects.create(business=b.business), number=1
+        ).pk,
     }
 
 
@@ -84,9 +95,11 @@ def visitor(user: Any) -> Client:
 
 
 @pytest.mark.parametrize("role", ["manager", "admin"])
-def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: str) -> None:
+def test_every_url_denies_or_hides_another_business(
+    a: Tenant, b: Tenant, b_ids: dict[str, int], role: str
+) -> None:
     client = visitor(a.manager if role == "manager" else a.admin)
-    ids = b_ids(b)
+    ids = b_ids
     query = (
         f"?business={b.business.pk}&chat={b.chat.pk}&channel={b.channel.pk}&since=0"
         f"&owner=pending_human&reason=outside_knowledge_base&q=Customer"
@@ -100,7 +113,10 @@ def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: 
         for method in ("get", "post"):
             if method == "post":
                 # A body every action accepts, so the request gets past input validation.
-                body_in = {"text": "hello", "user_id": a.manager.pk, "assignee": a.manager.pk}
+                body_in = {
+                    "text": "hello", "user_id": a.manager.pk, "assignee": a.manager.pk,
+                    "until": (timezone.now() + timedelta(hours=1)).isoformat(),
+                }  # fmt: skip
                 response = client.post(url, body_in, content_type="application/json")
             else:
                 response = client.get(url)
@@ -128,6 +144,7 @@ def test_every_url_denies_or_hides_another_business(a: Tenant, b: Tenant, role: 
     assert chat.owner == Owner.PENDING_HUMAN
     assert chat.assigned_to_id is None
     assert not chat.messages.exclude(pk=b.message.pk).exists()
+    assert Membership.objects.filter(user=b.manager, business=b.business).exists()
 
 
 def test_django_admin_is_staff_only(a: Tenant) -> None:
@@ -144,9 +161,11 @@ def _cookie(user: Any) -> tuple[bytes, bytes]:
 
 
 @pytest.mark.asyncio
-async def test_every_websocket_route_refuses_another_business(a: Tenant, b: Tenant) -> None:
+async def test_every_websocket_route_refuses_another_business(
+    a: Tenant, b: Tenant, b_ids: dict[str, int]
+) -> None:
     headers = [await sync_to_async(_cookie)(a.manager), (b"origin", b"http://127.0.0.1")]
-    ids = b_ids(b)
+    ids = b_ids
     try:
         for pattern in websocket_urlpatterns:
             path = fill(str(pattern.pattern), ids)

@@ -1,0 +1,209 @@
+"""The Team page for business admins: invite or create managers, roles, channels, chat caps,
+removal, and the business's auto-assignment switch. Every write is a call into
+`inbox.conversations.team`; every lookup is limited to the businesses the user administers (a
+manager gets 403, another business's member is a 404)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from inbox.conversations import access, online, team
+from inbox.conversations.models import Business, Channel, Membership
+
+
+class ChannelChoices(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
+    """Channels by their own name: the page is already about one business."""
+
+    def label_from_instance(self, obj: Channel) -> str:
+        return obj.name
+
+
+class MemberFields(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MANAGER)
+    channels = ChannelChoices(
+        queryset=Channel.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Managers: none ticked = every channel.",
+    )
+    chat_cap = forms.IntegerField(
+        label="Chat cap",
+        required=False,
+        min_value=0,
+        help_text="Most open chats auto-assignment gives them; empty = no cap.",
+    )
+
+    def __init__(self, *args: Any, business: Business, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        channels = self.fields["channels"]
+        assert isinstance(channels, forms.ModelMultipleChoiceField)
+        channels.queryset = business.channels.order_by("name")
+
+
+class InviteForm(MemberFields):
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField()
+    delivery = forms.ChoiceField(
+        label="How",
+        choices=[
+            ("email", "Email them a link to set their password"),
+            ("link", "Show me the one-time link to hand over myself"),
+        ],
+        initial="email",
+        widget=forms.RadioSelect,
+    )
+    field_order = ["username", "email", "role", "channels", "chat_cap", "delivery"]
+
+
+def _businesses(request: HttpRequest) -> list[Business]:
+    businesses = list(access.administered_businesses(request.user))
+    if not businesses:
+        raise PermissionDenied("business admins only")
+    return businesses
+
+
+def _business(request: HttpRequest, businesses: list[Business]) -> Business:
+    raw = request.GET.get("business", "")
+    return next((b for b in businesses if str(b.pk) == raw), businesses[0])
+
+
+def _members(business: Business) -> QuerySet[Membership]:
+    return (
+        Membership.objects.filter(business=business)
+        .select_related("user")
+        .prefetch_related("channels")
+        .order_by("user__username")
+    )
+
+
+def _page(request: HttpRequest, business: Business, businesses: list[Business],
+          invite: InviteForm, **extra: Any) -> HttpResponse:  # fmt: skip
+    present = online.online_user_ids(business.pk)
+    rows = [
+        (
+            member,
+            MemberFields(
+                prefix=f"m{member.pk}",
+                business=business,
+                initial={
+                    "role": member.role,
+                    "channels": list(member.channels.all()),
+                    "chat_cap": member.chat_cap,
+                },
+            ),
+            member.user_id in present,
+        )
+        for member in _members(business)
+    ]
+    context = {"business": business, "businesses": businesses, "invite": invite, "rows": rows}
+    return render(request, "inbox/settings/team.html", {**context, **extra})
+
+
+def _back(business: Business) -> HttpResponse:
+    return redirect(f"{reverse('settings_team')}?business={business.pk}")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_page(request: HttpRequest) -> HttpResponse:
+    """The members of one business and the invite form (POST: invite)."""
+    businesses = _businesses(request)
+    business = _business(request, businesses)
+    invite = InviteForm(request.POST or None, business=business)
+    if request.method != "POST" or not invite.is_valid():
+        return _page(request, business, businesses, invite)
+    data = invite.cleaned_data
+    try:
+        membership = team.add_member(
+            business,
+            username=data["username"],
+            email=data["email"],
+            role=data["role"],
+            channels=list(data["channels"]),
+            chat_cap=data["chat_cap"],
+        )
+    except team.TeamError as exc:
+        invite.add_error(None, str(exc))
+        return _page(request, business, businesses, invite)
+    link = request.build_absolute_uri(team.password_link_path(membership.user))
+    if data["delivery"] == "email":
+        team.send_invitation(membership, link)
+        messages.success(request, f"Invited {data['username']}: the link went to {data['email']}.")
+        return _back(business)
+    # Shown once, in this response only: it is not stored anywhere.
+    return _page(
+        request, business, businesses, InviteForm(business=business), new_link=link,
+        new_member=membership,
+    )  # fmt: skip
+
+
+def _administered_membership(request: HttpRequest, membership_id: int) -> Membership:
+    businesses = _businesses(request)
+    membership = (
+        Membership.objects.select_related("business", "user")
+        .filter(pk=membership_id, business__in=businesses)
+        .first()
+    )
+    if membership is None:
+        raise Http404("no such member")
+    return membership
+
+
+@login_required
+@require_POST
+def member_update(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = _administered_membership(request, membership_id)
+    form = MemberFields(request.POST, prefix=f"m{membership.pk}", business=membership.business)
+    if not form.is_valid():
+        messages.error(request, f"Not saved: {form.errors.as_text()}")
+        return _back(membership.business)
+    try:
+        team.update_member(
+            membership,
+            role=form.cleaned_data["role"],
+            channels=list(form.cleaned_data["channels"]),
+            chat_cap=form.cleaned_data["chat_cap"],
+        )
+    except team.TeamError as exc:
+        messages.error(request, f"Not saved: {exc}")
+    else:
+        messages.success(request, f"Saved {membership.user.get_username()}.")
+    return _back(membership.business)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = _administered_membership(request, membership_id)
+    name = membership.user.get_username()
+    try:
+        removal = team.remove_member(membership.business, membership.user_id)
+    except team.TeamError as exc:
+        messages.error(request, f"Not removed: {exc}")
+        return _back(membership.business)
+    note = (
+        " and deactivated: logged out everywhere, API tokens revoked" if removal.deactivated else ""
+    )
+    messages.success(request, f"Removed {name} from {membership.business.name}{note}.")
+    return _back(membership.business)
+
+
+@login_required
+@require_POST
+def auto_assign(request: HttpRequest) -> HttpResponse:
+    businesses = _businesses(request)
+    business = _business(request, businesses)
+    enabled = request.POST.get("auto_assign") == "on"
+    team.set_auto_assign(business, enabled)
+    messages.success(request, f"Auto-assignment is {'on' if enabled else 'off'}.")
+    return _back(business)

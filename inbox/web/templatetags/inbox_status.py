@@ -1,0 +1,14 @@
+"""Template helpers for the conversation status controls (the snooze choices)."""
+
+from __future__ import annotations
+
+from django import template
+
+from inbox.web import status_actions
+
+register = template.Library()
+
+
+@register.simple_tag
+def snooze_choices() -> list[tuple[str, str]]:
+    return list(status_actions.SNOOZE_CHOICES)

@@ -1,0 +1,52 @@
+/* Who else has the open chat on screen, and who is typing in it, from the chat's websocket
+ * frames (live.js passes them on as "inbox:presence"). The page's heartbeat keeps it listed;
+ * "is typing" fades a few seconds after the last keystroke event.
+ */
+(function () {
+  "use strict";
+  var root = document.getElementById("inbox");
+  if (!root || !root.dataset.chatId) return;
+  var me = Number(root.dataset.userId);
+  var chatId = Number(root.dataset.chatId);
+  var TYPING_MS = 6000;
+  var viewers = [];
+  var typing = {};
+
+  function line(cls, text) {
+    var el = document.createElement("span");
+    el.className = cls;
+    el.textContent = text;
+    return el;
+  }
+
+  function render() {
+    var box = document.getElementById("presence-" + chatId);
+    if (!box) return;
+    var now = Date.now();
+    var others = viewers.filter(function (v) { return v.id !== me; }).map(function (v) { return v.name; });
+    var typers = Object.keys(typing).filter(function (id) { return typing[id].until > now; })
+      .map(function (id) { return typing[id].name; });
+    box.textContent = "";
+    box.hidden = !others.length && !typers.length;
+    if (others.length) box.appendChild(line("presence-viewers", "Also viewing: " + others.join(", ")));
+    if (typers.length) box.appendChild(line("presence-typing", typers.join(", ") + (typers.length > 1 ? " are" : " is") + " typing…"));
+  }
+
+  document.addEventListener("inbox:presence", function (e) {
+    var msg = e.detail;
+    if (msg.chat !== chatId) return;
+    if (msg.type === "presence") {
+      viewers = msg.viewers || [];
+      var ids = viewers.map(function (v) { return String(v.id); });
+      Object.keys(typing).forEach(function (id) { if (ids.indexOf(id) === -1) delete typing[id]; });
+    } else if (msg.user && msg.user.id !== me) {
+      typing[msg.user.id] = { name: msg.user.name, until: Date.now() + TYPING_MS };
+      setTimeout(render, TYPING_MS + 50);
+    }
+    render();
+  });
+
+  setInterval(function () {
+    if (window.inboxLive && window.inboxLive.send) window.inboxLive.send({ action: "heartbeat" });
+  }, 15000);
+})();
