@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('assistant', '0003_replay'),
+        ('assistant', '0004_pricelist_admin'),
     ]
 
     operations = [
