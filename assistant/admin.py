@@ -30,6 +30,8 @@ from inbox.conversations.models import Business, Channel
 class AssistantSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("business", "prompt_version", "updated_at")
     search_fields = ("business__name",)
+    # The business's model API key is set on the inbox's Assistant settings page (write-only).
+    exclude = ("model_api_key",)
 
 
 class PriceImportForm(forms.Form):

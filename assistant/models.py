@@ -102,6 +102,21 @@ class AssistantSettings(models.Model):
         help_text="The most the share of guardrail blocks, or of handoffs, may rise "
         "(0.05 = 5 percentage points).",
     )
+    # The business's own model endpoint; blank base URL = the installation's (LLM_BASE_URL).
+    # `assistant.llm.business` builds the client; the URL passes the egress allow-list.
+    model_base_url = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="An OpenAI-compatible base URL, e.g. https://llm.example.com/v1. Empty: the "
+        "installation's model.",
+    )
+    model_name = models.CharField(max_length=200, blank=True)
+    model_structured_output = models.CharField(
+        max_length=16,
+        choices=[("json_schema", "json_schema (vLLM)"), ("json_object", "json_object")],
+        default="json_schema",
+    )
+    model_api_key = EncryptedTextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -2,11 +2,13 @@
 
     result = decide(turn)   # BrainResult(decision, backend, model_error, latency_ms)
 
-Backends: the offline catalogue assistant when `LLM_BASE_URL` is empty; otherwise the LLM
-client with its fallback chain (primary → secondary endpoint → a polite handoff with reason
-`model_unavailable`; invalid output after one repair → handoff with reason `model_error`; the
-server refusing the request as configured (key, model, context, schema) → handoff with reason
-`model_misconfigured`, and the alert check runs at once so the operator learns the cause).
+Backends: the offline catalogue assistant when `LLM_BASE_URL` is empty and the business has no
+model endpoint of its own; otherwise the LLM client (`assistant.llm.business.client_for`: the
+business's own endpoint when set, else the installation's chain, primary → secondary endpoint)
+→ a polite handoff with reason `model_unavailable`; invalid output after one repair → handoff
+with reason `model_error`; the server refusing the request as configured (key, model, context,
+schema), or the egress allow-list refusing a business's endpoint → handoff with reason
+`model_misconfigured`, and the alert check runs at once so the operator learns the cause.
 Whatever a backend says, the rules of `assistant.decision.escalation` have the last word on
 whether a person takes over (an unclear voice note, a model failure). Guardrails are not
 applied here: the turn checks the result with `assistant.decision.guardrails`.
@@ -20,10 +22,10 @@ from dataclasses import dataclass
 
 import redis
 from celery import current_app
-from django.conf import settings
 
 from assistant.decision import catalogue, escalation
 from assistant.knowledge.effective import Knowledge, assistant_settings, knowledge_for_channel
+from assistant.llm import business
 from assistant.llm.client import (
     LLMClient,
     ModelMisconfigured,
@@ -33,6 +35,7 @@ from assistant.llm.client import (
 from assistant.llm.prompt import build_messages
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
+from inbox.conversations import egress
 
 log = logging.getLogger(__name__)
 ALERT_CHECK_TASK = "inbox.check_alerts"  # inbox.upkeep.tasks (a layer above: by name only)
@@ -60,12 +63,20 @@ def decide_with(
     client: LLMClient | None = None,
 ) -> BrainResult:
     """`decide` with its inputs given (the eval and benchmarks call this directly). Without a
-    `client`, one is built from settings when LLM_BASE_URL is set; otherwise the catalogue
-    assistant answers."""
+    `client`, the business's (its own endpoint, or the installation's when LLM_BASE_URL is
+    set); with neither, the catalogue assistant answers."""
     started = time.perf_counter()
-    if client is None and settings.LLM_BASE_URL:
-        client = default_client()
+    refused = ""
     if client is None:
+        try:
+            client = business.client_for(config)
+        except egress.EgressRefused as exc:
+            refused = f"the business's model endpoint is not allowed: {exc}"
+    if refused:
+        summary = f"The model endpoint was refused; please reply to the customer. {refused}"
+        decision = escalation.model_failed(turn, "model_misconfigured", summary[:500])
+        backend, model_error = "fallback", refused
+    elif client is None:
         decision = catalogue.decide(turn, knowledge, config)
         backend, model_error = "catalogue", ""
     else:
@@ -132,19 +143,3 @@ def _check_alerts_now() -> None:
         current_app.send_task(ALERT_CHECK_TASK, ignore_result=True)
     except Exception:  # the broker is away: the beat will do it
         log.warning("assistant.alert_check_not_queued", exc_info=True)
-
-
-_clients: dict[tuple[object, ...], LLMClient] = {}
-
-
-def default_client() -> LLMClient:
-    """The client built from settings, once per process and configuration (it holds
-    connection pools)."""
-    key = tuple(
-        getattr(settings, name) for name in sorted(dir(settings)) if name.startswith("LLM_")
-    )
-    client = _clients.get(key)
-    if client is None:
-        _clients.clear()
-        client = _clients[key] = LLMClient.from_settings()
-    return client

@@ -38,9 +38,10 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+import httpx
 import openai
 from django.conf import settings
 from pydantic import ValidationError
@@ -49,6 +50,7 @@ from assistant.llm import metrics
 from assistant.llm.prompt import inline_schema, repair_message
 from assistant.llm.resilience import STATE_VALUES, Guard, Lease, Permit, RedisGuard, replica_label
 from assistant.schema import Action, Decision
+from inbox.conversations import egress
 from inbox.conversations.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -73,9 +75,19 @@ class Endpoint:
     name: str  # "primary" | "secondary"
     base_urls: tuple[str, ...]
     model: str
-    api_key: str
+    api_key: str = field(repr=False)  # never in a log line or a repr
     structured_output: str = "json_schema"
     send_cache_salt: bool = True
+    # A URL a business admin typed (not the operator's): connections go through the egress
+    # allow-list's pinned client (`inbox.conversations.egress`).
+    egress_checked: bool = False
+
+
+def endpoint_key(endpoint: Endpoint) -> str:
+    """A short stable id of an endpoint (URLs, model, key): its breakers' and admission slots'
+    Redis prefix, so one business's broken endpoint or refused key never opens another's."""
+    raw = json.dumps([endpoint.base_urls, endpoint.model, endpoint.api_key])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -279,13 +291,16 @@ def response_format(mode: str) -> dict[str, Any]:
     }
 
 
-_clients: dict[tuple[int, str, str, float, float], openai.OpenAI] = {}
+_clients: dict[tuple[int, str, str, float, float, bool], openai.OpenAI] = {}
 
 
-def _openai_client(base_url: str, api_key: str, timeout: float, connect: float) -> openai.OpenAI:
+def _openai_client(
+    base_url: str, api_key: str, timeout: float, connect: float, pinned: bool = False
+) -> openai.OpenAI:
     """One client (connection pool) per replica per process; the pid keeps forked Celery
-    children from sharing their parent's sockets."""
-    key = (os.getpid(), base_url, api_key, timeout, connect)
+    children from sharing their parent's sockets. `pinned`: a business's URL, connected only
+    to addresses the egress allow-list passes."""
+    key = (os.getpid(), base_url, api_key, timeout, connect, pinned)
     client = _clients.get(key)
     if client is None:
         client = openai.OpenAI(
@@ -293,6 +308,9 @@ def _openai_client(base_url: str, api_key: str, timeout: float, connect: float) 
             api_key=api_key or "not-needed",
             max_retries=0,  # retries are ours: other replica, breaker, jitter
             timeout=openai.Timeout(timeout, connect=connect),
+            http_client=cast(Any, egress.client(timeout=httpx.Timeout(timeout, connect=connect)))
+            if pinned
+            else None,
         )
         _clients[key] = client
     return client
@@ -332,11 +350,15 @@ class LLMClient:
         self.retry_after_max = retry_after_max
 
     @classmethod
-    def from_settings(cls, guard: Guard | None = None) -> LLMClient:
-
+    def from_settings(
+        cls, guard: Guard | None = None, *, endpoint: Endpoint | None = None
+    ) -> LLMClient:
+        """The installation's chain (LLM_BASE_URL, then LLM_FALLBACK_BASE_URL); with `endpoint`
+        (a business's own), that endpoint alone, with breakers and admission slots of its own."""
         timeout = settings.LLM_TIMEOUT_SECONDS
+        prefix = f"llm:{endpoint_key(endpoint)}" if endpoint is not None else "llm"
         return cls(
-            endpoints_from_settings(),
+            [endpoint] if endpoint is not None else endpoints_from_settings(),
             guard
             or RedisGuard(
                 get_redis(),
@@ -345,6 +367,7 @@ class LLMClient:
                 max_in_flight=settings.LLM_MAX_IN_FLIGHT,
                 # A lease outlives the longest request, then frees itself if its worker died.
                 lease_seconds=timeout + settings.LLM_CONNECT_TIMEOUT_SECONDS + 5,
+                prefix=prefix,
             ),
             timeout=timeout,
             connect_timeout=settings.LLM_CONNECT_TIMEOUT_SECONDS,
@@ -526,7 +549,9 @@ class LLMClient:
             log.warning("llm.breaker_open", extra={"replica": replica_label(permit.replica)})
 
     def _call(self, endpoint: Endpoint, replica: str, messages: Messages, salt: str) -> _Raw:
-        client = _openai_client(replica, endpoint.api_key, self.timeout, self.connect_timeout)
+        client = _openai_client(
+            replica, endpoint.api_key, self.timeout, self.connect_timeout, endpoint.egress_checked
+        )
         label = replica_label(replica)
         extra_body: dict[str, Any] = {"cache_salt": salt} if endpoint.send_cache_salt else {}
         kwargs: dict[str, Any] = {

@@ -1,8 +1,10 @@
 """Prometheus metrics of the LLM client (names prefixed `inbox_llm_`).
 
-Labels: `endpoint` is "primary" or "secondary"; `replica` is host:port/path of one base URL.
-They live in the default prometheus_client registry of the process that makes the calls (the
-Celery workers); expose them with prometheus_client's multiprocess mode or a worker exporter.
+Labels: `endpoint` is "primary" or "secondary" (the installation's chain), "business" (a
+business's own endpoint, `assistant.llm.business`) or "replay…" (`assistant.replay`);
+`replica` is host:port/path of one base URL. They live in the default prometheus_client
+registry of the process that makes the calls (the Celery workers); expose them with
+prometheus_client's multiprocess mode or a worker exporter.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     candidate = Candidate.of(run)
     knowledge = candidate.knowledge_for(channel_id)   # the staged list instead of the live one
     config = candidate.settings_for(business_id)      # edited rules/reasons/promises, unsaved
-    client = candidate.client()                       # the other endpoint, or the live chain
+    client = candidate.client(live_config)            # the other endpoint, or the live one
 
 Stored on the ReplayRun as plain JSON (`candidate_json`), so a replay outlives the hour a
 staged upload waits and Apply writes exactly what was replayed.
@@ -26,6 +26,7 @@ from assistant.knowledge.effective import (
     merge,
 )
 from assistant.knowledge.price_import import ImportPreview, ParsedRow
+from assistant.llm.business import business_endpoint
 from assistant.llm.client import Endpoint, LLMClient, endpoints_from_settings
 from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings, split_aliases
@@ -101,6 +102,10 @@ class Candidate:
             handoff_reasons=self.rules.get("handoff_reasons", []),
             forbidden_promises=self.rules.get("forbidden_promises", []),
             prompt_version=config.prompt_version,
+            model_base_url=config.model_base_url,
+            model_name=config.model_name,
+            model_structured_output=config.model_structured_output,
+            model_api_key=config.model_api_key,
         )
 
     def check_egress(self) -> None:
@@ -110,8 +115,11 @@ class Candidate:
         if self.model is not None:
             egress.check(self.model.base_url)
 
-    def client(self) -> LLMClient | None:
-        """The client a replay asks; None: the catalogue assistant (no model configured)."""
+    def client(self, live: AssistantSettings | None = None) -> LLMClient | None:
+        """The client a replay asks: the candidate model, else what the business's turns use
+        now (`live`: its own endpoint, or the installation's chain); None: the catalogue
+        assistant (no model configured)."""
+        own = business_endpoint(live) if live is not None else None
         if self.model is not None:
             self.check_egress()
             endpoints = [
@@ -121,8 +129,12 @@ class Candidate:
                     self.model.model,
                     self.model.api_key,
                     self.model.structured_output,
+                    egress_checked=True,
                 )
             ]
+        elif own is not None:
+            egress.check(own.base_urls[0])
+            endpoints = [replace(own, name=f"{REPLAY_ENDPOINT}-{own.name}")]
         elif settings.LLM_BASE_URL:
             endpoints = [
                 replace(e, name=f"{REPLAY_ENDPOINT}-{e.name}") for e in endpoints_from_settings()

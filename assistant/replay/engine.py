@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from assistant import turn as assistant_turn
 from assistant.decision import brain, escalation, guardrails
+from assistant.knowledge.effective import assistant_settings
 from assistant.knowledge.money import find_amounts, format_money
 from assistant.knowledge.price_import import apply_price_list
 from assistant.models import AssistantSettings, ReplayRun, ReplayTurn
@@ -113,7 +114,7 @@ def replay(run_id: int) -> None:
     recorded = list(reversed(selected_turns(run.business_id, Selection(**_selection(run)))))
     ReplayRun.objects.filter(pk=run.pk).update(total=len(recorded))
     try:
-        client = candidate.client()
+        client = candidate.client(assistant_settings(run.business_id))
         for recorded_turn in recorded:
             candidate.check_egress()
             result = replay_turn(recorded_turn, candidate, client)
@@ -270,15 +271,17 @@ def gate(run: ReplayRun) -> list[str]:
 
 def appliable(run: ReplayRun) -> bool:
     """Finished, not applied or discarded yet, and with a change Apply can write."""
-    return run.status == ReplayRun.Status.DONE and (
-        "price_list" in run.candidate or "rules" in run.candidate
+    return run.status == ReplayRun.Status.DONE and any(
+        kind in run.candidate for kind in ("price_list", "rules", "model")
     )
 
 
 def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
-    """Make the candidate live: the price list as a new version, the rules saved. A model
-    endpoint is the operator's (LLM_BASE_URL) and is not applied from here. Returns what
-    changed, in words. Raises GateClosed (unless confirmed) or NotAppliable."""
+    """Make the candidate live: the price list as a new version, the rules saved, the model
+    endpoint saved as the business's own (its next turns go there; the installation's
+    LLM_BASE_URL stays for every other business). Returns what changed, in words. Raises
+    GateClosed (unless confirmed), NotAppliable, or EgressRefused (the model URL is no longer
+    allowed: nothing is applied)."""
     with transaction.atomic():
         locked = ReplayRun.objects.select_for_update().get(pk=run.pk)
         if not appliable(locked):
@@ -286,7 +289,8 @@ def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
         problems = gate(locked)
         if problems and not confirmed:
             raise GateClosed("; ".join(problems))
-        candidate = Candidate.from_json(locked.candidate)
+        candidate = Candidate.from_json(locked.candidate, locked.model_api_key)
+        candidate.check_egress()
         applied = []
         if candidate.preview is not None:
             channel = None
@@ -303,6 +307,14 @@ def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
             config.forbidden_promises = candidate.rules.get("forbidden_promises", [])
             config.save()
             applied.append("the rules")
+        if candidate.model is not None:
+            config, _ = AssistantSettings.objects.get_or_create(business_id=locked.business_id)
+            config.model_base_url = candidate.model.base_url
+            config.model_name = candidate.model.model
+            config.model_structured_output = candidate.model.structured_output
+            config.model_api_key = candidate.model.api_key
+            config.save()
+            applied.append(f"model {candidate.model.model} at {candidate.model.base_url}")
         locked.status = ReplayRun.Status.APPLIED
         locked.save(update_fields=["status"])
     log.info("replay.applied", extra={"replay_id": run.pk, "applied": applied})

@@ -24,6 +24,7 @@ from assistant.models import AssistantSettings, PriceList, PriceListVersion
 from inbox.conversations import access, progress
 from inbox.conversations.models import Business, Channel, Job
 from inbox.site import channel_settings
+from inbox.site.model_settings import BusinessModelForm
 from inbox.web import dashboard
 
 REVIEW_REASONS = ("outside_knowledge_base", "guardrail")
@@ -343,17 +344,19 @@ def assistant_settings_page(request: HttpRequest) -> HttpResponse:
     business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
     current = assistant_settings(business.pk)
     form = AssistantSettingsForm(request.POST or None, instance=current)
+    model_form = BusinessModelForm(request.POST or None, instance=current, prefix="model")
     asked = request.GET.get("rule", "").strip()[:500]
     if asked and request.method == "GET":
         # From the reports' "outside the knowledge base" list: the question, ready for its answer.
         rules = current.business_rules.rstrip()
         form.initial["business_rules"] = f"{rules}\n\nQ: {asked}\nA: ".lstrip()
-    if request.method == "POST" and form.is_valid():
-        form.save()
+    if request.method == "POST" and all([form.is_valid(), model_form.is_valid()]):
+        form.save()  # both forms edit the same row (`current`)
+        model_form.save()
         messages.success(request, f"Saved the assistant settings of {business.name}.")
         return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,
         "inbox/settings/assistant.html",
-        {"form": form, "business": business, "businesses": businesses},
+        {"form": form, "model_form": model_form, "business": business, "businesses": businesses},
     )

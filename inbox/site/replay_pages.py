@@ -276,7 +276,7 @@ def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
     except engine.GateClosed as exc:
         messages.error(request, f"Not applied: {exc}. Confirm to apply anyway.")
         return redirect("settings_replay_run", run_id=run.pk)
-    except engine.NotAppliable as exc:
+    except (engine.NotAppliable, egress.EgressRefused) as exc:
         messages.error(request, f"Not applied: {exc}.")
         return redirect("settings_replay_run", run_id=run.pk)
     messages.success(request, "Applied " + " and ".join(applied) + ".")

@@ -24,7 +24,7 @@ from pydantic import field_validator
 
 from inbox.conversations import access, reading
 from inbox.conversations.models import Chat, Handoff, Message
-from inbox.web import actions, api_tokens, dashboard, status_actions
+from inbox.web import actions, api_tokens, contact, dashboard, status_actions
 
 MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
@@ -119,7 +119,8 @@ class ChatOut(Schema):
     owner_changed_at: datetime | None
 
     @staticmethod
-    def of(chat: Chat, user_id: int) -> ChatOut:
+    def of(chat: Chat, user_id: int, *, masked: set[int] | frozenset[int] = frozenset()) -> ChatOut:
+        """`masked`: the businesses whose numbers the requesting user sees masked."""
         unread = getattr(chat, "my_unread", None)
         if unread is None:
             read = reading.read_counts(user_id, [chat.pk])[chat.pk]
@@ -130,7 +131,11 @@ class ChatOut(Schema):
             channel_id=chat.channel_id,
             channel=chat.channel.name,
             customer_name=chat.customer_name,
-            customer_phone=chat.customer_phone,
+            customer_phone=(
+                contact.masked_phone(chat.customer_phone)
+                if chat.customer_phone and chat.channel.business_id in masked
+                else chat.customer_phone
+            ),
             owner=chat.owner,  # type: ignore[arg-type]
             version=chat.version,
             assigned_to=chat.assigned_to_id,
@@ -297,9 +302,11 @@ class HandoffFilters(Schema):
 # --- endpoints -------------------------------------------------------------------------------
 
 
-def _result(result: actions.ActionResult, user_id: int) -> ActionOut:
+def _result(result: actions.ActionResult, user: Any) -> ActionOut:
     return ActionOut(
-        chat=ChatOut.of(result.chat, user_id),
+        chat=ChatOut.of(
+            result.chat, dashboard.user_pk(user), masked=contact.businesses_masked_for(user)
+        ),
         changed=result.changed,
         notice=result.notice,
         error=result.error,
@@ -327,7 +334,8 @@ def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOu
     page = chats.order_by("-last_message_at", "-pk")[
         filters.offset : filters.offset + filters.limit
     ]
-    return [ChatOut.of(chat, user_id) for chat in page]
+    masked = contact.businesses_masked_for(request.user)
+    return [ChatOut.of(chat, user_id, masked=masked) for chat in page]
 
 
 @router.get(
@@ -343,7 +351,11 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
     messages, _ = dashboard.recent_messages(chat)
     handoff = chat.handoffs.order_by("-pk").first()
     return ChatDetailOut(
-        **ChatOut.of(chat, dashboard.user_pk(request.user)).model_dump(),
+        **ChatOut.of(
+            chat,
+            dashboard.user_pk(request.user),
+            masked=contact.businesses_masked_for(request.user),
+        ).model_dump(),
         messages=[MessageOut.of(m) for m in messages],
         handoff=HandoffOut.of(handoff) if handoff else None,
     )
@@ -351,9 +363,7 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
 
 def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: Any) -> Any:
     try:
-        return _result(
-            action(request.user, chat_id, *args, **kwargs), dashboard.user_pk(request.user)
-        )
+        return _result(action(request.user, chat_id, *args, **kwargs), request.user)
     except actions.ChatNotFound:
         return _not_found()
 

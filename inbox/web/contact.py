@@ -37,6 +37,12 @@ def phone_hidden_from(user: User, business: Business) -> bool:
     )
 
 
+def businesses_masked_for(user: User) -> set[int]:
+    """The businesses whose customers' numbers this user sees masked (one query, for lists)."""
+    roles = access.memberships(user).filter(business__mask_phone_for_managers=True)
+    return set(roles.exclude(role=Membership.Role.ADMIN).values_list("business_id", flat=True))
+
+
 def shown_phone(phone: str, business: Business, *, hidden: bool | None = None) -> str:
     """The phone as a list row or header shows it to everyone of the business: masked when the
     business masks numbers (those fragments are shared by all its managers)."""

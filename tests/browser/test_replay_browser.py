@@ -85,6 +85,7 @@ def test_start_progress_report_apply(
     page.click("[data-action=apply-replay]")
 
     expect(page.locator(".flash-success")).to_contain_text("Applied price list version 2")
+    expect(page.locator(".flash-success")).to_contain_text(f"model assistant at {model.base_url}")
     current = PriceList.objects.get(business=people["business"], channel=None).current_version
     assert current is not None
     assert current.number == 2
@@ -93,4 +94,9 @@ def test_start_progress_report_apply(
     ]
     assert ReplayRun.objects.get().status == ReplayRun.Status.APPLIED
     assert not [m for m in graph.sent if "49 000" in m.text]  # the replay sent nothing
+    # The applied model is the business's own now, shown (never its key) on Assistant settings.
+    page.goto(f"{stack}/inbox/settings/assistant/")
+    expect(page.locator("#id_model-model_base_url")).to_have_value(model.base_url)
+    expect(page.locator("#id_model-model_api_key")).to_have_value("")
+    shot(page, "replay-applied-model-390")
     assert not csp_violations

@@ -15,14 +15,11 @@ from django.utils import timezone
 
 from assistant.knowledge import price_upload
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
-from assistant.llm import metrics as llm_metrics
 from assistant.models import AssistantSettings, PriceList, ReplayRun, ReplayTurn
 from assistant.replay import engine
-from assistant.replay.candidate import Candidate, CandidateModel
 from assistant.turn import take_turn
 from inbox.conversations.models import Business, Channel, Chat, Membership, Message, Turn
 from tests import factories
-from tests.emulators.openai_server import OpenAIEmulator, Step
 from tests.processes import ProcessGroup, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(180)]
@@ -188,58 +185,6 @@ def test_edited_rules_change_the_fee_quoted_and_the_gate_asks_for_confirmation(
     assert AssistantSettings.objects.get(business=business).business_rules == RULES
     web.post(f"/inbox/settings/replay/{run.pk}/apply/", {"confirm": "1"})
     assert AssistantSettings.objects.get(business=business).business_rules == new_rules
-
-
-def test_a_second_model_endpoint_is_replayed_against_the_first_and_never_counted_as_a_chat(
-    worker: ProcessGroup, settings: Any
-) -> None:
-    business = factories.business("Model shop")
-    channel = factories.channel(business)
-    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), business)
-    admin = factories.manager(business, role=Membership.Role.ADMIN)
-    with OpenAIEmulator() as live, OpenAIEmulator() as candidate:
-        settings.LLM_BASE_URL = live.base_url
-        live.responder = lambda request: Step.decision(reply="Office chair Lux: 45 000 KZT")
-        chat = factories.chat(channel)
-        factories.customer_message(chat, QUESTIONS["chair"])
-        Chat.objects.filter(pk=chat.pk).update(version=1)
-        take_turn(chat.pk)
-        live_calls = len(live.chat_requests)
-        candidate.responder = lambda request: Step.decision(reply="Office chair Lux: 39 000 KZT")
-        web = client_for(admin)
-
-        web.post("/inbox/settings/replay/", start_form(
-            business, model_base_url=candidate.base_url, model_name="assistant",
-            model_structured_output="json_schema", model_api_key="candidate-key"))  # fmt: skip
-
-        run = wait_done(ReplayRun.objects.get(business=business).pk)
-        (row,) = run.turns.all()
-        assert row.change == ReplayTurn.Change.BLOCKED
-        assert row.then["amounts"][0]["ok"] is True
-        assert row.now["amounts"] == [{"text": "39 000 KZT", "value": "39000.00", "ok": False}]
-        assert row.now["backend"] == "llm:replay"
-        assert len(candidate.chat_requests) == 1
-        assert len(live.chat_requests) == live_calls
-        assert candidate.chat_requests[0].headers.get("authorization") == "Bearer candidate-key"
-        assert ReplayRun.objects.get(pk=run.pk).model_api_key == "candidate-key"
-        page = web.get(f"/inbox/settings/replay/{run.pk}/").content.decode()
-        assert "candidate-key" not in page
-        assert 'data-action="apply-replay"' not in page  # a model is the operator's setting
-
-        # In this process too: a replayed turn is labelled `replay` in the LLM metrics.
-        primary = llm_metrics.FALLBACKS.labels("primary", "handoff")._value.get()
-        replay_client = Candidate(model=CandidateModel(candidate.base_url, "assistant")).client()
-        turn = Turn.objects.get(chat=chat)
-        engine.replay_turn(turn, Candidate(model=CandidateModel(candidate.base_url, "assistant")),
-                           replay_client)  # fmt: skip
-        samples = {
-            s.labels["endpoint"]
-            for metric in llm_metrics.REQUEST_SECONDS.collect()
-            for s in metric.samples
-        }
-        assert "replay" in samples
-        assert llm_metrics.FALLBACKS.labels("primary", "handoff")._value.get() == primary
-        assert Turn.objects.filter(chat=chat).count() == 1
 
 
 def test_a_model_endpoint_outside_the_egress_allow_list_is_refused(settings: Any) -> None:

@@ -19,6 +19,7 @@ from inbox.conversations.models import (
     Label,
     Message,
 )
+from inbox.web.api_tokens import create_token
 from inbox.web.contact import masked_phone
 from integrations.bitrix24.models import Bitrix24Settings, CrmLink
 from tests import factories
@@ -323,6 +324,19 @@ class TestContactPanel:
         assert a.chat.customer_phone not in page(a.manager, "/inbox/").split('id="chat-list"')[1]
         assert a.chat.customer_phone not in page(a.manager, f"/inbox/chat/{a.chat.pk}/history/")
         assert masked_phone("77010000005") == "+770••••••05"
+
+    def test_the_api_masks_numbers_for_managers_too(self, a: Tenant) -> None:
+        a.business.mask_phone_for_managers = True
+        a.business.save()
+
+        def phone(user: Any, path: str) -> str:
+            _, token = create_token(user, "script")
+            body = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get(path).json()
+            return str((body[0] if isinstance(body, list) else body)["customer_phone"])
+
+        for path in ("/api/v1/chats", f"/api/v1/chats/{a.chat.pk}"):
+            assert phone(a.manager, path) == masked_phone(a.chat.customer_phone), path
+            assert phone(a.admin, path) == a.chat.customer_phone, path
 
     def test_shows_the_bitrix24_deal_link_and_stage(self, a: Tenant, b: Tenant) -> None:
         Bitrix24Settings.objects.create(
