@@ -361,9 +361,9 @@ class Message(models.Model):
                 name="message_report_replies",
             ),
             models.Index(
-                fields=["chat", "created_at"],
+                fields=["chat", "created_at", "sent_by"],
                 condition=Q(author__in=["manager", "phone"]),
-                name="message_report_manager",
+                name="message_report_first_reply",
             ),
         ]
 

@@ -184,9 +184,9 @@ FROM (
     SELECT m.chat_id, COUNT(*) AS inbound,
            SUM(CASE WHEN m.kind = 'voice' THEN 1 ELSE 0 END) AS voice,
            SUM(CASE WHEN m.kind = 'voice' AND (m.transcript_status = 'failed'
-                    OR m.transcript_confidence < ch.voice_confidence_threshold)
+                    OR m.transcript_confidence < {thresholds})
                THEN 1 ELSE 0 END) AS unclear
-    FROM inbox_message m JOIN inbox_channel ch ON ch.id = m.channel_id
+    FROM inbox_message m
     WHERE m.channel_id IN ({channels}) AND m.created_at >= %s AND m.created_at < %s
       AND m.direction = 'in'
     GROUP BY m.chat_id
@@ -217,10 +217,18 @@ def summary(period: Period, found: Handoffs | None = None) -> Summary:
     channels = ", ".join(str(int(pk)) for pk in period.channel_ids)
     start = connection.ops.adapt_datetimefield_value(period.start)
     end = connection.ops.adapt_datetimefield_value(period.end)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            CUSTOMERS_SQL.format(channels=channels), [start, end, start, end, start, end]
+    # Each channel's threshold as a literal CASE: no join of every message row to its channel.
+    thresholds = list(
+        Channel.objects.filter(pk__in=period.channel_ids).values_list(
+            "pk", "voice_confidence_threshold"
         )
+    )
+    case = " ".join(["CASE m.channel_id", *("WHEN %s THEN %s" for _ in thresholds), "END"])
+    case = case if thresholds else "NULL"
+    sql = CUSTOMERS_SQL.format(channels=channels, thresholds=case)
+    params = [v for pair in thresholds for v in pair] + [start, end, start, end, start, end]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
         conversations, inbound, voice, unclear, bot_only = cursor.fetchone()
     return Summary(
         conversations=int(conversations),
@@ -235,14 +243,15 @@ def summary(period: Period, found: Handoffs | None = None) -> Summary:
 
 def _first_manager_message(column: str) -> Subquery:
     """`column` of the chat's first manager message at or after the outer row's created_at:
-    one probe of message_report_manager (chat, created_at) per handoff."""
+    one index-only probe of message_report_first_reply (chat, created_at, sent_by) per
+    handoff; both columns come from the same first entry of that index."""
     return Subquery(
         Message.objects.filter(
             chat_id=OuterRef("chat_id"),
             author__in=MANAGER_AUTHORS,
             created_at__gte=OuterRef("created_at"),
         )
-        .order_by("created_at", "id")
+        .order_by("created_at")
         .values(column)[:1]
     )
 
