@@ -1,7 +1,7 @@
 """How long the reports page takes for a large business, on PostgreSQL.
 
     .venv/bin/python bench/reports_bench.py [--chats 100000] [--messages-per-chat 20]
-        [--days 365] [--repeat 5] [--out bench/results/reports.json] [--no-migrate]
+        [--days 365] [--repeat 5] [--out bench/results/reports.json] [--no-migrate] [--reuse]
 
 Seeds one business ("Reports bench": two channels, three managers) with `--chats` chats and
 `--chats × --messages-per-chat` messages spread over `--days` days, straight in SQL

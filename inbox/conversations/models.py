@@ -227,6 +227,9 @@ class Chat(models.Model):
         indexes = [
             models.Index(fields=["owner", "owner_changed_at"]),
             models.Index(fields=["status", "snoozed_until"]),
+            # The reports join handoffs, transitions and turns to their chat only to keep a
+            # business's channels: an index-only probe instead of a scan of every chat.
+            models.Index(fields=["channel", "id"], name="chat_report_channel"),
         ]
 
     def __str__(self) -> str:
@@ -337,21 +340,30 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["chat", "id"]),
-            # The reports (inbox/web/reports.py): one index-only range scan per channel, and
-            # a manager's first reply after a handoff found by (chat, time).
+            # The reports (inbox/web/reports.py): index-only range scans of the customers'
+            # messages and of the managers' (partial, so each holds only what it is read for),
+            # and a manager's first reply after a handoff found by (chat, time).
             models.Index(
-                fields=["channel", "created_at", "chat", "direction", "kind", "author"],
-                name="message_report_range",
+                fields=[
+                    "channel",
+                    "created_at",
+                    "chat",
+                    "kind",
+                    "transcript_status",
+                    "transcript_confidence",
+                ],
+                condition=Q(direction="in"),
+                name="message_report_inbound",
             ),
             models.Index(
-                fields=["channel", "created_at"],
-                condition=Q(direction="in", kind="voice"),
-                name="message_report_voice",
-            ),
-            models.Index(
-                fields=["chat", "created_at"],
+                fields=["channel", "created_at", "chat", "sent_by"],
                 condition=Q(author__in=["manager", "phone"]),
-                name="message_report_manager",
+                name="message_report_replies",
+            ),
+            models.Index(
+                fields=["chat", "created_at", "sent_by"],
+                condition=Q(author__in=["manager", "phone"]),
+                name="message_report_first_reply",
             ),
         ]
 

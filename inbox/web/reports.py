@@ -6,9 +6,12 @@ owned the chat: bot-only means no transition to a human in the range and no mana
 knowledge base). Days are the business's days (`Business.timezone`); the range is
 [first day 00:00, day after the last 00:00) in that zone.
 
-Every figure is one aggregate query over an indexed range (migration 0011_reports); the
-percentiles are PostgreSQL's `percentile_cont`, or the same interpolation in Python on SQLite
-(`percentiles`), so both give the same answers.
+The page reads each source once over an indexed range (migrations 0011_reports and
+0012_reports_speed): one grouped pass over the customers' messages (`summary`), one query for
+every handoff figure including the first human replies (`handoffs`), one for the pending waits,
+one for the managers' messages, two for the questions. The percentiles are interpolated in
+Python like PostgreSQL's `percentile_cont` from the few thousand waits fetched, so SQLite and
+PostgreSQL give the same answers by the same code.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
@@ -28,7 +30,6 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
 )
@@ -102,7 +103,7 @@ def period_for(
     return Period(business, ids, first, last, zone)
 
 
-# --- percentiles: in the database where it can -----------------------------------------------
+# --- percentiles ---------------------------------------------------------------------------------
 
 
 def _interpolate(values: list[float], fraction: float) -> float:
@@ -114,32 +115,23 @@ def _interpolate(values: list[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def percentiles(
-    rows: QuerySet[Any], duration: str, fractions: tuple[float, ...], *, group: str | None = None
-) -> dict[Any, tuple[int, list[float]]]:
-    """Per value of `group` (one key, None, without it): how many rows have a `duration`, and
-    its `fractions` percentiles in seconds. Rows whose duration is NULL are left out."""
-    rows = rows.filter(**{f"{duration}__isnull": False})
-    columns = [duration, group] if group else [duration]
-    if connection.vendor == "postgresql":
-        sql, params = rows.values(*columns).query.sql_with_params()
-        calls = ", ".join(
-            f'percentile_cont({f:.4f}) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM s."{duration}"))'
-            for f in fractions
-        )
-        key = f's."{group}"' if group else "NULL"
-        tail = f' GROUP BY s."{group}"' if group else ""
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {key}, COUNT(*), {calls} FROM ({sql}) s{tail}", params)  # noqa: S608
-            return {
-                row[0]: (int(row[1]), [float(v) for v in row[2:]])
-                for row in cursor.fetchall()
-                if row[1]
-            }
-    grouped: dict[Any, list[float]] = defaultdict(list)
-    for row in rows.values(*columns):
-        grouped[row[group] if group else None].append(row[duration].total_seconds())
-    return {k: (len(v), [_interpolate(v, f) for f in fractions]) for k, v in grouped.items()}
+@dataclass(frozen=True)
+class Waits:
+    """Seconds; p50/p90 None when nothing was measured."""
+
+    measured: int
+    open: int
+    p50: float | None
+    p90: float | None
+
+
+def _waits(seconds: list[float], total: int) -> Waits:
+    """`total` clocks started, `seconds` the ones that stopped, and how long they ran."""
+    if not seconds:
+        return Waits(0, total, None, None)
+    return Waits(
+        len(seconds), total - len(seconds), _interpolate(seconds, 0.5), _interpolate(seconds, 0.9)
+    )
 
 
 # --- the figures -------------------------------------------------------------------------------
@@ -184,99 +176,79 @@ def _handoffs(period: Period) -> QuerySet[Handoff]:
     )
 
 
-SUMMARY_SQL = """
-SELECT COUNT(CASE WHEN s.inbound > 0 THEN 1 END),
-       COALESCE(SUM(s.inbound), 0), COALESCE(SUM(s.voice), 0),
-       COUNT(CASE WHEN s.inbound > 0 AND s.manager = 0 AND s.chat_id NOT IN (
-           SELECT t.chat_id FROM inbox_ownershiptransition t
-           JOIN inbox_chat c ON c.id = t.chat_id
-           WHERE c.channel_id IN ({channels}) AND t.at >= %s AND t.at < %s
-             AND t.to_owner IN ('pending_human', 'human')) THEN 1 END)
+# The customers' messages of the range, one row per chat (an index-only scan of the partial
+# index message_report_inbound on PostgreSQL); a chat is bot-only when no manager wrote in it in
+# the range (message_report_replies) and no transition to a human happened in it. Anti-joins
+# on the two small sets rather than a subquery per chat (whose estimate woke PostgreSQL's JIT).
+CUSTOMERS_SQL = """
+SELECT COUNT(*), COALESCE(SUM(s.inbound), 0), COALESCE(SUM(s.voice), 0),
+       COALESCE(SUM(s.unclear), 0),
+       COUNT(CASE WHEN w.chat_id IS NULL AND h.chat_id IS NULL THEN 1 END)
 FROM (
-    SELECT m.chat_id,
-           SUM(CASE WHEN m.direction = 'in' THEN 1 ELSE 0 END) AS inbound,
-           SUM(CASE WHEN m.author IN ('manager', 'phone') THEN 1 ELSE 0 END) AS manager,
-           SUM(CASE WHEN m.direction = 'in' AND m.kind = 'voice' THEN 1 ELSE 0 END) AS voice
+    SELECT m.chat_id, COUNT(*) AS inbound,
+           SUM(CASE WHEN m.kind = 'voice' THEN 1 ELSE 0 END) AS voice,
+           SUM(CASE WHEN m.kind = 'voice' AND (m.transcript_status = 'failed'
+                    OR m.transcript_confidence < {thresholds})
+               THEN 1 ELSE 0 END) AS unclear
     FROM inbox_message m
     WHERE m.channel_id IN ({channels}) AND m.created_at >= %s AND m.created_at < %s
+      AND m.direction = 'in'
     GROUP BY m.chat_id
 ) s
+LEFT JOIN (
+    SELECT DISTINCT r.chat_id FROM inbox_message r
+    WHERE r.channel_id IN ({channels}) AND r.created_at >= %s AND r.created_at < %s
+      AND r.author IN ('manager', 'phone')
+) w ON w.chat_id = s.chat_id
+LEFT JOIN (
+    SELECT DISTINCT t.chat_id FROM inbox_ownershiptransition t
+    JOIN inbox_chat c ON c.id = t.chat_id
+    WHERE c.channel_id IN ({channels}) AND t.at >= %s AND t.at < %s
+      AND t.to_owner IN ('pending_human', 'human')
+) h ON h.chat_id = s.chat_id
 """
 
 
-def summary(period: Period) -> Summary:
+def summary(period: Period, found: Handoffs | None = None) -> Summary:
     """Conversations (chats with a customer message in the range) and how many the bot closed
     alone: no transition to a human in the range and no manager message in it.
 
-    One pass over the range's messages, grouped by chat, in plain SQL both databases run the
-    same way: on PostgreSQL an index-only scan of message_report_range (the ORM would scan the
-    range once per figure). Unclear voice notes read only the voice rows (message_report_voice).
-    """
+    One pass over the range's customer messages, grouped by chat, in plain SQL both databases
+    run the same way (the ORM would scan the range once per figure)."""
+    found = found or handoffs(period)
     if not period.channel_ids:
-        return Summary(0, 0, 0, 0, 0, 0, 0)
+        return Summary(0, 0, 0, 0, 0, found.total, found.of_reason(GUARDRAIL))
     channels = ", ".join(str(int(pk)) for pk in period.channel_ids)
     start = connection.ops.adapt_datetimefield_value(period.start)
     end = connection.ops.adapt_datetimefield_value(period.end)
-    with connection.cursor() as cursor:
-        cursor.execute(SUMMARY_SQL.format(channels=channels), [start, end, start, end])
-        conversations, inbound, voice, bot_only = cursor.fetchone()
-    unclear = (
-        _messages(period)
-        .filter(direction=Message.Direction.INBOUND, kind=Message.Kind.VOICE)
-        .filter(
-            Q(transcript_status=Message.TranscriptStatus.FAILED)
-            | Q(transcript_confidence__lt=F("channel__voice_confidence_threshold"))
+    # Each channel's threshold as a literal CASE: no join of every message row to its channel.
+    thresholds = list(
+        Channel.objects.filter(pk__in=period.channel_ids).values_list(
+            "pk", "voice_confidence_threshold"
         )
-        .count()
     )
-    handoffs = _handoffs(period).aggregate(
-        n=Count("id"), guardrail=Count("id", filter=Q(reason=GUARDRAIL))
-    )
+    case = " ".join(["CASE m.channel_id", *("WHEN %s THEN %s" for _ in thresholds), "END"])
+    case = case if thresholds else "NULL"
+    sql = CUSTOMERS_SQL.format(channels=channels, thresholds=case)
+    params = [v for pair in thresholds for v in pair] + [start, end, start, end, start, end]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        conversations, inbound, voice, unclear, bot_only = cursor.fetchone()
     return Summary(
         conversations=int(conversations),
         bot_only=int(bot_only),
         customer_messages=int(inbound),
         voice_notes=int(voice),
         unclear_voice=int(unclear),
-        handoffs=handoffs["n"],
-        guardrail_blocks=handoffs["guardrail"],
+        handoffs=found.total,
+        guardrail_blocks=found.of_reason(GUARDRAIL),
     )
 
 
-def handoffs_by_reason(period: Period) -> list[tuple[str, int]]:
-    """Most frequent first; ties by reason."""
-    rows = _handoffs(period).values("reason").annotate(n=Count("id")).order_by("-n", "reason")
-    return [(row["reason"], row["n"]) for row in rows]
-
-
-def handoffs_by_day(period: Period) -> dict[str, list[int]]:
-    """Per reason, the handoffs of each local day of the range (zeros included)."""
-    rows = (
-        _handoffs(period)
-        .annotate(day=TruncDate("created_at", tzinfo=period.zone))
-        .values("day", "reason")
-        .annotate(n=Count("id"))
-    )
-    index = {day: n for n, day in enumerate(period.days)}
-    series: dict[str, list[int]] = {}
-    for row in rows:
-        counts = series.setdefault(row["reason"], [0] * len(index))
-        if row["day"] in index:
-            counts[index[row["day"]]] += row["n"]
-    return dict(sorted(series.items(), key=lambda item: (-sum(item[1]), item[0])))
-
-
-@dataclass(frozen=True)
-class Waits:
-    """Seconds; p50/p90 None when nothing was measured."""
-
-    measured: int
-    open: int
-    p50: float | None
-    p90: float | None
-
-
-def _first_reply() -> Subquery:
+def _first_manager_message(column: str) -> Subquery:
+    """`column` of the chat's first manager message at or after the outer row's created_at:
+    one index-only probe of message_report_first_reply (chat, created_at, sent_by) per
+    handoff; both columns come from the same first entry of that index."""
     return Subquery(
         Message.objects.filter(
             chat_id=OuterRef("chat_id"),
@@ -284,35 +256,103 @@ def _first_reply() -> Subquery:
             created_at__gte=OuterRef("created_at"),
         )
         .order_by("created_at")
-        .values("created_at")[:1]
+        .values(column)[:1]
     )
 
 
-def _answered_handoffs(period: Period) -> QuerySet[Handoff]:
-    return _handoffs(period).annotate(
-        reply_at=_first_reply(),
-        wait=ExpressionWrapper(F("reply_at") - F("created_at"), output_field=DurationField()),
+@dataclass(frozen=True)
+class Handoffs:
+    """The range's handoffs, read once for every figure about them: per handoff its local day,
+    its reason, the seconds to the first manager message after it (None while nobody has
+    answered) and who sent that message (None: from the phone)."""
+
+    period: Period
+    rows: list[tuple[date, str, float | None, int | None]]
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+    def of_reason(self, reason: str) -> int:
+        return sum(1 for row in self.rows if row[1] == reason)
+
+    def by_reason(self) -> list[tuple[str, int]]:
+        """Most frequent first; ties by reason."""
+        totals: dict[str, int] = defaultdict(int)
+        for _, reason, _, _ in self.rows:
+            totals[reason] += 1
+        return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+    def by_day(self) -> dict[str, list[int]]:
+        """Per reason, the handoffs of each local day of the range (zeros included)."""
+        index = {day: n for n, day in enumerate(self.period.days)}
+        series: dict[str, list[int]] = {}
+        for day, reason, _, _ in self.rows:
+            counts = series.setdefault(reason, [0] * len(index))
+            if day in index:
+                counts[index[day]] += 1
+        return dict(sorted(series.items(), key=lambda item: (-sum(item[1]), item[0])))
+
+    def first_reply(self) -> Waits:
+        return _waits([w for _, _, w, _ in self.rows if w is not None], self.total)
+
+    def first_replies_by_manager(self) -> dict[int | None, list[float]]:
+        found: dict[int | None, list[float]] = defaultdict(list)
+        for _, _, wait, user_id in self.rows:
+            if wait is not None:
+                found[user_id].append(wait)
+        return found
+
+
+def handoffs(period: Period) -> Handoffs:
+    """One query for the handoff counts, the reasons, the days, the first human reply and each
+    manager's first responses (they used to be five, two of them the same subquery)."""
+    # The wait and the day come out computed (an interval and a date, not two datetimes to
+    # parse per handoff); the first reply's subquery appears once in the SQL.
+    rows = (
+        _handoffs(period)
+        .annotate(
+            day=TruncDate("created_at", tzinfo=period.zone),
+            wait=ExpressionWrapper(
+                _first_manager_message("created_at") - F("created_at"),
+                output_field=DurationField(),
+            ),
+            first_by=_first_manager_message("sent_by_id"),
+        )
+        .order_by()
+        .values_list("day", "reason", "wait", "first_by")
+    )
+    return Handoffs(
+        period,
+        [
+            (
+                day,
+                reason,
+                wait.total_seconds() if wait is not None else None,
+                by if wait is not None else None,
+            )
+            for day, reason, wait, by in rows
+        ],
     )
 
 
-def _waits(rows: QuerySet[Any], total: int) -> Waits:
-    measured, found = percentiles(rows, "wait", (0.5, 0.9)).get(None, (0, [None, None]))
-    return Waits(measured, total - measured, found[0], found[1])
+def handoffs_by_reason(period: Period) -> list[tuple[str, int]]:
+    """Most frequent first; ties by reason."""
+    return handoffs(period).by_reason()
+
+
+def handoffs_by_day(period: Period) -> dict[str, list[int]]:
+    """Per reason, the handoffs of each local day of the range (zeros included)."""
+    return handoffs(period).by_day()
 
 
 def first_human_reply(period: Period) -> Waits:
     """From each handoff to the first manager message after it (inbox or phone)."""
-    return _waits(_answered_handoffs(period), _handoffs(period).count())
+    return handoffs(period).first_reply()
 
 
 def pending_waits(period: Period) -> Waits:
     """How long chats sat in PENDING_HUMAN: from the transition into it to the next one out."""
-    entered = OwnershipTransition.objects.filter(
-        chat__channel_id__in=period.channel_ids,
-        at__gte=period.start,
-        at__lt=period.end,
-        to_owner=Owner.PENDING_HUMAN,
-    )
     left = (
         OwnershipTransition.objects.filter(
             chat_id=OuterRef("chat_id"), id__gt=OuterRef("id"), from_owner=Owner.PENDING_HUMAN
@@ -320,11 +360,18 @@ def pending_waits(period: Period) -> Waits:
         .order_by("id")
         .values("at")[:1]
     )
-    rows = entered.annotate(
-        left_at=Subquery(left),
-        wait=ExpressionWrapper(F("left_at") - F("at"), output_field=DurationField()),
+    waits = list(
+        OwnershipTransition.objects.filter(
+            chat__channel_id__in=period.channel_ids,
+            at__gte=period.start,
+            at__lt=period.end,
+            to_owner=Owner.PENDING_HUMAN,
+        )
+        .annotate(wait=ExpressionWrapper(Subquery(left) - F("at"), output_field=DurationField()))
+        .order_by()
+        .values_list("wait", flat=True)
     )
-    return _waits(rows, entered.count())
+    return _waits([w.total_seconds() for w in waits if w is not None], len(waits))
 
 
 @dataclass(frozen=True)
@@ -337,27 +384,17 @@ class ManagerRow:
     messages: int
 
 
-def managers(period: Period) -> list[ManagerRow]:
+def managers(period: Period, found: Handoffs | None = None) -> list[ManagerRow]:
     """Per manager: handoffs they answered first (and how fast), chats they wrote in, messages.
     Replies from the phone have no user: they are one row, "From the phone"."""
-    first_by = Subquery(
-        Message.objects.filter(
-            chat_id=OuterRef("chat_id"),
-            author__in=MANAGER_AUTHORS,
-            created_at__gte=OuterRef("created_at"),
-        )
-        .order_by("created_at")
-        .values("sent_by_id")[:1]
-    )
-    answered = _answered_handoffs(period).annotate(first_by=first_by)
-    medians = percentiles(answered, "wait", (0.5,), group="first_by")
-    firsts = {user_id: n for user_id, (n, _) in medians.items()}
-    handled = {
+    firsts = (found or handoffs(period)).first_replies_by_manager()
+    handled: dict[int | None, tuple[int, int]] = {
         row["sent_by_id"]: (row["chats"], row["n"])
         for row in _messages(period)
         .filter(author__in=MANAGER_AUTHORS)
         .values("sent_by_id")
         .annotate(chats=Count("chat", distinct=True), n=Count("id"))
+        .order_by()
     }
     ids = set(firsts) | set(handled)
     users = get_user_model().objects.in_bulk([i for i in ids if i is not None])
@@ -366,8 +403,9 @@ def managers(period: Period) -> list[ManagerRow]:
         user = users.get(user_id) if user_id is not None else None
         name = (user.get_full_name() or user.get_username()) if user else "From the phone"
         chats, sent = handled.get(user_id, (0, 0))
-        p50 = medians[user_id][1][0] if user_id in medians else None
-        rows.append(ManagerRow(user_id, name, firsts.get(user_id, 0), p50, chats, sent))
+        waits = firsts.get(user_id, [])
+        p50 = _interpolate(waits, 0.5) if waits else None
+        rows.append(ManagerRow(user_id, name, len(waits), p50, chats, sent))
     return sorted(rows, key=lambda r: (r.user_id is None, -r.chats_handled, r.name))
 
 
@@ -425,14 +463,16 @@ class Report:
 
 
 def build(period: Period) -> Report:
+    """The page: each source read once (the handoffs serve five of the figures)."""
+    found = handoffs(period)
     return Report(
         period=period,
-        summary=summary(period),
-        reasons=handoffs_by_reason(period),
-        by_day=handoffs_by_day(period),
-        first_reply=first_human_reply(period),
+        summary=summary(period, found),
+        reasons=found.by_reason(),
+        by_day=found.by_day(),
+        first_reply=found.first_reply(),
         pending=pending_waits(period),
-        managers=managers(period),
+        managers=managers(period, found),
         questions=outside_knowledge_base(period),
     )
 
@@ -454,8 +494,8 @@ TABLES = ("summary", "reasons", "days", "managers", "questions")
 def table(name: str, period: Period) -> list[list[str]]:
     """One table of the page as rows of text, header first (the CSV export)."""
     if name == "summary":
-        s = summary(period)
-        first, pending = first_human_reply(period), pending_waits(period)
+        found = handoffs(period)
+        s, first, pending = summary(period, found), found.first_reply(), pending_waits(period)
         return [
             ["figure", "value"],
             ["conversations", str(s.conversations)],
@@ -496,7 +536,7 @@ def table(name: str, period: Period) -> list[list[str]]:
             for m in managers(period)
         ]
     if name == "questions":
-        found = outside_knowledge_base(period, limit=10_000)
+        questions = outside_knowledge_base(period, limit=10_000)
         return [["at", "chat", "customer", "question", "outcome"]] + [
             [
                 q.at.astimezone(period.zone).isoformat(),
@@ -505,6 +545,6 @@ def table(name: str, period: Period) -> list[list[str]]:
                 q.text,
                 q.outcome,
             ]
-            for q in found.shown
+            for q in questions.shown
         ]
     raise KeyError(name)

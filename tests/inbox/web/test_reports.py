@@ -311,3 +311,16 @@ def test_an_unknown_table_is_a_404(history) -> None:
 def test_the_default_range_is_the_last_30_local_days(history) -> None:
     period = page(history, **{"from": "", "to": ""}).context["period"]
     assert (period.last_day - period.first_day) == timedelta(days=29)
+
+
+def test_the_page_reads_each_source_once(history, django_assert_max_num_queries) -> None:
+    """The page stays fast on a large history: the handoffs are read once for the counts, the
+    reasons, the days and the first replies (they were five queries), the customers' messages
+    in one pass (migration 0012_reports_speed, bench/reports_bench.py)."""
+    client = client_for(history["admin"])
+    client.get("/inbox/reports/", RANGE)  # warm-up; 17 queries then, 9 of them the figures
+    with django_assert_max_num_queries(17) as captured:
+        response = client.get("/inbox/reports/", RANGE)
+    assert response.context["report"].summary.handoffs == 3
+    handoff_reads = [q for q in captured.captured_queries if '"inbox_handoff"' in q["sql"]]
+    assert len(handoff_reads) == 1
