@@ -37,8 +37,14 @@ def test_the_worker_reports_rows_read_and_errors_on_the_upload_page() -> None:
     assert (job.state, job.done, job.total, job.errors) == ("done", 2500, 2501, 1)
     client = Client()
     client.force_login(admin)
-    page = client.get(f"/inbox/settings/price-list/?upload={token}").content.decode()
-    assert 'data-upload-state="ready"' in page
+
+    def ready_page() -> str | None:
+        # The job ends a moment before the preview is stored (the page never shows a ready
+        # preview beside a running job), so the page is polled as the browser polls it.
+        page = client.get(f"/inbox/settings/price-list/?upload={token}").content.decode()
+        return page if 'data-upload-state="ready"' in page else None
+
+    page = wait_for(ready_page, timeout=30, interval=0.2, message="the ready preview")
     assert 'data-action="apply-skipping-bad-rows"' in page
     intruder: Any = factories.manager(other, role="admin")
     client.force_login(intruder)
