@@ -43,6 +43,16 @@ def businesses_masked_for(user: User) -> set[int]:
     return set(roles.exclude(role=Membership.Role.ADMIN).values_list("business_id", flat=True))
 
 
+def customer_label(chat: Chat) -> str:
+    """What a notice calls the customer: the name, else the number as the business shows it
+    (masked when it masks numbers). `chat.channel.business` should be selected with the chat."""
+    return (
+        chat.customer_name
+        or shown_phone(chat.customer_phone, chat.channel.business)
+        or "A customer"
+    )
+
+
 def shown_phone(phone: str, business: Business, *, hidden: bool | None = None) -> str:
     """The phone as a list row or header shows it to everyone of the business: masked when the
     business masks numbers (those fragments are shared by all its managers)."""

@@ -60,9 +60,7 @@ def chat_changed(chat_id: int) -> None:
             "version": chat.version,
             "notify": chat.owner == Owner.PENDING_HUMAN,
             "reason": dashboard.last_transition_reason(chat),
-            "customer": chat.customer_name
-            or contact.shown_phone(chat.customer_phone, chat.channel.business)
-            or "A customer",
+            "customer": contact.customer_label(chat),
             "owner_changed": True,
         },
         chat_id=chat.pk,
@@ -74,7 +72,7 @@ def chat_changed(chat_id: int) -> None:
 def chat_status_changed(chat_id: int, woke: bool) -> None:
     """Resolved, snoozed or reopened: the row moves between the Open/Snoozed/Resolved lists;
     a snooze that ended is announced to every open dashboard (and its assignee)."""
-    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
     if chat is None:
         return
     publish(
@@ -84,7 +82,7 @@ def chat_status_changed(chat_id: int, woke: bool) -> None:
             "status": chat.status,
             "woke": woke,
             "assignee_id": chat.assigned_to_id,
-            "customer": chat.customer_name or chat.customer_phone or "A customer",
+            "customer": contact.customer_label(chat),
         },
         chat_id=chat.pk,
         channel_id=chat.channel_id,
@@ -95,7 +93,7 @@ def chat_status_changed(chat_id: int, woke: bool) -> None:
 def chat_assigned(chat_id: int, assignee_id: int) -> None:
     """Tell the assignee, wherever their inbox is open: the page of the manager whose id this
     is shows a notice (the row itself follows in `chat.updated`)."""
-    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
     if chat is None:
         return
     publish(
@@ -103,7 +101,7 @@ def chat_assigned(chat_id: int, assignee_id: int) -> None:
         "chat.assigned",
         {
             "assignee_id": assignee_id,
-            "customer": chat.customer_name or chat.customer_phone or "A customer",
+            "customer": contact.customer_label(chat),
         },
         chat_id=chat.pk,
         channel_id=chat.channel_id,

@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from inbox.conversations import access, hooks
 from inbox.conversations.models import Chat, Handoff, Membership, Message
+from inbox.web import contact
 from inbox.web.realtime import send_to_users
 from inbox.web.templatetags.inbox_ui import preview, reason_label
 
@@ -61,12 +62,6 @@ def recipients(kind: Kind, chat: Chat, user_ids: list[int] | None = None) -> lis
     return [m.user_id for m in wanted if access.can_see_chat(m.user, chat.pk)]
 
 
-def _customer(chat: Chat) -> str:
-    if chat.customer_name:
-        return chat.customer_name
-    return f"+{chat.customer_phone}" if chat.customer_phone else "A customer"
-
-
 def _send(kind: Kind, chat: Chat, users: list[int], title: str, body: str) -> None:
     message: dict[str, Any] = {
         "type": "inbox.notify",
@@ -82,25 +77,35 @@ def _send(kind: Kind, chat: Chat, users: list[int], title: str, body: str) -> No
 
 
 def chat_waiting(handoff_id: int) -> None:
-    handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
+    handoff = (
+        Handoff.objects.select_related("chat__channel__business").filter(pk=handoff_id).first()
+    )
     if handoff is None:
         return
     chat = handoff.chat
     users = recipients("waiting", chat)
-    _send("waiting", chat, users, f"Waiting for a human: {_customer(chat)}",
+    _send("waiting", chat, users, f"Waiting for a human: {contact.customer_label(chat)}",
           reason_label(handoff.reason))  # fmt: skip
 
 
 def chat_assigned(chat_id: int, assignee_id: int) -> None:
-    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
     if chat is None or chat.assigned_to_id != assignee_id:
         return  # reassigned again before the commit reached us
     users = recipients("assigned", chat, [assignee_id])
-    _send("assigned", chat, users, f"Assigned to you: {_customer(chat)}", chat.channel.name)
+    _send(
+        "assigned",
+        chat,
+        users,
+        f"Assigned to you: {contact.customer_label(chat)}",
+        chat.channel.name,
+    )
 
 
 def my_chat_message(message: Message, chat: Chat) -> None:
     if chat.assigned_to_id is None:
         return
     users = recipients("message", chat, [chat.assigned_to_id])
-    _send("message", chat, users, _customer(chat), preview(message) or "New message")
+    if not users:
+        return
+    _send("message", chat, users, contact.customer_label(chat), preview(message) or "New message")
