@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from typing import Any, TypeVar, overload
 
 from celery import Task, shared_task
@@ -112,9 +113,10 @@ def _call(
 @shared_task(bind=True, name=outbox.PUSH_TASK, **POLICY)
 def push(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-arg]
     """Sync due chats and handoffs of one business to Bitrix24."""
-    report = _call(
-        self, pushing.drain, business_id, failed_event="bitrix24.push_failed", alert=True
-    )
+    # A retry came back for links it put off: it keeps watch while one is waiting (links due
+    # later than the longest countdown are the periodic sweep's).
+    work = partial(pushing.drain, keep_watch=self.request.retries > 0, watch_for=MAX_COUNTDOWN)
+    report = _call(self, work, business_id, failed_event="bitrix24.push_failed", alert=True)
     if report is None:
         return {}
     _sync_working(business_id)

@@ -109,5 +109,16 @@ def fail_link(link_id: int, attempts: int, error: Bitrix24Error, now: datetime) 
     return due
 
 
+def seconds_until_due(business_id: int, now: datetime) -> float | None:
+    """How long until the business's next free link with work is due (0 if one is due now);
+    None when none is waiting. Links another worker holds are its business, not ours."""
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    waiting = CrmLink.objects.filter(free, business_id=business_id, needs_sync=True)
+    if waiting.filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)).exists():
+        return 0.0
+    due = waiting.order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first()
+    return None if due is None else (due - now).total_seconds()
+
+
 def release_links(link_ids: list[int]) -> None:
     CrmLink.objects.filter(pk__in=link_ids).update(claimed_until=None)

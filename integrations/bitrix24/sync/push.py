@@ -221,17 +221,33 @@ def _remember_technical_user(cfg: Bitrix24Settings, info: PortalInfo) -> None:
         cfg.technical_user_id = info.current_user_id
 
 
-def drain(business_id: int, *, budget: float = 240.0) -> DrainReport:
+def drain(
+    business_id: int, *, budget: float = 240.0, keep_watch: bool = False, watch_for: float = 0.0
+) -> DrainReport:
     """Sync every due chat of the business, chunk by chunk, until none is left or the time
-    budget is spent (the task then runs again)."""
+    budget is spent (the task then runs again).
+
+    `keep_watch` is for a run that came back for links it put off: when it ends with links
+    still waiting (put off by another run, with a later jitter) due within `watch_for`
+    seconds, the report says when to come back, so no waiting link is left without a run."""
     cfg = active_settings(business_id)
     report = DrainReport()
     if cfg is None:
         return report
+    _drain(cfg, report, budget)
+    if keep_watch and report.next_due is None:
+        wait = outbox.seconds_until_due(business_id, timezone.now())
+        if wait is not None and wait <= watch_for:
+            report.next_due = wait
+    return report
+
+
+def _drain(cfg: Bitrix24Settings, report: DrainReport, budget: float) -> None:
+    business_id = cfg.business_id
     deadline = time.monotonic() + budget
     claimed = outbox.claim_links(business_id, CHUNK)
     if not claimed:
-        return report  # most wake-ups in a burst: other workers already took the work
+        return  # most wake-ups in a burst: other workers already took the work
     with client_for(cfg) as client:
         info: PortalInfo | None = None
         while claimed:
@@ -247,9 +263,15 @@ def drain(business_id: int, *, budget: float = 240.0) -> DrainReport:
                         "id", "attempts"
                     )
                 )
-                for link_id, _seq in claimed:
+                first_due = min(
                     outbox.fail_link(link_id, attempts.get(link_id, 1), exc, now)
+                    for link_id, _seq in claimed
+                )
                 full_sync.measure(business_id)
+                if isinstance(exc, TransientError):
+                    # The task's retry must not come before the links it put off are due.
+                    wait = (first_due - now).total_seconds()
+                    exc.retry_after = max(exc.retry_after or 0.0, wait)
                 raise
             full_sync.measure(business_id)
             report.synced += part.synced
@@ -261,4 +283,3 @@ def drain(business_id: int, *, budget: float = 240.0) -> DrainReport:
             if time.monotonic() > deadline:
                 break
             claimed = outbox.claim_links(business_id, CHUNK)
-    return report

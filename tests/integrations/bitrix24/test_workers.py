@@ -19,7 +19,6 @@ from integrations.bitrix24 import hooks
 from integrations.bitrix24.inbound import reconcile
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, CrmLink, PendingPull
 from integrations.bitrix24.openlines import imconnector
-from integrations.bitrix24.tasks import MAX_COUNTDOWN
 from tests import factories
 from tests.emulators.bitrix24 import Bitrix24Emulator
 from tests.emulators.graph_api import GraphApiEmulator
@@ -203,8 +202,9 @@ def test_a_503_storm_delays_the_sync_drops_nothing_and_the_limit_holds_afterward
         storm_end = time.time() + STORM_SECONDS
 
         _new_chats(channel, 60)
-        # A job that used up its attempts may be retried up to MAX_COUNTDOWN later.
-        wait_for(lambda: _idle(portal), timeout=STORM_SECONDS + MAX_COUNTDOWN + 30, interval=0.5,
+        # Every put-off chat has a run coming back for it (nothing waits for the periodic
+        # sweep, which this stack does not run): the sync resumes within seconds of the end.
+        wait_for(lambda: _idle(portal), timeout=STORM_SECONDS + 60, interval=0.5,
                  message="60 chats synced")  # fmt: skip
 
         assert portal.storm_rejections > 0

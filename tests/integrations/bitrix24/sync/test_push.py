@@ -4,10 +4,12 @@ portal): what is created, how it is found again, and that repeating a sync chang
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from inbox.conversations.models import Chat, Handoff
 from integrations.bitrix24 import hooks
@@ -257,6 +259,43 @@ def test_a_batch_with_7_failing_commands_reports_and_retries_exactly_those(
     assert sorted(e.method for e in retried if e.in_batch) == ["crm.timeline.comment.add"] * 7
     assert {int(e.params["fields"]["ENTITY_ID"]) for e in retried if e.in_batch} == failed_deals
     assert all(len(portal.comments_on("deal", d["id"])) == 1 for d in portal.deals())
+    assert not CrmLink.objects.filter(needs_sync=True).exists()
+
+
+def test_a_run_that_comes_back_for_put_off_chats_keeps_watch_until_the_last_is_due(
+    portal: Bitrix24Emulator,
+) -> None:
+    # A storm puts chats off with jittered delays; the run that comes back first must not end
+    # while one it cannot take yet is still waiting, or that chat waits for the periodic sweep.
+    cfg = connect(portal)
+    channel = factories.channel(cfg.business, kind="bridge")
+    now_chat, later_chat = _chat(channel), _chat(channel)
+    for chat in (now_chat, later_chat):
+        hooks.chat_created(chat.pk)
+    later = CrmLink.objects.get(chat=later_chat)
+    CrmLink.objects.filter(pk=later.pk).update(
+        next_attempt_at=timezone.now() + timedelta(seconds=30)
+    )
+
+    first_wakeup = push.drain(cfg.business_id)
+    assert (first_wakeup.synced, first_wakeup.next_due) == (1, None)  # not its watch
+
+    returning = push.drain(cfg.business_id, keep_watch=True, watch_for=240)
+    assert returning.synced == 0
+    assert returning.next_due is not None
+    assert 25 < returning.next_due <= 30
+
+    # Held by another run (its lease): that run answers for it.
+    CrmLink.objects.filter(pk=later.pk).update(claimed_until=timezone.now() + timedelta(minutes=5))
+    assert push.drain(cfg.business_id, keep_watch=True, watch_for=240).next_due is None
+    # Put off for longer than a task may wait: the periodic sweep's.
+    CrmLink.objects.filter(pk=later.pk).update(
+        claimed_until=None, next_attempt_at=timezone.now() + timedelta(hours=1)
+    )
+    assert push.drain(cfg.business_id, keep_watch=True, watch_for=240).next_due is None
+
+    CrmLink.objects.filter(pk=later.pk).update(next_attempt_at=None)
+    assert push.drain(cfg.business_id, keep_watch=True, watch_for=240).synced == 1
     assert not CrmLink.objects.filter(needs_sync=True).exists()
 
 
