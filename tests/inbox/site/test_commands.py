@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -78,6 +79,20 @@ def test_incomplete_options_are_refused_with_a_clear_error(args: list[str], erro
     with pytest.raises(CommandError, match=error):
         _run("--business", "Shop", *args)
     assert not Channel.objects.exists()
+
+
+def test_a_bridge_url_on_a_private_address_is_refused_unless_the_operator_allowed_it(
+    settings: Any,
+) -> None:
+    args = ["--business", "Shop", "--kind", "bridge", "--bridge-token", "t", "--bridge-url"]
+    for url in ("http://169.254.169.254/latest", "http://10.0.0.7:8080"):
+        with pytest.raises(CommandError, match="OUTBOUND_ALLOWED_HOSTS"):
+            call_command("create_channel", *args, url, stdout=io.StringIO())
+    assert not Channel.objects.exists()
+
+    settings.OUTBOUND_ALLOWED_HOSTS = ["10.0.0.0/24"]
+    call_command("create_channel", *args, "http://10.0.0.7:8080", stdout=io.StringIO())
+    assert Channel.objects.get().bridge_url == "http://10.0.0.7:8080"
 
 
 def test_a_phone_number_id_can_belong_to_one_channel_only() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from inbox.conversations import egress
 from inbox.conversations.models import Business, Channel
 
 
@@ -41,6 +42,11 @@ class Command(BaseCommand):
             raise CommandError("--kind cloud_api needs --phone-number-id and --access-token")
         if kind == Channel.Kind.BRIDGE and not (o["bridge_url"] and o["bridge_token"]):
             raise CommandError("--kind bridge needs --bridge-url and --bridge-token")
+        if o["bridge_url"]:
+            try:
+                egress.check(o["bridge_url"])  # the rule the channel form applies
+            except egress.EgressRefused as exc:
+                raise CommandError(f"--bridge-url: {exc}") from None
         if (
             o["phone_number_id"]
             and Channel.objects.filter(phone_number_id=o["phone_number_id"]).exists()
