@@ -41,6 +41,7 @@ from django.core.files.storage import default_storage
 
 from assistant.knowledge.price_import import (
     ImportPreview,
+    ImportRejected,
     ParsedRow,
     Progress,
     RowError,
@@ -55,6 +56,8 @@ from inbox.conversations.models import Business, Channel, Job
 log = logging.getLogger(__name__)
 
 UPLOAD_TTL_SECONDS = 3600
+# How long one Apply holds its upload against a second one (longer than any apply takes).
+APPLY_CLAIM_SECONDS = 300
 PARSE_TASK = "assistant.parse_price_upload"
 # token_urlsafe(16) is 22 characters; anything much longer is not ours and never a cache key.
 MAX_TOKEN_CHARS = 64
@@ -236,9 +239,19 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
     upload so it applies once. Raises ImportRejected if the file has errors (the current list
     stays, and so does the upload), unless the admin chose to skip the bad rows and every
     error is one row's."""
+    # Two quick clicks on Apply (or two tabs) both took the upload: one of them writes it.
+    claim = _applying_key(staged.token)
+    if not cache.add(claim, user.pk, APPLY_CLAIM_SECONDS) or cache.get(_key(staged.token)) is None:
+        raise ImportRejected([RowError(0, "this upload is being applied already, or was applied")])
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
-    version = apply_price_list(staged.preview, business, channel, user, skip_bad_rows=skip_bad_rows)
+    try:
+        version = apply_price_list(
+            staged.preview, business, channel, user, skip_bad_rows=skip_bad_rows
+        )
+    except BaseException:
+        cache.delete(claim)  # the upload stays, for another try (e.g. skipping bad rows)
+        raise
     discard(staged.token)
     return version
 
@@ -270,6 +283,10 @@ def _keep(token: str, user_id: int, entry: dict[str, object]) -> None:
 
 def _file_name(token: str) -> str:
     return f"price-uploads/{token}"
+
+
+def _applying_key(token: str) -> str:
+    return f"price_upload:applying:{token}"
 
 
 def _key(token: str) -> str:

@@ -163,3 +163,21 @@ def test_redis_keeps_the_parsed_preview_compressed_not_the_file():
     version = price_upload.apply(taken, owner)
     assert version.item_count == 5000
     assert version.items.get(sku="SKU4999").price == 36999
+
+
+def test_two_quick_clicks_on_apply_write_one_version():
+    channel = factories.channel()
+    owner = factories.manager(channel.business, role=Membership.Role.ADMIN)
+    staged = price_upload.stage(
+        GOOD, "prices.csv", "", business_id=channel.business_id, channel_id=None, user=owner
+    )
+    # Both requests took the upload before either applied it.
+    first, second = price_upload.take(staged.token, owner), price_upload.take(staged.token, owner)
+    assert first is not None
+    assert second is not None
+
+    price_upload.apply(first, owner)
+    with pytest.raises(ImportRejected, match="applied already"):
+        price_upload.apply(second, owner)
+
+    assert PriceListVersion.objects.count() == 1
