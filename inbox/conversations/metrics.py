@@ -43,3 +43,8 @@ ALERTS_ACTIVE = Gauge(
     ["kind"],
     multiprocess_mode="mostrecent",
 )
+DASHBOARD_PUSHES = Counter(
+    "inbox_dashboard_pushes_total",
+    "Dashboard pushes after a commit: rendered and published, or skipped (no dashboard open)",
+    ["outcome"],
+)

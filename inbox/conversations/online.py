@@ -60,3 +60,16 @@ def online_user_ids(business_id: int) -> set[int]:
         if user_id.isdigit():
             users.add(int(user_id))
     return users
+
+
+def any_socket_open(business_ids: Iterable[int]) -> set[int]:
+    """The businesses of these that have at least one live inbox socket (one round trip): the
+    live push renders nothing for the others. A crashed socket counts until its entry expires."""
+    ids = list(business_ids)
+    if not ids:
+        return set()
+    now = time.time()
+    pipe = get_redis().pipeline(transaction=False)
+    for business_id in ids:
+        pipe.zcount(online_key(business_id), now, "+inf")
+    return {b for b, count in zip(ids, pipe.execute(), strict=True) if int(count) > 0}

@@ -1,11 +1,14 @@
 """The inbox page's websocket: thin, and permission-checked on connect and on every subscription.
 
-One socket per open page. On connect the consumer joins the groups of the user's businesses
-(and of the chat named in `?chat=`, when the user may see it) and says hello with each
-business's current sequence number. It forwards events whose channel the user may see; for
-any other it forwards only the sequence number (`skip`), so the page never mistakes the
-filtering for a gap. What a user may see is re-read every `VISIBILITY_TTL` seconds, so a
-membership removed while a page is open stops the pushes within that time. While a socket is
+One socket per open page. On connect the consumer joins the feeds of the user's businesses
+(`inbox.web.fanout`: one per business per process) and the group of the chat named in
+`?chat=` (when the user may see it), and says hello with each business's current sequence
+number. It forwards events whose channel the user may see, as frames the feed serialized once
+for every page; for any other it forwards only the sequence number (`skip`), so the page never
+mistakes the filtering for a gap. Events go out in order from the socket's own task, so a slow
+socket delays only itself. What a user may see is re-read every `VISIBILITY_TTL` seconds (the
+sockets of one user in one process share a fresh read), so a membership removed while a page
+is open stops the pushes within that time. While a socket is
 open its user counts as online for auto-assignment (`inbox.conversations.online`, refreshed
 every `online.HEARTBEAT_SECONDS`).
 """
@@ -16,7 +19,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
@@ -26,7 +31,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from inbox.conversations import access, online, reading
-from inbox.web import dashboard, presence, realtime
+from inbox.web import dashboard, fanout, presence, realtime
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,14 @@ VISIBILITY_TTL = 30.0
 TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+SHARED_VISIBILITY_SECONDS = 1.0
+
+Visibility = tuple[set[int], set[int]]
+# Per event loop and user: the latest visibility read and when it started, so the tabs of one
+# user (or a herd of sockets refreshing together) share one query.
+_recent_visibility: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[int, tuple[float, asyncio.Future[Visibility]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
@@ -56,6 +69,9 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
         self.heartbeat: asyncio.Task[None] | None = None
+        self.sender: asyncio.Task[None] | None = None
+        self.outbox: asyncio.Queue[fanout.Frames] = asyncio.Queue()
+        self.joined: set[int] = set()
         self.typing_at = 0.0
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -72,10 +88,10 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 log.info("ws.denied", extra={"user_id": self.user.pk, "chat_id": requested})
                 await self.close(code=CLOSE_FORBIDDEN)
                 return
+        self.sender = asyncio.create_task(self._send_events())
         for business_id in self.businesses:
-            await self.channel_layer.group_add(
-                realtime.business_group(business_id), self.channel_name
-            )
+            await fanout.join(business_id, self)
+            self.joined.add(business_id)
         await self.channel_layer.group_add(realtime.user_group(self.user.pk), self.channel_name)
         if requested:
             await self._subscribe(int(requested))
@@ -96,10 +112,13 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.channel_layer.group_discard(
                 realtime.user_group(self.user.pk), self.channel_name
             )
-        for business_id in self.businesses:
-            await self.channel_layer.group_discard(
-                realtime.business_group(business_id), self.channel_name
-            )
+        for business_id in self.joined:
+            await fanout.leave(business_id, self)
+        self.joined = set()
+        if self.sender is not None:
+            self.sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.sender
         await self._unsubscribe()
 
     async def receive(
@@ -169,35 +188,39 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 {"type": "presence", "chat": self.chat_id, "viewers": message["viewers"]}
             )
 
-    async def inbox_event(self, message: dict[str, Any]) -> None:
-        business_id = message.get("business_id")
+    def deliver(self, frames: fanout.Frames) -> None:
+        """An event of a business this page joined (`inbox.web.fanout`); sent by `_send_events`."""
+        self.outbox.put_nowait(frames)
+
+    async def _send_events(self) -> None:
+        while True:
+            frames = await self.outbox.get()
+            try:
+                await self._forward(frames)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("ws.forward_failed", extra={"seq": frames.seq}, exc_info=True)
+
+    async def _forward(self, frames: fanout.Frames) -> None:
+        business_id = frames.business_id
         if business_id not in self.businesses:
             return
-        chat_id = message.get("chat_id")
-        if message.get("scope") == "chat" and chat_id != self.chat_id:
-            return  # a copy for a chat this page no longer shows
-        if message.get("scope") == "business" and chat_id is not None and chat_id == self.chat_id:
-            return  # the chat group's fuller copy of the same event comes to this page
         await self._refresh_visibility_if_stale()
         if business_id not in self.businesses:
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        channel_id = message.get("channel_id")
-        if channel_id is not None and channel_id not in self.channels_visible:
-            await self.send_json({"type": "skip", "seq": message["seq"], "business": business_id})
+        if frames.channel_id is not None and frames.channel_id not in self.channels_visible:
+            await self.send(text_data=frames.skip_text)
             return
-        out: dict[str, Any] = {
-            "type": "event",
-            "seq": message["seq"],
-            "business": business_id,
-            "event": message["event"],
-            "chat": chat_id,
-            "data": message.get("data", {}),
-            "fragments": message.get("fragments", []),
-        }
-        if out["data"].get("owner_changed"):
+        # The page with the event's chat open gets every fragment; the others the list's.
+        full = frames.chat_id is not None and frames.chat_id == self.chat_id
+        if frames.per_user:
+            out = frames.frame(full=full)
             out["pending"] = await self._pending()
-        await self.send_json(out)
+            await self.send_json(out)
+            return
+        await self.send(text_data=frames.full_text if full else frames.list_text)
 
     async def inbox_notify(self, message: dict[str, Any]) -> None:
         """A desktop notification for this user (inbox/web/notify.py chose them); forwarded
@@ -264,10 +287,32 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         )
 
     async def _load_visibility(self) -> None:
-        businesses, channels = await self._visibility()
+        first = not self.businesses and not self.channels_visible
+        businesses, channels = await self._shared_visibility()
         self.businesses = businesses
         self.channels_visible = channels
         self.visibility_at = time.monotonic()
+        if first:
+            # Spread the re-reads of sockets opened together over the interval.
+            self.visibility_at -= random.uniform(0, VISIBILITY_TTL / 3)
+
+    async def _shared_visibility(self) -> Visibility:
+        """This user's visibility, read at most once per `SHARED_VISIBILITY_SECONDS` per
+        process (their other sockets' read, started that recently, is as fresh)."""
+        recent = _recent_visibility.setdefault(asyncio.get_running_loop(), {})
+        user_id = int(self.user.pk)
+        now = time.monotonic()
+        known = recent.get(user_id)
+        if known is not None and now - known[0] < SHARED_VISIBILITY_SECONDS:
+            businesses, channels = await asyncio.shield(known[1])
+            return set(businesses), set(channels)
+        future: asyncio.Future[Visibility] = asyncio.ensure_future(self._visibility())
+        recent[user_id] = (now, future)
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            recent.pop(user_id, None)
+            raise
 
     async def _refresh_visibility_if_stale(self) -> None:
         if time.monotonic() - self.visibility_at < VISIBILITY_TTL:

@@ -95,22 +95,25 @@ def for_chat(chat_id: int) -> list[Fragment]:
     ]
 
 
-def for_new_message(item: Message, chat: Chat) -> list[Fragment]:
-    """A message just stored and its chat's row, rendered from the objects in hand (the chat
-    with its channel and assignee loaded; the new message is its last one)."""
-    item.chat = chat
-    chat.last_message = item  # type: ignore[attr-defined]
-    return [row(chat), message(item)]
+def for_new_messages(items: list[Message], chat: Chat) -> list[Fragment]:
+    """Messages just stored (oldest first) and their chat's row, rendered from the objects in
+    hand (the chat with its channel and assignee loaded; the last message is its last one)."""
+    chat.last_message = items[-1]  # type: ignore[attr-defined]
+    for item in items:
+        item.chat = chat
+    return [row(chat), *(message(item) for item in items)]
 
 
-def for_message(message_id: int) -> tuple[Message | None, list[Fragment]]:
-    item = (
+def message_to_render(message_id: int) -> Message | None:
+    return (
         Message.objects.select_related("chat", "channel", "sent_by").filter(pk=message_id).first()
     )
-    if item is None:
-        return None, []
+
+
+def for_message(item: Message) -> list[Fragment]:
+    """A changed message and its chat's row."""
     fragments = [message(item)]
     chat = dashboard.chat_row(item.chat_id)
     if chat is not None:
         fragments.insert(0, row(chat))
-    return item, fragments
+    return fragments

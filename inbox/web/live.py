@@ -3,54 +3,185 @@
 `DashboardPush` listens to the core (`inbox.conversations.hooks`) and, once the change is
 committed, renders the affected fragments and publishes them through `inbox.web.realtime`. The
 functions below are the events themselves, one per kind of change.
+
+Cost once per business, not once per event:
+
+- Inside `hooks.batch()` (the ingest consumer's stored batch) the committed changes are
+  collected and pushed when the batch ends: the messages of one chat become one push (the row
+  rendered once, every message's fragment in the same frame), and a change reported twice
+  (`chat_updated` of one chat) is rendered once.
+- Nothing is rendered for a business with no inbox socket open (`online.any_socket_open`). Its
+  sequence number still moves, without a log entry: a page that reconnects later finds the log
+  no longer reaches back to its number and re-renders its regions from the database, exactly as
+  when the log was trimmed. A page opened later renders from the database anyway. So what is
+  skipped is only what the replay log would have carried, and no page is left stale.
 """
 
 from __future__ import annotations
 
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 from django.db import transaction
 
-from inbox.conversations import hooks
+from inbox.conversations import hooks, online
+from inbox.conversations.metrics import DASHBOARD_PUSHES
 from inbox.conversations.models import Chat, Handoff, Message, Owner
-from inbox.web import contact, dashboard, fragments
+from inbox.web import contact, dashboard, fragments, realtime
 from inbox.web.realtime import publish
+
+
+@dataclass
+class _Collected:
+    """The pushes one batch committed, in order; each key once (the messages of a chat under
+    one key)."""
+
+    calls: dict[tuple[object, ...], Callable[[], None]] = field(default_factory=dict)
+    messages: dict[int, list[tuple[Message, Chat]]] = field(default_factory=dict)
+    order: list[tuple[object, ...]] = field(default_factory=list)
+
+    def add_call(self, key: tuple[object, ...], call: Callable[[], None]) -> None:
+        if key not in self.calls:
+            self.order.append(key)
+        self.calls[key] = call
+
+    def add_message(self, message: Message, chat: Chat) -> None:
+        key = ("messages", chat.pk)
+        if chat.pk not in self.messages:
+            self.order.append(key)
+            self.messages[chat.pk] = []
+        self.messages[chat.pk].append((message, chat))
+
+
+class _State(threading.local):
+    collected: _Collected | None = None
+    open_cache: dict[int, bool] | None = None
+    skipped: dict[int, int] | None = None
+
+
+_state = _State()
+_unique = itertools.count()
+
+
+def _after_commit(key: tuple[object, ...], call: Callable[[], None]) -> None:
+    """Run `call` once the change commits; inside a batch, collect it for the batch's end."""
+
+    def committed() -> None:
+        collected = _state.collected
+        if collected is None:
+            call()
+        else:
+            collected.add_call(key, call)
+
+    transaction.on_commit(committed, robust=True)
 
 
 class DashboardPush(hooks.Listener):
     """Every push waits for the commit (outside a transaction it goes at once), so a dashboard
     never shows a change that was rolled back."""
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        if _state.collected is not None:  # nested: the outer batch pushes
+            yield
+            return
+        _state.collected = _Collected()
+        try:
+            yield
+        finally:
+            collected, _state.collected = _state.collected, None
+            push_collected(collected)
+
     def chat_changed(self, chat_id: int) -> None:
-        transaction.on_commit(partial(chat_changed, chat_id), robust=True)
+        _after_commit(("chat_changed", chat_id), partial(chat_changed, chat_id))
 
     def chat_updated(self, chat_id: int) -> None:
-        transaction.on_commit(partial(chat_updated, chat_id), robust=True)
+        _after_commit(("chat_updated", chat_id), partial(chat_updated, chat_id))
 
     def chat_status_changed(self, chat_id: int, *, woke: bool) -> None:
-        transaction.on_commit(partial(chat_status_changed, chat_id, woke), robust=True)
+        _after_commit(
+            ("chat_status_changed", chat_id, woke), partial(chat_status_changed, chat_id, woke)
+        )
 
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
-        transaction.on_commit(partial(chat_assigned, chat_id, assignee_id), robust=True)
+        _after_commit(
+            ("chat_assigned", chat_id, assignee_id), partial(chat_assigned, chat_id, assignee_id)
+        )
 
     def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
-        transaction.on_commit(partial(new_message, message, chat), robust=True)
+        def committed() -> None:
+            collected = _state.collected
+            if collected is None:
+                new_messages([(message, chat)])
+            else:
+                collected.add_message(message, chat)
+
+        transaction.on_commit(committed, robust=True)
 
     def message_changed(self, message_id: int) -> None:
-        transaction.on_commit(partial(message_changed, message_id), robust=True)
+        _after_commit(("message_changed", message_id), partial(message_changed, message_id))
 
     def handoff_created(self, handoff_id: int) -> None:
-        transaction.on_commit(partial(handoff_created, handoff_id), robust=True)
+        _after_commit(("handoff_created", handoff_id), partial(handoff_created, handoff_id))
 
     def turn_running(self, chat: Chat, *, running: bool) -> None:
-        transaction.on_commit(partial(turn_running, chat, running), robust=True)
+        # Never merged: "running" then "done" in one batch must both arrive, in order.
+        _after_commit(("turn_running", next(_unique)), partial(turn_running, chat, running))
+
+
+def push_collected(collected: _Collected) -> None:
+    """Push what a batch committed: one presence look-up for all its businesses, one push per
+    chat's messages, and one sequence step per business for everything skipped."""
+    if not collected.order:
+        return
+    businesses = {chat.channel.business_id for items in collected.messages.values()
+                  for _, chat in items}  # fmt: skip
+    present = online.any_socket_open(businesses)
+    _state.open_cache = {b: b in present for b in businesses}
+    _state.skipped = {}
+    try:
+        for key in collected.order:
+            if key[0] == "messages":
+                new_messages(collected.messages[cast(int, key[1])])
+            else:
+                collected.calls[key]()
+    finally:
+        skipped, _state.skipped, _state.open_cache = _state.skipped, None, None
+        for business_id, count in skipped.items():
+            realtime.skip(business_id, count)
+
+
+def _dashboards_open(business_id: int) -> bool:
+    """Whether to render for this business at all. False records a skipped push: the
+    business's sequence number moves without a log entry (see the module docstring)."""
+    cache = _state.open_cache
+    if cache is not None and business_id in cache:
+        is_open = cache[business_id]
+    else:
+        is_open = business_id in online.any_socket_open([business_id])
+        if cache is not None:
+            cache[business_id] = is_open
+    if is_open:
+        DASHBOARD_PUSHES.labels("published").inc()
+        return True
+    DASHBOARD_PUSHES.labels("skipped").inc()
+    if _state.skipped is not None:
+        _state.skipped[business_id] = _state.skipped.get(business_id, 0) + 1
+    else:
+        realtime.skip(business_id, 1)
+    return False
 
 
 def chat_changed(chat_id: int) -> None:
     """A chat's owner, version or assignment changed: refresh its row and open views. A chat
     that now waits for a human raises a notification in every open dashboard."""
     chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
-    if chat is None:
+    if chat is None or not _dashboards_open(chat.channel.business_id):
         return
     publish(
         chat.channel.business_id,
@@ -73,7 +204,7 @@ def chat_status_changed(chat_id: int, woke: bool) -> None:
     """Resolved, snoozed or reopened: the row moves between the Open/Snoozed/Resolved lists;
     a snooze that ended is announced to every open dashboard (and its assignee)."""
     chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
-    if chat is None:
+    if chat is None or not _dashboards_open(chat.channel.business_id):
         return
     publish(
         chat.channel.business_id,
@@ -94,7 +225,7 @@ def chat_assigned(chat_id: int, assignee_id: int) -> None:
     """Tell the assignee, wherever their inbox is open: the page of the manager whose id this
     is shows a notice (the row itself follows in `chat.updated`)."""
     chat = Chat.objects.select_related("channel__business").filter(pk=chat_id).first()
-    if chat is None:
+    if chat is None or not _dashboards_open(chat.channel.business_id):
         return
     publish(
         chat.channel.business_id,
@@ -111,7 +242,7 @@ def chat_assigned(chat_id: int, assignee_id: int) -> None:
 def chat_updated(chat_id: int) -> None:
     """Something other than the owner changed (assignment, unread count): refresh it."""
     chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
-    if chat is None:
+    if chat is None or not _dashboards_open(chat.channel.business_id):
         return
     publish(
         chat.channel.business_id,
@@ -125,9 +256,10 @@ def chat_updated(chat_id: int) -> None:
 
 def message_changed(message_id: int) -> None:
     """A message was added or changed (status, transcript, edit): refresh it where shown."""
-    message, rendered = fragments.for_message(message_id)
-    if message is None:
+    message = fragments.message_to_render(message_id)
+    if message is None or not _dashboards_open(message.channel.business_id):
         return
+    rendered = fragments.for_message(message)
     publish(
         message.channel.business_id,
         "message.changed",
@@ -138,23 +270,32 @@ def message_changed(message_id: int) -> None:
     )
 
 
-def new_message(message: Message, chat: Chat) -> None:
-    """`message_changed` for a message just stored, from the objects the caller already holds
-    (the ingest consumer's hot path: no queries to render)."""
+def new_messages(items: list[tuple[Message, Chat]]) -> None:
+    """`message_changed` for messages of one chat just stored, from the objects the caller
+    already holds (the ingest consumer's hot path: no queries to render): one push with the
+    chat's row, rendered once from its latest state, and every message's fragment."""
+    last, chat = items[-1]
+    if not _dashboards_open(chat.channel.business_id):
+        return
     publish(
         chat.channel.business_id,
         "message.changed",
-        {"message_id": message.pk, "status": message.status, "kind": message.kind},
+        {
+            "message_id": last.pk,
+            "message_ids": [message.pk for message, _ in items],
+            "status": last.status,
+            "kind": last.kind,
+        },
         chat_id=chat.pk,
         channel_id=chat.channel_id,
-        fragments=fragments.for_new_message(message, chat),
+        fragments=fragments.for_new_messages([message for message, _ in items], chat),
     )
 
 
 def handoff_created(handoff_id: int) -> None:
     """A chat now waits for a human: its open views show the handoff card."""
     handoff = Handoff.objects.select_related("chat__channel").filter(pk=handoff_id).first()
-    if handoff is None:
+    if handoff is None or not _dashboards_open(handoff.chat.channel.business_id):
         return
     publish(
         handoff.chat.channel.business_id,
@@ -168,6 +309,8 @@ def handoff_created(handoff_id: int) -> None:
 
 def turn_running(chat: Chat, running: bool) -> None:
     """Show or hide "the assistant is preparing a reply" on the chat."""
+    if not _dashboards_open(chat.channel.business_id):
+        return
     publish(
         chat.channel.business_id,
         "turn.running" if running else "turn.done",

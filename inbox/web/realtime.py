@@ -1,9 +1,9 @@
 """The one place that pushes to open dashboards (Channels groups over Redis pub/sub).
 
-Groups: one per business (chat list, notifications) and one per open chat view. An event is
-sent to the business group with the chat-list fragments and, when it concerns a chat, to that
-chat's group with every fragment (the consumer of a page that has the chat open forwards only
-that copy). Fragments are the page's own template partials (`inbox/web/fragments.py`); which
+Groups: one per business (its events), one per open chat view (who views and types) and one
+per user (notifications). An event is sent once, with every fragment, to its business's group;
+each server process receives it once there and gives each page its copy: the chat-list
+fragments, or all of them where the page has the event's chat open (`inbox/web/fanout.py`). Fragments are the page's own template partials (`inbox/web/fragments.py`); which
 events are pushed, and when, is `inbox/web/live.py`.
 
 Every event carries a per-business sequence number. The number and a copy of the event go into
@@ -135,16 +135,22 @@ def publish(
         layer = get_channel_layer()
         if layer is None:
             return
+        # One message per event, to the business: each server process receives it once and
+        # builds the frames its pages get (inbox/web/fanout.py).
         message = {"type": "inbox.event", "seq": seq, **body}
-        listed = [f for f in fragments if f["scope"] == "list"]
-        sends = [
-            (business_group(business_id), {**message, "scope": "business", "fragments": listed})
-        ]
-        if chat_id is not None:
-            sends.append((chat_group(chat_id), {**message, "scope": "chat"}))
-        _group_send_all(layer, sends)
+        _group_send_all(layer, [(business_group(business_id), message)])
     except Exception:
         log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
+
+
+def skip(business_id: int, count: int = 1) -> None:
+    """Move the sequence number past `count` events that were not rendered (no page of the
+    business was open) and leave them out of the log: a page that reconnects with an older
+    number is told the log no longer reaches back (`replay` → incomplete) and re-renders."""
+    try:
+        get_redis().incrby(_seq_key(business_id), count)
+    except Exception:
+        log.warning("realtime.skip_failed", extra={"business_id": business_id}, exc_info=True)
 
 
 def replay(business_id: int, since: int) -> tuple[list[dict[str, Any]], int, bool]:

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
 
-from inbox.conversations import ingest, ownership
+from inbox.conversations import ingest, online, ownership
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import Membership
 from inbox.site.asgi import application
@@ -236,6 +236,8 @@ async def test_new_waiting_chat_notifies_with_the_pending_count(
 def test_reconnecting_page_replays_what_it_missed(a: Tenant, b: Tenant) -> None:
     client = Client()
     client.force_login(a.manager)
+    # A colleague's inbox stays open while this laptop sleeps (what their socket records).
+    online.socket_open([a.business.pk], a.admin.pk, "colleague-socket")
     start = realtime.current_sequence(a.business.pk)
     ingest.accept(customer_event(a, "while the laptop slept"))
     ownership.take_over(a.chat.pk, manager=a.manager)
