@@ -129,9 +129,7 @@ async def leave(business_id: int, page: Page) -> None:
         del hub.feeds[business_id]
         if feed.task is not None:
             feed.task.cancel()
-        await get_channel_layer().group_discard(
-            realtime.business_group(business_id), feed.channel
-        )
+        await get_channel_layer().group_discard(realtime.business_group(business_id), feed.channel)
 
 
 async def _pump(layer: Any, feed: _Feed) -> None:

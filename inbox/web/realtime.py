@@ -3,8 +3,9 @@
 Groups: one per business (its events), one per open chat view (who views and types) and one
 per user (notifications). An event is sent once, with every fragment, to its business's group;
 each server process receives it once there and gives each page its copy: the chat-list
-fragments, or all of them where the page has the event's chat open (`inbox/web/fanout.py`). Fragments are the page's own template partials (`inbox/web/fragments.py`); which
-events are pushed, and when, is `inbox/web/live.py`.
+fragments, or all of them where the page has the event's chat open (`inbox/web/fanout.py`).
+Fragments are the page's own template partials (`inbox/web/fragments.py`); which events are
+pushed, and when, is `inbox/web/live.py`.
 
 Every event carries a per-business sequence number. The number and a copy of the event go into
 a capped Redis log in one atomic script, so a page that sees a gap (or reconnects after a

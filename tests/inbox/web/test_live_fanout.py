@@ -1,0 +1,149 @@
+"""Fan-out that costs once per business: a batch's messages of one chat in one push, nothing
+rendered while no inbox of the business is open (yet no page left stale), one feed per business
+shared by a process's sockets, and none of it crossing businesses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.db import connections, transaction
+from django.test import Client
+from prometheus_client import REGISTRY
+
+from inbox.conversations import hooks, ingest, online
+from inbox.web import realtime
+from tests.inbox.tenants import Tenant, tenant
+from tests.inbox.web.test_live import connect, customer_event, next_event
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def a() -> Tenant:
+    return tenant("A")
+
+
+@pytest.fixture
+def b() -> Tenant:
+    return tenant("B")
+
+
+@pytest_asyncio.fixture
+async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
+    opened: list[WebsocketCommunicator] = []
+    yield opened
+    for communicator in opened:
+        await communicator.disconnect()
+    await sync_to_async(connections.close_all)()
+
+
+def store_batch(t: Tenant, texts: list[str]) -> None:
+    """What the ingest consumer does with a batch: one transaction inside `hooks.batch()`."""
+    with hooks.batch(), transaction.atomic():
+        for text in texts:
+            ingest.accept(customer_event(t, text))
+
+
+def skipped() -> float:
+    return REGISTRY.get_sample_value("inbox_dashboard_pushes_total", {"outcome": "skipped"}) or 0.0
+
+
+@pytest.mark.asyncio
+async def test_messages_of_one_chat_in_one_batch_arrive_as_one_push(
+    a: Tenant, b: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    in_chat = await connect(a.manager, f"/ws/inbox/?chat={a.chat.pk}")
+    page = await connect(a.manager)
+    page_b = await connect(b.manager)
+    sockets.extend([in_chat, page, page_b])
+    texts = ["first", "second", "third", "fourth", "fifth"]
+
+    await sync_to_async(store_batch)(a, texts)
+
+    pushed = await next_event(in_chat, "message.changed")
+    ids = [f["id"] for f in pushed["fragments"]]
+    assert ids[0] == f"chat-row-{a.chat.pk}"
+    assert len(pushed["data"]["message_ids"]) == 5
+    assert ids[1:] == [f"msg-{mid}" for mid in pushed["data"]["message_ids"]]
+    html = " ".join(f["html"] for f in pushed["fragments"])
+    assert all(text in html for text in texts)
+    listed = await next_event(page, "message.changed")
+    assert listed["seq"] == pushed["seq"]
+    assert [f["id"] for f in listed["fragments"]] == [f"chat-row-{a.chat.pk}"]
+    assert "fifth" in listed["fragments"][0]["html"]  # the row shows the latest message
+    # One push, not five: no other message push of the batch follows; B hears nothing of it.
+    rest = []
+    while not await in_chat.receive_nothing(timeout=0.5):
+        rest.append(await in_chat.receive_json_from(timeout=1))
+    assert all(m["type"] == "presence" for m in rest), rest  # who views the chat, no events
+    assert await page_b.receive_nothing(timeout=0.2)
+    events, current, complete = await sync_to_async(realtime.replay)(
+        a.business.pk, pushed["seq"] - 1
+    )
+    assert complete
+    assert current == pushed["seq"]
+    assert len(events) == 1
+
+
+def test_nothing_is_rendered_while_no_inbox_is_open_yet_pages_opened_later_are_current(
+    a: Tenant, b: Tenant
+) -> None:
+    online.socket_open([b.business.pk], b.manager.pk, "b-socket")  # B's inbox is open
+    before, start = skipped(), realtime.current_sequence(a.business.pk)
+    b_start = realtime.current_sequence(b.business.pk)
+
+    store_batch(a, ["asked while nobody watched", "and again"])
+
+    assert skipped() == before + 1  # one chat's push, not rendered
+    events, current, complete = realtime.replay(a.business.pk, start)
+    assert events == []
+    assert current == start + 1
+    assert complete is False
+    assert realtime.current_sequence(b.business.pk) == b_start
+    # A page that slept through it re-renders (the log no longer reaches back) ...
+    client = Client()
+    client.force_login(a.manager)
+    data = client.get(f"/inbox/events/?business={a.business.pk}&since={start}").json()
+    assert data["reset"] is True
+    # ... and a page opened now renders the change from the database.
+    page = client.get(f"/inbox/chat/{a.chat.pk}/")
+    assert page.status_code == 200
+    assert "asked while nobody watched" in page.content.decode()
+
+
+@pytest.mark.asyncio
+async def test_a_dashboard_opened_after_skipped_pushes_gets_the_next_ones(
+    a: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    await sync_to_async(store_batch)(a, ["nobody here"])
+    page = await connect(a.manager)
+    sockets.append(page)
+
+    await sync_to_async(store_batch)(a, ["now someone is"])
+
+    pushed = await next_event(page, "message.changed")
+    assert "now someone is" in pushed["fragments"][0]["html"]
+    assert pushed["seq"] == await sync_to_async(realtime.current_sequence)(a.business.pk)
+
+
+@pytest.mark.asyncio
+async def test_sockets_of_one_process_share_the_feed_and_one_leaving_stops_nobody_else(
+    a: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    first = await connect(a.manager)
+    second = await connect(a.admin)
+    sockets.append(second)
+    await sync_to_async(store_batch)(a, ["to both"])
+    seqs = [(await next_event(s, "message.changed"))["seq"] for s in (first, second)]
+    assert seqs[0] == seqs[1]
+
+    await first.disconnect()
+    await sync_to_async(store_batch)(a, ["to the one still open"])
+
+    pushed = await next_event(second, "message.changed")
+    assert pushed["seq"] == seqs[0] + 1
+    assert "to the one still open" in pushed["fragments"][0]["html"]
