@@ -7,7 +7,8 @@ message and publishing it through `inbox.web.realtime` over the channel layer (R
 websocket clients, all of one business, are open while signed Cloud API webhooks arrive:
   steady: `--rate` messages/s for `--seconds`;  bursty: `--bursts` bursts of `--burst-size`
   messages sent at once, one second apart.
-Every client must receive every message's `message.changed` event. Reported per N and pattern:
+Every client must receive every message in a `message.changed` event (one event carries all the
+messages of a chat that one ingest batch stored). Reported per N and pattern:
 delivered events/s, events lost (must be 0) and p50/p99 from the webhook POST to the socket.
 
 Modes: `product` connects to the dashboard's own consumer (`/ws/inbox/` in inbox.site.asgi, session
@@ -64,9 +65,11 @@ class Client:
                     elif kind == "event":
                         self.events += 1
                         if message.get("event") == "message.changed":
-                            mid = (message.get("data") or {}).get("message_id")
-                            if mid is not None:
-                                self.received.setdefault(int(mid), now)
+                            # One push carries every message of a chat that one batch stored.
+                            data = message.get("data") or {}
+                            for mid in data.get("message_ids") or [data.get("message_id")]:
+                                if mid is not None:
+                                    self.received.setdefault(int(mid), now)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a dropped socket is a result (lost events), not a crash

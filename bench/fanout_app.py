@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.urls import path
 
+from inbox.conversations import online
 from inbox.site.asgi import http
 from inbox.web import realtime
 
@@ -28,9 +30,12 @@ class StandInConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             realtime.business_group(self.business_id), self.channel_name
         )
         await self.accept()
+        # Counted as an open inbox, or the live push renders nothing for this business.
+        await sync_to_async(online.socket_open)([self.business_id], 0, self.channel_name)
         await self.send_json({"type": "hello", "seq": {}})
 
     async def disconnect(self, code: int) -> None:
+        await sync_to_async(online.socket_closed)([self.business_id], 0, self.channel_name)
         await self.channel_layer.group_discard(
             realtime.business_group(self.business_id), self.channel_name
         )
