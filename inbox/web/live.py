@@ -20,6 +20,7 @@ Cost once per business, not once per event:
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,6 +66,7 @@ class _State(threading.local):
 
 
 _state = _State()
+log = logging.getLogger(__name__)
 _unique = itertools.count()
 
 
@@ -145,11 +147,15 @@ def push_collected(collected: _Collected) -> None:
     _state.open_cache = {b: b in present for b in businesses}
     _state.skipped = {}
     try:
-        for key in collected.order:
-            if key[0] == "messages":
-                new_messages(collected.messages[cast(int, key[1])])
-            else:
-                collected.calls[key]()
+        with realtime.batched():
+            for key in collected.order:
+                try:
+                    if key[0] == "messages":
+                        new_messages(collected.messages[cast(int, key[1])])
+                    else:
+                        collected.calls[key]()
+                except Exception:  # as on_commit(robust=True): one push never stops the rest
+                    log.warning("live.push_failed", extra={"push": str(key[0])}, exc_info=True)
     finally:
         skipped, _state.skipped, _state.open_cache = _state.skipped, None, None
         for business_id, count in skipped.items():

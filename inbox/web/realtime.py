@@ -20,6 +20,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
@@ -78,6 +80,25 @@ def _group_send_all(layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None
     future.result(timeout=PUBLISH_TIMEOUT_SECONDS)
 
 
+def _group_send_in_order(layer: Any, sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send one after the other (a business's events must reach its group in sequence order),
+    still in one hop to the publisher loop."""
+
+    async def send_all() -> None:
+        for group, message in sends:
+            await layer.group_send(group, message)
+
+    future = asyncio.run_coroutine_threadsafe(send_all(), _publisher_loop())
+    future.result(timeout=PUBLISH_TIMEOUT_SECONDS)
+
+
+class _Batch(threading.local):
+    bodies: list[dict[str, Any]] | None = None
+
+
+_batch = _Batch()
+
+
 def business_group(business_id: int) -> str:
     return f"business.{business_id}"
 
@@ -132,6 +153,9 @@ def publish(
             "data": data,
             "fragments": fragments,
         }
+        if _batch.bodies is not None:
+            _batch.bodies.append(body)
+            return
         seq = _log_and_number(business_id, body)
         layer = get_channel_layer()
         if layer is None:
@@ -142,6 +166,48 @@ def publish(
         _group_send_all(layer, [(business_group(business_id), message)])
     except Exception:
         log.warning("realtime.publish_failed", extra={"event": event}, exc_info=True)
+
+
+@contextmanager
+def batched() -> Iterator[None]:
+    """Publishes inside are numbered, logged and sent together at the end: one Redis pipeline
+    for the numbers and the log, one hop to the publisher loop for the sends (in order)."""
+    if _batch.bodies is not None:
+        yield
+        return
+    _batch.bodies = []
+    try:
+        yield
+    finally:
+        bodies, _batch.bodies = _batch.bodies, None
+        if bodies:
+            _publish_all(bodies)
+
+
+def _publish_all(bodies: list[dict[str, Any]]) -> None:
+    try:
+        client = get_redis()
+        script = client.register_script(_PUBLISH_SCRIPT)
+        pipe = client.pipeline(transaction=False)
+        for body in bodies:
+            raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+            business_id = body["business_id"]
+            script(keys=[_seq_key(business_id), _log_key(business_id)],
+                   args=[raw, LOG_LENGTH, LOG_TTL_SECONDS], client=pipe)  # fmt: skip
+        seqs = pipe.execute()
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        _group_send_in_order(
+            layer,
+            [
+                (business_group(body["business_id"]),
+                 {"type": "inbox.event", "seq": int(seq), **body})
+                for body, seq in zip(bodies, seqs, strict=True)
+            ],
+        )  # fmt: skip
+    except Exception:
+        log.warning("realtime.publish_failed", extra={"events": len(bodies)}, exc_info=True)
 
 
 def skip(business_id: int, count: int = 1) -> None:
