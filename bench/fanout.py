@@ -59,23 +59,28 @@ class Client:
                                           open_timeout=60, ping_interval=None) as ws:  # fmt: skip
                 async for raw in ws:
                     now = time.time()
-                    message = json.loads(raw)
-                    kind = message.get("type")
-                    if kind == "hello":
-                        self.ready.set()
-                    elif kind == "event":
-                        self.events += 1
-                        if message.get("event") == "message.changed":
-                            # One push carries every message of a chat that one batch stored.
-                            data = message.get("data") or {}
-                            for mid in data.get("message_ids") or [data.get("message_id")]:
-                                if mid is not None:
-                                    self.received.setdefault(int(mid), now)
+                    decoded = json.loads(raw)
+                    # A socket behind by a burst gets one frame of many events (in order).
+                    for message in decoded.get("events") or [decoded]:
+                        self.take(message, now)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a dropped socket is a result (lost events), not a crash
             self.error = f"{type(exc).__name__}: {exc}"[:200]
             self.ready.set()
+
+    def take(self, message: dict[str, Any], now: float) -> None:
+        kind = message.get("type")
+        if kind == "hello":
+            self.ready.set()
+        elif kind == "event":
+            self.events += 1
+            if message.get("event") == "message.changed":
+                # One push carries every message of a chat that one batch stored.
+                data = message.get("data") or {}
+                for mid in data.get("message_ids") or [data.get("message_id")]:
+                    if mid is not None:
+                        self.received.setdefault(int(mid), now)
 
 
 def product_headers(business: Any, base_url: str) -> dict[str, str]:

@@ -43,6 +43,8 @@ TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 SHARED_VISIBILITY_SECONDS = 1.0
+BACKLOG_BATCH = 8
+MAX_BATCH = 200
 
 Visibility = tuple[set[int], set[int]]
 # Per event loop and user: the latest visibility read and when it started, so the tabs of one
@@ -193,34 +195,48 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.outbox.put_nowait(frames)
 
     async def _send_events(self) -> None:
+        """Forward events in order. A socket that fell `BACKLOG_BATCH` frames behind (a burst)
+        gets what is queued as one `batch` frame of the same prebuilt frames: one send instead
+        of dozens, the page applies them in order as if they came one by one."""
         while True:
-            frames = await self.outbox.get()
-            try:
-                await self._forward(frames)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("ws.forward_failed", extra={"seq": frames.seq}, exc_info=True)
+            queued = [await self.outbox.get()]
+            if self.outbox.qsize() + 1 >= BACKLOG_BATCH:
+                while not self.outbox.empty() and len(queued) < MAX_BATCH:
+                    queued.append(self.outbox.get_nowait())
+            texts: list[str] = []
+            for frames in queued:
+                try:
+                    text = await self._frame_for(frames)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.warning("ws.forward_failed", extra={"seq": frames.seq}, exc_info=True)
+                    continue
+                if text is not None:
+                    texts.append(text)
+            if len(texts) == 1:
+                await self.send(text_data=texts[0])
+            elif texts:
+                await self.send(text_data='{"type": "batch", "events": [' + ", ".join(texts) + "]}")
 
-    async def _forward(self, frames: fanout.Frames) -> None:
+    async def _frame_for(self, frames: fanout.Frames) -> str | None:
+        """This page's frame of an event: None when it gets nothing (closed for it)."""
         business_id = frames.business_id
         if business_id not in self.businesses:
-            return
+            return None
         await self._refresh_visibility_if_stale()
         if business_id not in self.businesses:
             await self.close(code=CLOSE_FORBIDDEN)
-            return
+            return None
         if frames.channel_id is not None and frames.channel_id not in self.channels_visible:
-            await self.send(text_data=frames.skip_text)
-            return
+            return frames.skip_text
         # The page with the event's chat open gets every fragment; the others the list's.
         full = frames.chat_id is not None and frames.chat_id == self.chat_id
         if frames.per_user:
             out = frames.frame(full=full)
             out["pending"] = await self._pending()
-            await self.send_json(out)
-            return
-        await self.send(text_data=frames.full_text if full else frames.list_text)
+            return fanout.dumps(out)
+        return frames.full_text if full else frames.list_text
 
     async def inbox_notify(self, message: dict[str, Any]) -> None:
         """A desktop notification for this user (inbox/web/notify.py chose them); forwarded

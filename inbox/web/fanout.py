@@ -28,7 +28,7 @@ from inbox.web import realtime
 log = logging.getLogger(__name__)
 
 
-def _dumps(frame: dict[str, Any]) -> str:
+def dumps(frame: dict[str, Any]) -> str:
     # The same encoding as AsyncJsonWebsocketConsumer.send_json.
     return json.dumps(frame)
 
@@ -58,15 +58,15 @@ class Frames:
 
     @cached_property
     def list_text(self) -> str:
-        return _dumps(self.frame(full=False))
+        return dumps(self.frame(full=False))
 
     @cached_property
     def full_text(self) -> str:
-        return _dumps(self.frame(full=True))
+        return dumps(self.frame(full=True))
 
     @cached_property
     def skip_text(self) -> str:
-        return _dumps({"type": "skip", "seq": self.seq, "business": self.business_id})
+        return dumps({"type": "skip", "seq": self.seq, "business": self.business_id})
 
 
 class Page(Protocol):

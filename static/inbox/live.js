@@ -88,6 +88,7 @@
   }
 
   function handle(msg) {
+    if (msg.type === "batch") { (msg.events || []).forEach(handle); return; }  // a burst, in order
     if (msg.type === "presence" || msg.type === "typing") {
       document.dispatchEvent(new CustomEvent("inbox:presence", { detail: msg }));
       return;

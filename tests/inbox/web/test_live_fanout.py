@@ -147,3 +147,30 @@ async def test_sockets_of_one_process_share_the_feed_and_one_leaving_stops_nobod
     pushed = await next_event(second, "message.changed")
     assert pushed["seq"] == seqs[0] + 1
     assert "to the one still open" in pushed["fragments"][0]["html"]
+
+
+@pytest.mark.asyncio
+async def test_a_burst_reaches_a_page_complete_and_in_order(
+    a: Tenant, b: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    page = await connect(a.manager)
+    page_b = await connect(b.manager)
+    sockets.extend([page, page_b])
+    start = await sync_to_async(realtime.current_sequence)(a.business.pk)
+
+    def burst() -> None:
+        with realtime.batched():
+            for n in range(40):
+                realtime.publish(a.business.pk, "noop", {"n": n}, channel_id=a.channel.pk)
+
+    await sync_to_async(burst)()
+
+    # A page behind by a burst may get it as `batch` frames; either way all of it, in order.
+    seqs: list[int] = []
+    while len(seqs) < 40:
+        frame = await page.receive_json_from(timeout=5)
+        for event in frame["events"] if frame["type"] == "batch" else [frame]:
+            assert event["business"] == a.business.pk
+            seqs.append(event["seq"])
+    assert seqs == list(range(start + 1, start + 41))
+    assert await page_b.receive_nothing(timeout=0.3)
