@@ -67,7 +67,7 @@ async def test_messages_of_one_chat_in_one_batch_arrive_as_one_push(
     pushed = await next_event(in_chat, "message.changed")
     ids = [f["id"] for f in pushed["fragments"]]
     assert ids[0] == f"chat-row-{a.chat.pk}"
-    assert len(pushed["data"]["message_ids"]) == 5
+    assert len(pushed["data"]["message_ids"]) == 5, pushed
     assert ids[1:] == [f"msg-{mid}" for mid in pushed["data"]["message_ids"]]
     html = " ".join(f["html"] for f in pushed["fragments"])
     assert all(text in html for text in texts)
