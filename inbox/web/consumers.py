@@ -190,6 +190,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 {"type": "presence", "chat": self.chat_id, "viewers": message["viewers"]}
             )
 
+    async def inbox_event(self, message: dict[str, Any]) -> None:
+        """Ignored: events come through the business's feed (`deliver`). A publisher of the
+        previous release (mid-deploy) still sends a copy to the chat's group; dropping it here
+        keeps the socket alive, and the feed's copy of the same event arrives anyway."""
+
     def deliver(self, frames: fanout.Frames) -> None:
         """An event of a business this page joined (`inbox.web.fanout`); sent by `_send_events`."""
         self.outbox.put_nowait(frames)
