@@ -8,11 +8,12 @@ debounce scheduler that dispatches due timers to it (inbox/conversations/debounc
 the model is the OpenAI-compatible emulator answering instantly over HTTP, the transport is the
 Cloud API through the Graph API emulator over HTTP. For each turn the benchmark stores one
 customer message in a chat with history, calls `debounce.schedule(chat, delay)` and records
-when the timer is due (the firing). The Graph emulator stamps the send call when it arrives. The model's own time (the
-emulator's request handling, from its /metrics e2e sum) is subtracted. One turn at a time, so
-the figure is the pipeline's overhead, not queueing. The dispatch part (due → Turn row) is also
-split: the scheduler claiming the timer, publishing the task, the worker picking it up (claim
-and release watched in the Redis sorted set, to about a millisecond).
+when the timer is due (the firing). The Graph emulator stamps the send call when it arrives.
+The model's own time (the emulator's request handling, from its /metrics e2e sum) is
+subtracted. One turn at a time, so the figure is the pipeline's overhead, not queueing. The
+dispatch part (due → Turn row) is also split: the scheduler claiming the timer, publishing the
+task, the worker picking it up (claim and release watched in the Redis sorted set, to about a
+millisecond).
 
 Where the time goes: the same turns run in-process (`assistant.turn.take_turn`) under
 pyinstrument; the profile is written to `--profile` and its top frames go into the JSON.
