@@ -94,7 +94,7 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
         out["turn_overhead"] = {"p50_ms": turn["p50_ms"], "p95_ms": turn["p95_ms"]}
         for part in ("dispatch_ms", "scheduler_ms"):
             if isinstance(turn.get(part), dict):
-                out["turn_overhead"][f"{part[:-3]}_p95_ms"] = turn[part]["p95"]
+                out["turn_overhead"][f"{part[:-3]}_p95_ms"] = turn[part].get("p95")
     fanout = sections.get("fanout") or {}
     if "levels" in fanout:
         per_clients: dict[str, float | None] = {}

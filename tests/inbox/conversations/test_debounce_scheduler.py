@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -220,3 +221,26 @@ def test_a_scheduler_killed_mid_run_loses_no_due_chat(processes: ProcessGroup) -
         wait_for(lambda chat=chat: _turns(chat.pk), timeout=60, message=f"chat {chat.pk}'s turn")
     wait_for(lambda: not get_redis().exists(debounce.DUE_KEY), message="every timer done")
     assert all(len(_turns(chat.pk)) == 1 for chat in due + later)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(120)
+def test_only_workers_that_run_turns_run_a_scheduler(processes: ProcessGroup) -> None:
+    def schedulers() -> int:
+        ((_, count),) = get_redis().pubsub_numsub(debounce.WAKE_CHANNEL)
+        return int(count)
+
+    before = schedulers()
+    processes.start(
+        "debounce-speech-worker",
+        [sys.executable, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO", "-Q", "speech",
+         "--concurrency", "1", "--hostname", "debounce-speech@%h", "--without-gossip",
+         "--without-mingle"],
+    )  # fmt: skip
+    processes.wait_celery_ready("debounce-speech-worker")
+    assert schedulers() == before
+
+    processes.start_celery_worker("debounce-assistant-worker")
+    wait_for(
+        lambda: schedulers() == before + 1, timeout=20, message="the assistant worker's scheduler"
+    )
