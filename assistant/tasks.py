@@ -1,18 +1,24 @@
-"""Celery tasks of the assistant. Thin: check, call one function, declare the policy."""
+"""Celery tasks of the assistant. Thin: check, call one function, declare the policy.
+
+A worker that consumes the assistant queue also runs a debounce scheduler loop on a thread
+(inbox/conversations/debounce_scheduler.py), so whatever runs turns fires their timers too.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Any
 
-from celery import Task, shared_task
+from celery import Task, shared_task, signals
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from assistant.speech import voice_notes
 from assistant.turn import TURN_TIME_LIMIT_SECONDS, take_turn
-from inbox.conversations import debounce, ownership, voice
+from inbox.conversations import debounce, debounce_scheduler, ownership, voice
 from inbox.conversations.models import Message
 
 log = logging.getLogger(__name__)
@@ -47,6 +53,20 @@ def run_turn(chat_id: int, token: str) -> None:
             ownership.request_human(chat_id, reason="turn_failed")
         return
     debounce.finish(chat_id, token)
+
+
+def _consumes(consumer: Any, queue: str) -> bool:
+    queues = getattr(getattr(getattr(consumer, "app", None), "amqp", None), "queues", None)
+    consume_from = getattr(queues, "consume_from", None)
+    return not consume_from or queue in consume_from  # no -Q: every queue
+
+
+@signals.worker_ready.connect
+def _start_debounce_scheduler(sender: Any = None, **kwargs: Any) -> None:
+    """A worker on the assistant queue hands due timers to it. Several such workers share the
+    work safely (the claim is atomic), and one that is killed loses nothing."""
+    if settings.DEBOUNCE_SCHEDULER_IN_WORKERS and _consumes(sender, "assistant"):
+        debounce_scheduler.start_in_thread()
 
 
 # Seconds before each retry of a voice note whose download or speech backend failed for now.

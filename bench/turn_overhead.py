@@ -3,13 +3,17 @@ model's own time.
 
     .venv/bin/python bench/turn_overhead.py [--turns 60] [--out FILE] [--profile FILE]
 
-A real Celery worker (prefork, one child) runs `assistant.run_turn`; the model is the
-OpenAI-compatible emulator answering instantly over HTTP, the transport is the Cloud API through
-the Graph API emulator over HTTP. For each turn the benchmark stores one customer message in a
-chat with history, calls `debounce.schedule(chat, delay)` and records when the timer is due (the
-firing). The Graph emulator stamps the send call when it arrives. The model's own time (the
-emulator's request handling, from its /metrics e2e sum) is subtracted. One turn at a time, so
-the figure is the pipeline's overhead, not queueing.
+A real Celery worker (prefork, one child) runs `assistant.run_turn` and, on a thread, the
+debounce scheduler that dispatches due timers to it (inbox/conversations/debounce_scheduler.py);
+the model is the OpenAI-compatible emulator answering instantly over HTTP, the transport is the
+Cloud API through the Graph API emulator over HTTP. For each turn the benchmark stores one
+customer message in a chat with history, calls `debounce.schedule(chat, delay)` and records
+when the timer is due (the firing). The Graph emulator stamps the send call when it arrives.
+The model's own time (the emulator's request handling, from its /metrics e2e sum) is
+subtracted. One turn at a time, so the figure is the pipeline's overhead, not queueing. The
+dispatch part (due → Turn row) is also split: the scheduler claiming the timer, publishing the
+task, the worker picking it up (claim and release watched in the Redis sorted set, to about a
+millisecond).
 
 Where the time goes: the same turns run in-process (`assistant.turn.take_turn`) under
 pyinstrument; the profile is written to `--profile` and its top frames go into the JSON.
@@ -59,6 +63,7 @@ def one_turn(
     scheduled = time.time()
     debounce.schedule(chat.pk, delay=delay)
     fire = scheduled + delay
+    claimed, released = watch_dispatch(chat.pk, fire, timeout)
     common.wait_until(
         lambda: len(graph.sent_to(chat.customer_key)) > sent_before,
         timeout,
@@ -77,10 +82,36 @@ def one_turn(
     return {
         "overhead_s": sent_at - fire - model_s,
         "dispatch_s": started - fire,  # timer due → the task has collected and created the Turn
+        "scheduler_s": claimed - fire,  # timer due → a scheduler claimed it
+        "publish_s": released - claimed,  # claimed → its task published, the lease released
+        "pickup_s": started - released,  # published → a worker ran it and created the Turn
         "in_turn_s": sent_at - started - model_s,
         "model_s": model_s,
         "outcome": turn.outcome,
     }
+
+
+def watch_dispatch(chat_id: int, fire: float, timeout: float) -> tuple[float, float]:
+    """When a scheduler claimed the chat's timer (its score moved to a lease) and when it
+    released it (the task published), watched in Redis from just before the timer is due."""
+    from inbox.conversations import debounce
+    from inbox.conversations.redis import get_redis
+
+    client = get_redis()
+    member = str(chat_id)
+    due = client.zscore(debounce.DUE_KEY, member)
+    time.sleep(max(0.0, fire - time.time() - 0.01))
+    claimed = None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        score = client.zscore(debounce.DUE_KEY, member)
+        now = time.time()
+        if claimed is None and score != due:
+            claimed = now
+        if score is None:
+            return claimed or now, now
+        time.sleep(0.0005)
+    raise TimeoutError(f"no scheduler dispatched chat {chat_id}")
 
 
 def profile_in_process(chats: list[Any], profile_path: Path | None) -> dict[str, Any]:
@@ -225,6 +256,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "p95_ms": stats("overhead_s")["p95"],
         "overhead_ms": stats("overhead_s"),
         "dispatch_ms": stats("dispatch_s"),
+        # The parts of dispatch: the scheduler's wake-up after the due time, its publish, and
+        # the worker taking the task until the Turn row exists.
+        "scheduler_ms": stats("scheduler_s"),
+        "publish_ms": stats("publish_s"),
+        "pickup_ms": stats("pickup_s"),
         "in_turn_ms": stats("in_turn_s"),
         "model_ms": stats("model_s"),
         "outcomes": outcomes,

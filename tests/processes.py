@@ -1,5 +1,6 @@
-"""Starting and stopping real processes of ours (Celery workers, daphne, the ingest consumer)
-for tests, and polling for the effects of asynchronous work without sleeping blindly."""
+"""Starting and stopping real processes of ours (Celery workers, daphne, the ingest consumer, the
+debounce scheduler) for tests, and polling for the effects of asynchronous work without sleeping
+blindly."""
 
 from __future__ import annotations
 
@@ -93,6 +94,34 @@ class ProcessGroup:
                 return b"ready." in f.read()
 
         wait_for(ready, timeout, 0.1, f"celery worker {name} to be ready")
+
+    def start_debounce_scheduler(
+        self, name: str, env: dict[str, str] | None = None, lease_seconds: float = 2.0
+    ) -> subprocess.Popen[bytes]:
+        """`manage.py debounce_scheduler`, returned once it listens for new timers."""
+        from inbox.conversations import debounce
+        from inbox.conversations.redis import get_redis
+
+        def listeners() -> int:
+            return int(dict(get_redis().pubsub_numsub(debounce.WAKE_CHANNEL))[
+                debounce.WAKE_CHANNEL.encode()
+            ])  # fmt: skip
+
+        before = listeners()
+        proc = self.start(
+            name,
+            [sys.executable, "manage.py", "debounce_scheduler", "--lease-seconds",
+             str(lease_seconds)],
+            env,
+        )  # fmt: skip
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"{name} exited: see {LOG_DIR / (name + '.log')}")
+            return listeners() > before
+
+        wait_for(ready, 60, 0.1, f"debounce scheduler {name} to be ready")
+        return proc
 
     def start_daphne(self, name: str = "web", port: int | None = None) -> str:
         port = port or free_port()

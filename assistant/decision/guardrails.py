@@ -31,6 +31,8 @@ backed by it. What cannot be proven is not sent: the turn hands the chat to a ma
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -606,8 +608,17 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@functools.lru_cache(maxsize=64)
+def _sentence_starts(text: str) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    # Every deadline or amount in a long reference text asks for its sentence: split it once.
+    spans = tuple(_sentences(text))
+    return tuple(a for a, _ in spans), spans
+
+
 def _sentence_text(text: str, position: int) -> str:
-    return next((text[a:b] for a, b in _sentences(text) if a <= position < b), text)
+    starts, spans = _sentence_starts(text)
+    a, b = spans[max(0, bisect.bisect_right(starts, position) - 1)]
+    return text[a:b] if a <= position < b else text
 
 
 # --- percentages ----------------------------------------------------------------------------
@@ -673,6 +684,13 @@ DEADLINE_CONTEXT = re.compile(
 
 def deadlines(text: str) -> list[tuple[str, str]]:
     """(canonical form, as written) of every deadline in a text."""
+    return list(_deadlines(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _deadlines(text: str) -> tuple[tuple[str, str], ...]:
+    # A function of the text alone; the reference (rules, price notes) is the same long text
+    # for every turn of a channel, so it is scanned once, not once per reply.
     found = []
     for match in DEADLINE_RE.finditer(text):
         window = _sentence_text(text, match.start())
@@ -697,7 +715,7 @@ def deadlines(text: str) -> list[tuple[str, str]]:
             n = int(raw_n) if raw_n.isdigit() else _WORD_NUMBERS.get(raw_n[:8], 1)
             lo = int(match.group("lo")) if match.group("lo") else n
             found.append((f"{unit}:{lo}-{n}", match.group(0).strip()))
-    return found
+    return tuple(found)
 
 
 def _unbacked_deadlines(reply: str, reference: str) -> list[Finding]:
@@ -752,6 +770,11 @@ TIME_RE = re.compile(r"(?<![\d:.,])(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?![\d:]|
 
 def dates(text: str) -> list[tuple[str, str]]:
     """(canonical "date:D.M", as written) of every calendar date in a text."""
+    return list(_dates(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _dates(text: str) -> tuple[tuple[str, str], ...]:
     found = []
     for match in DATE_RE.finditer(text):
         g = match.groupdict()
@@ -763,15 +786,20 @@ def dates(text: str) -> list[tuple[str, str]]:
         if not 1 <= day <= 31 or (month_raw and not 1 <= month <= 12):
             continue
         found.append((f"date:{day}.{month}", match.group(0)))
-    return found
+    return tuple(found)
 
 
 def times(text: str) -> list[tuple[str, str]]:
     """(canonical "time:H:MM", as written) of every clock time ("10:00", "9:30")."""
+    return list(_times(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _times(text: str) -> tuple[tuple[str, str], ...]:
     found = []
     for match in TIME_RE.finditer(text):
         found.append((f"time:{int(match.group('h'))}:{match.group('m')}", match.group(0)))
-    return found
+    return tuple(found)
 
 
 def _unbacked_dates_and_times(reply: str, reference: str) -> list[Finding]:

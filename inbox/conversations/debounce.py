@@ -1,20 +1,28 @@
 """Per-chat debounce, shared by every process through Redis.
 
 People write in bursts ("hi" / "how much is" / "delivery to Almaty?"). Each customer message
-(or finished voice transcript) calls `schedule`: it stores a fresh token for the chat and queues
-the turn task with that token, due after the channel's debounce seconds. When a task runs, it
-goes on only if its token is still the chat's current one (`claim`), so a burst of N messages
-ends in one turn over all of them. Nothing lives in a process's memory: any worker may run the
-task, and a worker that dies before acknowledging it hands it to another.
+(or finished voice transcript) calls `schedule`: it stores a fresh token for the chat and sets
+the chat's due time in one sorted set (`DUE_KEY`, chat id → due time in ms) to now plus the
+channel's debounce seconds, so a later message of the burst pushes the timer back. The
+scheduler loop (`debounce_scheduler.py`) hands each due chat to the assistant queue with the
+token it had; the turn goes on only while that token is still the chat's newest (`is_current`),
+so a message that comes while a turn runs makes a new token and a later turn, as before.
+
+Claiming is atomic (a Lua script) and leases the chat instead of removing it: its score moves
+`lease_ms` ahead, and only after the task is published does `release` drop it (if no newer
+message reset it meanwhile). A scheduler that dies between the two leaves the lease to run out
+and another scheduler dispatches the chat then: nothing lives in a process's memory. Times come
+from the Redis server's clock, so schedulers on several hosts agree on what is due.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from celery import current_app
 from django.db import transaction
 
 from inbox.conversations.models import Chat
@@ -24,6 +32,77 @@ log = logging.getLogger(__name__)
 
 TURN_TASK = "assistant.run_turn"
 TOKEN_TTL_SECONDS = 3600
+DUE_KEY = "debounce:due"  # sorted set: chat id → due time (Unix ms, the Redis server's clock)
+# A scheduler publishes here when a timer became the earliest one, so sleeping schedulers wake
+# for it instead of waiting out a sleep computed before it existed.
+WAKE_CHANNEL = "debounce:wake"
+
+# KEYS: DUE_KEY, then one token key per chat. ARGV: wake channel, ttl seconds, then per chat
+# (chat id, delay ms, token). Sets each token, (re)starts each timer, and wakes the schedulers
+# when one of them is now the earliest.
+_SCHEDULE_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local earliest = false
+for i = 1, #KEYS - 1 do
+  local chat = ARGV[3 * i]
+  local delay = tonumber(ARGV[3 * i + 1])
+  redis.call('SET', KEYS[i + 1], ARGV[3 * i + 2], 'EX', ttl + math.ceil(delay / 1000))
+  redis.call('ZADD', KEYS[1], now + delay, chat)
+  if not earliest then
+    local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+    earliest = head[1] == chat
+  end
+end
+if earliest then
+  redis.call('PUBLISH', ARGV[1], '1')
+end
+return now
+"""
+
+# KEYS: DUE_KEY. ARGV: limit, lease ms, ttl seconds, token key prefix, fallback token.
+# Returns {now, next due or -1, chat, token, lease, chat, token, lease, ...}: the due chats,
+# each now leased until `lease`, and the earliest score left (to sleep until).
+_CLAIM_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = now + tonumber(ARGV[2])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {now, -1}
+for _, chat in ipairs(due) do
+  local key = ARGV[4] .. chat
+  local token = redis.call('GET', key)
+  if not token then
+    -- The token ran out while no scheduler ran: the chat still gets its turn.
+    token = ARGV[5] .. chat
+    redis.call('SET', key, token)
+  end
+  redis.call('EXPIRE', key, tonumber(ARGV[3]))
+  redis.call('ZADD', KEYS[1], lease, chat)
+  table.insert(out, chat)
+  table.insert(out, token)
+  table.insert(out, lease)
+end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if head[2] then
+  out[2] = tonumber(head[2])
+end
+return out
+"""
+
+# KEYS: DUE_KEY. ARGV: chat, lease, chat, lease, ... Drops each chat whose score is still the
+# lease its dispatch took (a newer message moved it: that timer stays).
+_RELEASE_SCRIPT = """
+local n = 0
+for i = 1, #ARGV, 2 do
+  if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i]) or -1) == tonumber(ARGV[i + 1]) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
 
 # Compare-and-delete: clear the token only if no newer message replaced it meanwhile.
 _FINISH_SCRIPT = """
@@ -35,23 +114,57 @@ return 0
 """
 
 
+@dataclass(frozen=True)
+class DueChat:
+    """A chat whose quiet period is over, leased to the scheduler that claimed it."""
+
+    chat_id: int
+    token: str
+    lease: int  # the score its lease set (Unix ms); `release` compares against it
+    due_ms: int  # when the claim ran (Unix ms, Redis clock): at or after the timer's due time
+
+
+@dataclass(frozen=True)
+class Claim:
+    chats: list[DueChat]
+    now_ms: int
+    next_due_ms: int | None  # the earliest score still in the set (a timer or a lease)
+
+
 def _key(chat_id: int) -> str:
     return f"debounce:{chat_id}"
 
 
+def _delays(chat_ids: list[int]) -> dict[int, float]:
+    rows = Chat.objects.filter(pk__in=chat_ids).values_list("pk", "channel__debounce_seconds")
+    return {pk: seconds or 0.0 for pk, seconds in rows}
+
+
 def schedule(chat_id: int, delay: float | None = None) -> str:
-    """(Re)start the chat's timer. Returns the token the queued turn carries."""
-    if delay is None:
-        delay = (
-            Chat.objects.filter(pk=chat_id)
-            .values_list("channel__debounce_seconds", flat=True)
-            .first()
-        ) or 0.0
-    token = uuid.uuid4().hex
-    get_redis().set(_key(chat_id), token, ex=TOKEN_TTL_SECONDS + int(delay))
-    current_app.send_task(TURN_TASK, args=[chat_id, token], countdown=max(0.0, delay))
-    log.debug("debounce.scheduled", extra={"chat_id": chat_id, "delay": delay})
-    return token
+    """(Re)start the chat's timer. Returns the token the dispatched turn will carry."""
+    return schedule_many([(chat_id, delay)])[chat_id]
+
+
+def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
+    """(Re)start several chats' timers in one round trip (a consumer's batch). A delay of None
+    is the chat's channel's debounce seconds. Returns each chat's new token."""
+    timers = list(timers)
+    if not timers:
+        return {}
+    missing = [chat_id for chat_id, delay in timers if delay is None]
+    known = _delays(missing) if missing else {}
+    tokens: dict[int, str] = {}
+    keys = [DUE_KEY]
+    args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS]
+    for chat_id, delay in timers:
+        seconds = known.get(chat_id, 0.0) if delay is None else delay
+        token = uuid.uuid4().hex
+        tokens[chat_id] = token
+        keys.append(_key(chat_id))
+        args += [chat_id, max(0, round(seconds * 1000)), token]
+    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args)
+    log.debug("debounce.scheduled", extra={"chats": len(timers)})
+    return tokens
 
 
 def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
@@ -59,6 +172,33 @@ def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
     consumer cannot acknowledge the event either, and its replay re-arms the turn
     (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last safety net."""
     transaction.on_commit(lambda: schedule(chat_id, delay), robust=True)
+
+
+def claim_due(limit: int, lease_seconds: float) -> Claim:
+    """Lease up to `limit` chats whose timer is due. Atomic: two schedulers never claim the
+    same chat's timer; a lease that runs out (its scheduler died) makes the chat due again."""
+    fallback = f"lost-{uuid.uuid4().hex}-"
+    raw: list[Any] = get_redis().register_script(_CLAIM_SCRIPT)(
+        keys=[DUE_KEY],
+        args=[limit, max(1, round(lease_seconds * 1000)), TOKEN_TTL_SECONDS, "debounce:", fallback],
+    )
+    now, head = int(raw[0]), int(raw[1])
+    chats = [
+        DueChat(int(raw[i]), bytes(raw[i + 1]).decode(), int(raw[i + 2]), now)
+        for i in range(2, len(raw), 3)
+    ]
+    return Claim(chats, now, None if head < 0 else head)
+
+
+def release(chats: Iterable[DueChat]) -> int:
+    """Their turns are published: drop their leases. A chat a newer message re-armed keeps its
+    new timer. Returns how many were dropped."""
+    args: list[Any] = []
+    for chat in chats:
+        args += [chat.chat_id, chat.lease]
+    if not args:
+        return 0
+    return int(get_redis().register_script(_RELEASE_SCRIPT)(keys=[DUE_KEY], args=args))
 
 
 def is_current(chat_id: int, token: str) -> bool:

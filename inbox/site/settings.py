@@ -198,6 +198,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# --- Debounce timers (inbox/conversations/debounce.py, debounce_scheduler.py) ---------------
+# Every Celery worker that consumes the assistant queue runs a scheduler loop on a thread;
+# `manage.py debounce_scheduler` runs one on its own (then this may be off for the workers).
+DEBOUNCE_SCHEDULER_IN_WORKERS = env_bool("DEBOUNCE_SCHEDULER_IN_WORKERS", True)
+# A claimed chat whose scheduler died before publishing its turn is due again after this long.
+DEBOUNCE_LEASE_SECONDS = env_float("DEBOUNCE_LEASE_SECONDS", 10.0)
+# Longest sleep between a scheduler's passes (a new earliest timer wakes it at once anyway).
+DEBOUNCE_IDLE_SECONDS = env_float("DEBOUNCE_IDLE_SECONDS", 1.0)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "release-idle-chats": {"task": "inbox.release_idle_chats", "schedule": 60.0},

@@ -1,9 +1,9 @@
 """`make run`: the whole system on one machine, stopped together by Ctrl-C.
 
 Starts (in this order) an embedded Redis when REDIS_URL is unset, migrations, the static files,
-the demo data, then daphne (HTTP + websockets), the ingest consumer, one Celery worker and
-Celery beat. Each child gets SIGTERM when this process stops, and dies with it if this process
-is killed.
+the demo data, then daphne (HTTP + websockets), the ingest consumer, one Celery worker (on the
+assistant queue among others, so it also runs the debounce scheduler thread) and Celery beat.
+Each child gets SIGTERM when this process stops, and dies with it if this process is killed.
 
 DEBUG is off unless the environment says DEBUG=1 (`DEBUG=1 make run` for development): the
 pages, error pages and headers are those of production. The secrets are generated once into
