@@ -29,7 +29,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -391,8 +391,13 @@ def _accept_plain(
         _stored(message, event)
         per_chat.setdefault(chat.pk, (chat, channel, []))[2].append(message)
         out.append((i, Accepted(message.pk, chat.pk, "stored")))
+    unsaved = [
+        chat
+        for chat, channel, chat_messages in per_chat.values()
+        if not _customer_wrote(chat, chat_messages, channel)
+    ]
+    _save_counters(unsaved)
     for chat, channel, chat_messages in per_chat.values():
-        _customer_wrote(chat, chat_messages, channel)
         for message in chat_messages:
             hooks.message_received(message, chat, business_id=channel.business_id)
     return out
@@ -459,7 +464,8 @@ def _accept_one(event: InboundEvent, locked: Chat, channel: _ChannelInfo) -> Acc
         ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
         hooks.message_changed(message.pk)
     else:
-        _customer_wrote(chat, [message], channel)
+        if not _customer_wrote(chat, [message], channel):
+            _save_counters([chat])
         hooks.message_received(message, chat, business_id=channel.business_id)
     return Accepted(message.pk, chat.pk, "stored")
 
@@ -474,7 +480,8 @@ def _new_message(chat: Chat, event: InboundEvent) -> Message:
         payload = {**payload, "text_truncated": {"original_chars": original_chars}}
     fields: dict[str, Any] = {
         "chat": chat,
-        "channel_id": event.channel_id,
+        # The chat's channel object (loaded with it), so the listeners read it without a query.
+        "channel": chat.channel,
         "direction": Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND,
         "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
         "from_me": event.from_me,
@@ -512,10 +519,15 @@ def _stored(message: Message, event: InboundEvent) -> None:
         attachments.fetch_on_commit(message.pk)
 
 
-def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelInfo) -> None:
+_CHAT_COUNTERS = ["version", "customer_messages", "last_customer_at", "last_message_at"]
+
+
+def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelInfo) -> bool:
     """Customer messages (in order) make any reply being prepared stale and (if the bot owns
-    the chat) start or restart the chat's debounce timer: one save for them all. The caller
-    holds the row lock."""
+    the chat) start or restart the chat's debounce timer. The caller holds the row lock.
+
+    Returns True when the chat was saved here (it reopened); else the caller saves the
+    counters (`_save_counters`), for many chats in one query."""
     reopened: list[str] = []
     schedule = False
     for message in messages:
@@ -531,11 +543,38 @@ def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelIn
             voice.transcribe_on_commit(message.pk)
         elif chat.owner == Owner.BOT and message.kind in TURN_KINDS:
             schedule = True
-    fields = ["version", "customer_messages", "last_customer_at", "last_message_at"]
-    chat.save(update_fields=[*fields, *reopened])
+    if reopened:
+        chat.save(update_fields=[*_CHAT_COUNTERS, *reopened])
     if schedule:
         # One timer per chat and batch: a burst ends in one turn either way (debounce.py).
         debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+    return bool(reopened)
+
+
+def _save_counters(chats: Sequence[Chat]) -> None:
+    """The counters `_customer_wrote` changed, for every chat in one UPDATE (PostgreSQL:
+    UPDATE … FROM VALUES; elsewhere Django's bulk_update, the same in one statement)."""
+    if not chats:
+        return
+    if len(chats) == 1 or connection.vendor != "postgresql":
+        Chat.objects.bulk_update(chats, _CHAT_COUNTERS)
+        return
+    rows = ",".join(["(%s::bigint, %s::bigint, %s::integer, %s::timestamptz, %s::timestamptz)"]
+                    * len(chats))  # fmt: skip
+    params: list[Any] = []
+    for chat in chats:
+        params += [chat.pk, chat.version, chat.customer_messages, chat.last_customer_at,
+                   chat.last_message_at]  # fmt: skip
+    table = connection.ops.quote_name(Chat._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS c SET version = v.version, "  # noqa: S608 - names, not input
+            "customer_messages = v.customer_messages, last_customer_at = v.last_customer_at, "
+            "last_message_at = v.last_message_at "
+            f"FROM (VALUES {rows}) AS v(id, version, customer_messages, last_customer_at, "
+            "last_message_at) WHERE c.id = v.id",
+            params,
+        )
 
 
 def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:
