@@ -17,6 +17,12 @@ delay, calibrated once) with the ingest consumer (`manage.py ingest_worker`) sto
 in PostgreSQL. It reports the webhook latency at that rate and the consumer lag: the age of the
 oldest event not yet stored, sampled every 100 ms while the load runs and until the stream has
 drained. Every event sent must end up as exactly one stored message.
+
+Last, the consumer against its floor (bench/floor_consumer.py: XREADGROUP, one multi-row INSERT
+per batch into a plain table, XACK; no Django) on the same events queued straight onto each
+stream, at 1, 10, 100 and 1,000 active chats: CPU per event of the consumer processes, events/s
+per core, and their ratio; then the real consumer with 1 and 2 processes (wall-clock events/s).
+`--servers none --rate 0` runs only that part.
 """
 
 from __future__ import annotations
@@ -447,6 +453,163 @@ def rate_run(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> dict[s
     return run
 
 
+# --- the consumer against its floor, on the same events -------------------------------------
+
+
+FLOOR_CONSUMER_STREAM = "bench:floor:consumer"
+FLOOR_CONSUMER_GROUP = "floor"
+
+
+def consumer_events(channel_id: int, count: int, chats: int, nonce: str) -> list[str]:
+    """`count` customer text messages spread over `chats` customers, as the webhook queues
+    them (the stream entry's JSON)."""
+    from inbox.conversations.events import InboundEvent
+
+    rng = random.Random(chats)
+    return [
+        InboundEvent(
+            channel_id=channel_id,
+            provider_message_id=f"wamid.c{nonce}.{i}",
+            chat_key=f"7702{i % chats:07d}",
+            from_me=False,
+            kind="text",
+            text=rng.choice(TEXTS),
+            media=None,
+            provider_ts=1_760_000_000 + i,
+            customer_name=rng.choice(NAMES),
+            customer_phone=f"7702{i % chats:07d}",
+        ).to_json()
+        for i in range(count)
+    ]
+
+
+def _fill(stream: str, payloads: list[str]) -> None:
+    from inbox.conversations.redis import get_redis
+
+    client = get_redis()
+    for start in range(0, len(payloads), 1000):
+        pipe = client.pipeline(transaction=False)
+        for payload in payloads[start : start + 1000]:
+            pipe.xadd(stream, {"e": payload})
+        pipe.execute()
+
+
+def _floor_drained() -> bool:
+    from inbox.conversations.redis import get_redis
+
+    client = get_redis()
+    if client.xlen(FLOOR_CONSUMER_STREAM):
+        return False
+    try:
+        info: Any = client.xpending(FLOOR_CONSUMER_STREAM, FLOOR_CONSUMER_GROUP)
+    except Exception:
+        return True
+    return int(info["pending"]) == 0
+
+
+def _consumer_procs(kind: str, count: int, env: dict[str, str], tag: str) -> list[common.Proc]:
+    if kind == "floor":
+        argv = [sys.executable, "bench/floor_consumer.py", "--name"]
+    else:
+        argv = [sys.executable, "manage.py", "ingest_worker", "--name"]
+    return [common.start(f"consumer-{kind}-{tag}-{n}", [*argv, f"{kind}-{n}"], env)
+            for n in range(count)]  # fmt: skip
+
+
+def consumer_run(
+    kind: str, channel_id: int, events: int, chats: int, env: dict[str, str], consumers: int = 1
+) -> dict[str, Any]:
+    """`events` events into the stream of `kind` (product: ingest_worker; floor: the bare
+    consumer) with its consumers already warm; CPU and wall time until the stream drained."""
+    from inbox.conversations import ingest
+    from tests.processes import ingest_drained
+
+    stream = ingest.STREAM if kind == "product" else FLOOR_CONSUMER_STREAM
+    drained = ingest_drained if kind == "product" else _floor_drained
+    reset_redis()
+    from inbox.conversations.redis import get_redis
+
+    get_redis().unlink(FLOOR_CONSUMER_STREAM)
+    tag = f"{chats}x{consumers}"
+    procs = _consumer_procs(kind, consumers, env, tag)
+    try:
+        # Warm: the imports, the connection, the channel cache, the chats created once.
+        _fill(stream, consumer_events(channel_id, min(events, 2 * chats + 200), chats, f"w{tag}"))
+        common.wait_until(drained, 180, f"the {kind} warm-up to drain", 0.05)
+        payloads = consumer_events(channel_id, events, chats, f"{random.getrandbits(32):08x}")
+        cpu_before = sum(p.cpu_seconds() for p in procs)
+        started = time.monotonic()
+        _fill(stream, payloads)
+        common.wait_until(drained, 600, f"the {kind} stream to drain", 0.02)
+        wall = time.monotonic() - started
+        cpu = sum(p.cpu_seconds() for p in procs) - cpu_before
+    finally:
+        for p in procs:
+            p.stop()
+        reset_redis()
+    return {
+        "kind": kind,
+        "events": events,
+        "chats": chats,
+        "consumers": consumers,
+        "cpu_s": round(cpu, 3),
+        "cpu_us_per_event": round(cpu / events * 1e6, 1),
+        "events_per_s_per_core": round(events / cpu, 1) if cpu else None,
+        "wall_s": round(wall, 3),
+        "events_per_s": round(events / wall, 1) if wall else None,
+    }
+
+
+def consumer_runs(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    """The real consumer next to the floor at each number of active chats, then the real one
+    with 1 and 2 processes (the scale-out figure)."""
+    from django.db import connection
+
+    channel_id = ensure_channel()
+    has_floor = connection.vendor == "postgresql"
+    out: dict[str, Any] = {"by_chats": {}, "floor_available": has_floor}
+    for chats in [int(c) for c in args.consumer_chats.split(",") if c]:
+        row: dict[str, Any] = {
+            "product": consumer_run("product", channel_id, args.consumer_events, chats, env)
+        }
+        if has_floor:
+            row["floor"] = consumer_run("floor", channel_id, args.consumer_events, chats, env)
+            row["ratio_to_floor"] = {
+                "cpu_us_per_event": _ratio(
+                    row["product"]["cpu_us_per_event"], row["floor"]["cpu_us_per_event"]
+                ),
+                "capacity_per_core": _ratio(
+                    row["floor"]["cpu_us_per_event"], row["product"]["cpu_us_per_event"]
+                ),
+            }
+        out["by_chats"][str(chats)] = row
+        print(f"  consumer {chats:>5} chats  {_consumer_line(row)}", flush=True)
+    if args.scale_consumers > 1:
+        chats = args.scale_chats
+        scale = {
+            str(n): consumer_run("product", channel_id, args.consumer_events, chats, env, n)
+            for n in (1, args.scale_consumers)
+        }
+        out["scale_out"] = {"chats": chats, "runs": scale}
+        print(
+            "  consumer scale-out "
+            + ", ".join(f"{n}: {r['events_per_s']} events/s" for n, r in scale.items()),
+            flush=True,
+        )
+    return out
+
+
+def _consumer_line(row: dict[str, Any]) -> str:
+    product, floor = row["product"], row.get("floor")
+    line = f"product {product['cpu_us_per_event']} µs CPU/event"
+    if floor:
+        line += (
+            f"  floor {floor['cpu_us_per_event']} µs CPU/event"
+            f"  capacity ×{row['ratio_to_floor']['capacity_per_core']} of the floor"
+        )
+    return line
+
+
 # --- entry point -------------------------------------------------------------------------------
 
 
@@ -456,7 +619,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         common.migrate()
     ensure_channel()
     env = common.subprocess_env(WHATSAPP_APP_SECRET=APP_SECRET, LOG_LEVEL=args.log_level)
-    servers = [s for s in args.servers.split(",") if s]
+    servers = [s for s in args.servers.split(",") if s and s != "none"]
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmpdir:
         tmp = Path(tmpdir)
@@ -485,6 +648,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         if args.rate > 0:
             result["rate_run"] = rate_run(args, env, tmp)
+    if args.consumer_events > 0:
+        result["consumer"] = consumer_runs(args, env)
     result["wall_s"] = round(time.time() - started, 1)
     result["generator"] = "wrk" if common.wrk_available() else common.PYTHON_GENERATOR
     return result
@@ -492,11 +657,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
     """The headline keys of latest.json: uvicorn (or the first server) on unique ids."""
+    out: dict[str, Any] = {}
     servers = result["servers"]
-    name = "uvicorn" if "uvicorn" in servers else next(iter(servers))
+    name = "uvicorn" if "uvicorn" in servers else next(iter(servers), "")
+    consumer = result.get("consumer")
+    if consumer:
+        chats = consumer["by_chats"]
+        main_row = chats.get("100") or next(iter(chats.values()))
+        out["consumer_cpu_us_per_event"] = main_row["product"]["cpu_us_per_event"]
+        out["consumer_events_per_s_per_core"] = main_row["product"]["events_per_s_per_core"]
+        if "floor" in main_row:
+            out["consumer_floor_cpu_us_per_event"] = main_row["floor"]["cpu_us_per_event"]
+            out["consumer_capacity_ratio_to_floor"] = main_row["ratio_to_floor"][
+                "capacity_per_core"
+            ]
+    if not name:
+        return out
     product = servers[name]["product"]["unique"]
     floor = servers[name]["floor"]["unique"]
-    out = {
+    out |= {
         "server": name,
         "rps": product["rps"],
         "floor_rps": floor["rps"],
@@ -540,6 +719,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-connections", type=int, default=20)
     p.add_argument("--consumers", type=int, default=1, help="ingest_worker processes")
     p.add_argument("--drain-timeout", type=float, default=180.0)
+    p.add_argument(
+        "--consumer-events", type=int, default=3000, help="consumer vs floor runs (0: skip)"
+    )
+    p.add_argument("--consumer-chats", default="1,10,100,1000", help="active chats per run")
+    p.add_argument("--scale-consumers", type=int, default=2, help="scale-out run (1: skip)")
+    p.add_argument("--scale-chats", type=int, default=100)
     p.add_argument("--log-level", default="INFO", help="LOG_LEVEL of the servers")
     p.add_argument("--no-migrate", action="store_true")
     p.add_argument("--out", type=Path, default=None)

@@ -36,7 +36,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "ingest": (
         ["--rate-duration", "10", "--drain-timeout", "120"],
         ["--servers", "uvicorn", "--duration", "1", "--rounds", "1", "--corpus-rps", "300",
-         "--rate", "50", "--rate-duration", "2", "--rate-connections", "2"],
+         "--rate", "50", "--rate-duration", "2", "--rate-connections", "2",
+         "--consumer-events", "200", "--consumer-chats", "1,10", "--scale-consumers", "1"],
     ),
     "turn_overhead": ([], ["--turns", "2", "--warmup", "1", "--profile-turns", "2",
                            "--items", "20"]),
@@ -88,6 +89,10 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
             "rate_achieved_rps": s.get("rate_achieved_rps"),
             "rate_p99_ms": s.get("rate_p99_ms"),
             "consumer_lag_p99_ms": s.get("consumer_lag_p99_ms"),
+            "consumer_cpu_us_per_event": s.get("consumer_cpu_us_per_event"),
+            "consumer_events_per_s_per_core": s.get("consumer_events_per_s_per_core"),
+            "consumer_floor_cpu_us_per_event": s.get("consumer_floor_cpu_us_per_event"),
+            "consumer_capacity_ratio_to_floor": s.get("consumer_capacity_ratio_to_floor"),
         }
     turn = sections.get("turn_overhead") or {}
     if "p95_ms" in turn:
@@ -175,6 +180,27 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"{_fmt(rate['consumer_cpu_us_per_event'])} µs CPU/event, "
             f"{_fmt(rate['consumer_events_per_s_capacity'])} events/s per core",
             "p99 < 1 s",
+        ))  # fmt: skip
+    consumer = ingest.get("consumer") or {}
+    for chats, row in (consumer.get("by_chats") or {}).items():
+        product, floor = row["product"], row.get("floor")
+        rows.append((
+            f"consumer CPU per event, {chats} active chats: µs (floor µs)",
+            f"{_fmt(product['cpu_us_per_event'])}"
+            + (f" ({_fmt(floor['cpu_us_per_event'])})" if floor else ""),
+            f"{_fmt(product['events_per_s_per_core'])} events/s per core"
+            + (f", ×{_fmt(row['ratio_to_floor']['capacity_per_core'])} of the floor"
+               if floor else ""),
+            "≤ 600 µs, ≥ ×0.5 of the floor",
+        ))  # fmt: skip
+    scale = consumer.get("scale_out")
+    if scale:
+        runs = scale["runs"]
+        rows.append((
+            f"consumer throughput, {scale['chats']} chats: events/s with "
+            + " vs ".join(f"{n}" for n in runs) + " processes",
+            " vs ".join(_fmt(r["events_per_s"]) for r in runs.values()),
+            "wall clock, stream pre-filled", "",
         ))  # fmt: skip
     reports = sections.get("reports_bench") or {}
     for name, page in (reports.get("pages") or {}).items():

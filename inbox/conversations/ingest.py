@@ -6,10 +6,10 @@ Two halves, split by the one hot path of the product:
   a duplicate (key per channel + provider message id, kept a day) or appends the event to a Redis
   stream. The 200 goes back only after that, so an acknowledged event is in the queue (Redis runs
   with an append-only file; see docs/ingest.md for the durability trade-off).
-* `accept` runs in the ingest consumer (`manage.py ingest_worker`), one event at a time, inside a
-  transaction. It is idempotent (the message table's unique constraint is the durable second
-  line of dedup), so an event delivered twice after a crash is stored once. The consumer
-  acknowledges a stream entry only after `accept` committed.
+* `accept_batch` runs in the ingest consumer (`manage.py ingest_worker`): a batch of events in
+  one transaction (`accept` is the batch of one). It is idempotent (the message table's unique
+  constraint is the durable second line of dedup), so an event delivered twice after a crash is
+  stored once. The consumer acknowledges a stream entry only after its batch committed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from inbox.conversations import attachments, debounce, hooks, outbound, ownership, status, voice
@@ -156,13 +157,34 @@ class Accepted:
 
 def accept(event: Event) -> Accepted:
     """Store one event. Safe to call twice with the same event (the second is a no-op)."""
-    event = storable(event)
-    if isinstance(event, StatusEvent):
-        message = outbound.apply_status(event)
-        if message is None:
-            return Accepted(None, None, "status_early")
-        return Accepted(message.pk, message.chat_id, "status")
-    return _accept_message(event)
+    return accept_batch([event])[0]
+
+
+def accept_batch(events: Sequence[Event]) -> list[Accepted]:
+    """Store a batch of events in one transaction; the outcomes in the events' order.
+
+    The same rules as one event at a time, at a per-batch cost: one locking query resolves
+    every chat of the batch, one multi-row insert stores the plain customer messages, one save
+    per touched chat. Events that need more (from the phone, edits and deletions, replays of
+    a stored message) take the per-event path under the same row locks. Chats are locked in
+    one order (channel, customer), so consumers do not deadlock on them. Statuses go last."""
+    cleaned = [storable(event) for event in events]
+    outcomes: list[Accepted | None] = [None] * len(cleaned)
+    with transaction.atomic():
+        inbound = [(i, e) for i, e in enumerate(cleaned) if isinstance(e, InboundEvent)]
+        for i, accepted in _accept_messages(inbound):
+            outcomes[i] = accepted
+        for i, event in enumerate(cleaned):
+            if isinstance(event, StatusEvent):
+                outcomes[i] = _accept_status(event)
+    return [a if a is not None else Accepted(None, None, "ignored") for a in outcomes]
+
+
+def _accept_status(event: StatusEvent) -> Accepted:
+    message = outbound.apply_status(event)
+    if message is None:
+        return Accepted(None, None, "status_early")
+    return Accepted(message.pk, message.chat_id, "status")
 
 
 def _without_nul(value: Any) -> Any:
@@ -250,57 +272,206 @@ def _channel_info(channel_id: int) -> _ChannelInfo | None:
     return info
 
 
-def _locked_chat(event: InboundEvent, business_id: int) -> tuple[Chat, bool]:
-    """The event's chat, created if new, with its row locked for the rest of the transaction."""
-    chats = Chat.objects.select_for_update(of=("self",)).select_related("channel", "assigned_to")
-    lookup = {"channel_id": event.channel_id, "customer_key": event.chat_key}
-    chat = chats.filter(**lookup).first()
-    if chat is not None:
-        return chat, False
+_ChatKey = tuple[int, str]
+
+
+def _locked_chats(events: Sequence[InboundEvent]) -> dict[_ChatKey, Chat]:
+    """Every chat of the events, created if new, with its row locked for the rest of the
+    transaction: one ordered SELECT … FOR UPDATE for the chats that exist, one INSERT per new
+    chat (rare: a customer's first message), then one SELECT for those."""
+    first_event: dict[_ChatKey, InboundEvent] = {}
+    for event in events:
+        first_event.setdefault((event.channel_id, event.chat_key), event)
+    found = _select_locked(sorted(first_event))
+    for key in sorted(set(first_event) - set(found)):
+        event = first_event[key]
+        try:
+            with transaction.atomic():
+                chat = Chat.objects.create(
+                    channel_id=key[0],
+                    customer_key=key[1],
+                    customer_name=event.customer_name,
+                    customer_phone=event.customer_phone,
+                )
+        except IntegrityError:
+            pass  # another consumer created it meanwhile; locked below
+        else:
+            info = _channel_info(key[0])
+            if info is not None:
+                hooks.chat_created(chat.pk, business_id=info.business_id)
+    missing = sorted(set(first_event) - set(found))
+    if missing:
+        found.update(_select_locked(missing))
+    return found
+
+
+def _select_locked(keys: Sequence[_ChatKey]) -> dict[_ChatKey, Chat]:
+    if not keys:
+        return {}
+    by_channel: dict[int, list[str]] = {}
+    for channel_id, customer_key in keys:
+        by_channel.setdefault(channel_id, []).append(customer_key)
+    condition = Q()
+    for channel_id, customer_keys in by_channel.items():
+        condition |= Q(channel_id=channel_id, customer_key__in=customer_keys)
+    chats = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("channel", "assigned_to")
+        .filter(condition)
+        .order_by("channel_id", "customer_key")
+    )
+    return {(chat.channel_id, chat.customer_key): chat for chat in chats}
+
+
+def _is_plain(event: InboundEvent) -> bool:
+    """A customer message that needs nothing but storing: the batched insert."""
+    return not event.from_me and "revoke_of" not in event.extra and "edit_of" not in event.extra
+
+
+def _accept_messages(
+    indexed: Sequence[tuple[int, InboundEvent]],
+) -> list[tuple[int, Accepted]]:
+    out: list[tuple[int, Accepted]] = []
+    known: list[tuple[int, InboundEvent, _ChannelInfo]] = []
+    for i, event in indexed:
+        channel = _channel_info(event.channel_id)
+        if channel is None:
+            log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
+            out.append((i, Accepted(None, None, "ignored")))
+        else:
+            known.append((i, event, channel))
+    if not known:
+        return out
+    chats = _locked_chats([event for _i, event, _c in known])
+    # A chat with anything but plain customer messages in the batch takes the per-event path
+    # for all its events: its rules (ownership, edits) depend on the order of its events.
+    special = {
+        (event.channel_id, event.chat_key) for _i, event, _c in known if not _is_plain(event)
+    }
+    plain = [k for k in known if (k[1].channel_id, k[1].chat_key) not in special]
+    out.extend(_accept_plain(plain, chats))
+    for i, event, channel in known:
+        key = (event.channel_id, event.chat_key)
+        if key in special:
+            out.append((i, _accept_one(event, chats[key], channel)))
+    events = dict(indexed)
+    for channel_id in {events[i].channel_id for i, a in out if a.outcome == "stored"}:
+        _touch_channel_on_commit(channel_id)
+    return out
+
+
+def _accept_plain(
+    known: Sequence[tuple[int, InboundEvent, _ChannelInfo]], chats: dict[_ChatKey, Chat]
+) -> list[tuple[int, Accepted]]:
+    """Customer messages of chats with nothing else in the batch: one insert for them all
+    (a message already stored is a duplicate), then one update per chat."""
+    if not known:
+        return []
+    stored = _stored_ids([event for _i, event, _c in known])
+    out: list[tuple[int, Accepted]] = []
+    new: list[tuple[int, InboundEvent, _ChannelInfo, Message]] = []
+    seen: set[tuple[int, str]] = set()
+    for i, event, channel in known:
+        chat = chats[(event.channel_id, event.chat_key)]
+        key = (event.channel_id, event.provider_message_id)
+        if key in stored or key in seen:
+            _rearm_unanswered(chat, event)
+            out.append((i, Accepted(None, chat.pk, "duplicate")))
+            continue
+        seen.add(key)
+        new.append((i, event, channel, _new_message(chat, event)))
+    messages = _insert([m for _i, _e, _c, m in new])
+    per_chat: dict[int, tuple[Chat, _ChannelInfo, list[Message]]] = {}
+    for (i, event, channel, _m), message in zip(new, messages, strict=True):
+        chat = chats[(event.channel_id, event.chat_key)]
+        if message is None:
+            _rearm_unanswered(chat, event)
+            out.append((i, Accepted(None, chat.pk, "duplicate")))
+            continue
+        _stored(message, event)
+        per_chat.setdefault(chat.pk, (chat, channel, []))[2].append(message)
+        out.append((i, Accepted(message.pk, chat.pk, "stored")))
+    unsaved = [
+        chat
+        for chat, channel, chat_messages in per_chat.values()
+        if not _customer_wrote(chat, chat_messages, channel)
+    ]
+    _save_counters(unsaved)
+    for chat, channel, chat_messages in per_chat.values():
+        for message in chat_messages:
+            hooks.message_received(message, chat, business_id=channel.business_id)
+    return out
+
+
+def _stored_ids(events: Sequence[InboundEvent]) -> set[tuple[int, str]]:
+    """(channel, provider id) of the events' messages that are stored already."""
+    by_channel: dict[int, list[str]] = {}
+    for event in events:
+        by_channel.setdefault(event.channel_id, []).append(event.provider_message_id)
+    condition = Q()
+    for channel_id, ids in by_channel.items():
+        condition |= Q(channel_id=channel_id, provider_message_id__in=ids)
+    rows = Message.objects.filter(condition).values_list("channel_id", "provider_message_id")
+    return {(channel_id, provider_id) for channel_id, provider_id in rows}
+
+
+def _insert(messages: list[Message]) -> list[Message | None]:
+    """One multi-row insert; if a message was stored meanwhile (another consumer, the unique
+    (channel, provider id) constraint), each is inserted on its own and that one is None."""
+    if not messages:
+        return []
     try:
         with transaction.atomic():
-            created = Chat.objects.create(
-                **lookup, customer_name=event.customer_name, customer_phone=event.customer_phone
-            )
+            return list(Message.objects.bulk_create(messages))
     except IntegrityError:
-        return chats.get(**lookup), False  # another consumer created it meanwhile
-    hooks.chat_created(created.pk, business_id=business_id)
-    return chats.get(**lookup), True
-
-
-def _accept_message(event: InboundEvent) -> Accepted:
-    channel = _channel_info(event.channel_id)
-    if channel is None:
-        log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
-        return Accepted(None, None, "ignored")
-    with transaction.atomic():
-        chat, _created = _locked_chat(event, channel.business_id)
-        if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
-            # Our own reply coming back from the phone: the owner stays as it is.
-            return Accepted(None, chat.pk, "duplicate")
-        if "revoke_of" in event.extra or "edit_of" in event.extra:
-            applied = _apply_edit_or_revoke(chat, event)
-            if applied is not None:
-                return applied
-        message = _store(chat, event)
-        if message is None:
-            if not event.from_me:
-                _rearm_unanswered(chat, event)
-            return Accepted(None, chat.pk, "duplicate")
-        if message.media_ref and message.kind in attachments.KEPT_KINDS:
-            attachments.fetch_on_commit(message.pk)
-        if event.from_me:
-            # A manager wrote from the phone (or the Business App): they own the chat now.
-            ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
-            hooks.message_changed(message.pk)
+        pass
+    out: list[Message | None] = []
+    for message in messages:
+        message.pk = None
+        try:
+            with transaction.atomic():
+                message.save(force_insert=True)
+        except IntegrityError:
+            out.append(None)
         else:
-            _customer_wrote(chat, message, channel)
-            hooks.message_received(message, chat, business_id=channel.business_id)
-    _touch_channel_on_commit(event.channel_id)
+            out.append(message)
+    return out
+
+
+def _accept_one(event: InboundEvent, locked: Chat, channel: _ChannelInfo) -> Accepted:
+    """One event of a chat whose events need their order: the chat is read again (an earlier
+    event of the batch may have changed its owner); its row lock is held already."""
+    chat = (
+        Chat.objects.select_for_update(of=("self",))
+        .select_related("channel", "assigned_to")
+        .get(pk=locked.pk)
+    )
+    if event.from_me and outbound.is_bot_sent(chat.pk, event.provider_message_id):
+        # Our own reply coming back from the phone: the owner stays as it is.
+        return Accepted(None, chat.pk, "duplicate")
+    if "revoke_of" in event.extra or "edit_of" in event.extra:
+        applied = _apply_edit_or_revoke(chat, event)
+        if applied is not None:
+            return applied
+    message = _insert([_new_message(chat, event)])[0]
+    if message is None:
+        if not event.from_me:
+            _rearm_unanswered(chat, event)
+        return Accepted(None, chat.pk, "duplicate")
+    _stored(message, event)
+    if event.from_me:
+        # A manager wrote from the phone (or the Business App): they own the chat now.
+        ownership.manager_replied(chat.pk, manager=None, at=_provider_time(event))
+        hooks.message_changed(message.pk)
+    else:
+        if not _customer_wrote(chat, [message], channel):
+            _save_counters([chat])
+        hooks.message_received(message, chat, business_id=channel.business_id)
     return Accepted(message.pk, chat.pk, "stored")
 
 
-def _store(chat: Chat, event: InboundEvent) -> Message | None:
+def _new_message(chat: Chat, event: InboundEvent) -> Message:
+    """The event's message, not saved yet."""
     at = _provider_time(event)
     media = event.media
     text, original_chars = capped_text(event.text)
@@ -309,7 +480,8 @@ def _store(chat: Chat, event: InboundEvent) -> Message | None:
         payload = {**payload, "text_truncated": {"original_chars": original_chars}}
     fields: dict[str, Any] = {
         "chat": chat,
-        "channel_id": event.channel_id,
+        # The chat's channel object (loaded with it), so the listeners read it without a query.
+        "channel": chat.channel,
         "direction": Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND,
         "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
         "from_me": event.from_me,
@@ -331,38 +503,78 @@ def _store(chat: Chat, event: InboundEvent) -> Message | None:
         fields["transcript_status"] = Message.TranscriptStatus.PENDING
     if original_chars and media is None:
         fields["media_filename"] = FULL_TEXT_FILENAME
-    try:
-        with transaction.atomic():
-            message = Message.objects.create(**fields)
-    except IntegrityError:
-        return None  # the durable dedup: this provider id is already stored
-    if original_chars and media is None:
+    return Message(**fields)
+
+
+def _stored(message: Message, event: InboundEvent) -> None:
+    """What follows a newly stored message: the full text of a cut one, its media fetched."""
+    _text, original_chars = capped_text(event.text)
+    if original_chars and event.media is None:
         log.info(
             "ingest.text_truncated",
             extra={"message_id": message.pk, "original_chars": original_chars},
         )
         _keep_full_text(message, event.text)
-    return message
+    if message.media_ref and message.kind in attachments.KEPT_KINDS:
+        attachments.fetch_on_commit(message.pk)
 
 
-def _customer_wrote(chat: Chat, message: Message, channel: _ChannelInfo) -> None:
-    """A customer message makes any reply being prepared stale and (if the bot owns the
-    chat) starts or restarts the chat's debounce timer. The caller holds the row lock."""
-    at = message.provider_timestamp or timezone.now()
-    chat.version += 1
-    chat.customer_messages += 1
-    chat.last_customer_at = at
-    chat.last_message_at = at
-    # A resolved or snoozed chat is open again: part of this same save (no query when open).
-    reopened = status.reopen_on_customer_message(chat, at)
-    fields = ["version", "customer_messages", "last_customer_at", "last_message_at"]
-    chat.save(update_fields=[*fields, *reopened])
-    if message.kind in VOICE_KINDS and message.media_ref:
-        # The timer starts when the transcript is ready, not when the audio arrived.
-        voice.transcribe_on_commit(message.pk)
-        return
-    if chat.owner == Owner.BOT and message.kind in TURN_KINDS:
+_CHAT_COUNTERS = ["version", "customer_messages", "last_customer_at", "last_message_at"]
+
+
+def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelInfo) -> bool:
+    """Customer messages (in order) make any reply being prepared stale and (if the bot owns
+    the chat) start or restart the chat's debounce timer. The caller holds the row lock.
+
+    Returns True when the chat was saved here (it reopened); else the caller saves the
+    counters (`_save_counters`), for many chats in one query."""
+    reopened: list[str] = []
+    schedule = False
+    for message in messages:
+        at = message.provider_timestamp or timezone.now()
+        chat.version += 1
+        chat.customer_messages += 1
+        chat.last_customer_at = at
+        chat.last_message_at = at
+        # A resolved or snoozed chat is open again: part of this same save (no query when open).
+        reopened = list(dict.fromkeys([*reopened, *status.reopen_on_customer_message(chat, at)]))
+        if message.kind in VOICE_KINDS and message.media_ref:
+            # The timer starts when the transcript is ready, not when the audio arrived.
+            voice.transcribe_on_commit(message.pk)
+        elif chat.owner == Owner.BOT and message.kind in TURN_KINDS:
+            schedule = True
+    if reopened:
+        chat.save(update_fields=[*_CHAT_COUNTERS, *reopened])
+    if schedule:
+        # One timer per chat and batch: a burst ends in one turn either way (debounce.py).
         debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+    return bool(reopened)
+
+
+def _save_counters(chats: Sequence[Chat]) -> None:
+    """The counters `_customer_wrote` changed, for every chat in one UPDATE (PostgreSQL:
+    UPDATE … FROM VALUES; elsewhere Django's bulk_update, the same in one statement)."""
+    if not chats:
+        return
+    if len(chats) == 1 or connection.vendor != "postgresql":
+        Chat.objects.bulk_update(chats, _CHAT_COUNTERS)
+        return
+    rows = ",".join(["(%s::bigint, %s::bigint, %s::integer, %s::timestamptz, %s::timestamptz)"]
+                    * len(chats))  # fmt: skip
+    params: list[Any] = []
+    for chat in chats:
+        params += [chat.pk, chat.version, chat.customer_messages, chat.last_customer_at,
+                   chat.last_message_at]  # fmt: skip
+    table = connection.ops.quote_name(Chat._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS c SET version = v.version, "  # noqa: S608 - names, not input
+            "customer_messages = v.customer_messages, last_customer_at = v.last_customer_at, "
+            "last_message_at = v.last_message_at "
+            f"FROM (VALUES {rows}) AS v(id, version, customer_messages, last_customer_at, "
+            "last_message_at) WHERE c.id = v.id",
+            params,
+        )
 
 
 def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:

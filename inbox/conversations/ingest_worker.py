@@ -1,5 +1,5 @@
-"""The ingest consumer: reads the Redis stream the webhooks write, runs `ingest.accept` for each
-event, and acknowledges an entry only after its transaction committed.
+"""The ingest consumer: reads the Redis stream the webhooks write, runs `ingest.accept_batch` on
+each batch of events, and acknowledges an entry only after its transaction committed.
 
 Several consumers may run (one consumer group). An entry whose consumer died is reclaimed by
 another after `claim_idle_ms`; an entry that keeps failing goes to a dead-letter stream after
@@ -16,17 +16,13 @@ import time
 from typing import Any
 
 import redis
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import close_old_connections
 
 from inbox.conversations import hooks, ingest, logs
 from inbox.conversations.events import Event, InboundEvent, event_from_json
 from inbox.conversations.redis import get_redis
 
 log = logging.getLogger(__name__)
-
-
-class BatchAborted(DatabaseError):
-    """An event of a batch failed; the batch's transaction is rolled back."""
 
 
 FAILURES_KEY = "ingest:failures"
@@ -120,8 +116,8 @@ class IngestWorker:
                 return handled
 
     def process_batch(self, entries: list[tuple[Any, dict[bytes, bytes]]]) -> int:
-        """Accept a batch of entries in one transaction (one commit instead of one per event),
-        then acknowledge them all.
+        """Accept a batch of entries in one transaction (`ingest.accept_batch`: one commit and a
+        few queries instead of several per event), then acknowledge them all.
 
         Chats are locked in one order in every consumer — sorted by channel and customer, a
         chat's own events keeping their order — so two consumers do not deadlock on them. If
@@ -147,14 +143,11 @@ class IngestWorker:
             self._one_by_one(batch)
             return 1
         try:
-            with transaction.atomic():
-                for entry_id, _raw, event in batch:
-                    if not self._accept(entry_id, event):
-                        # The failure may have left the transaction unusable (a deadlock, an
-                        # update marked for rollback): committing the rest could silently roll
-                        # back events we would then acknowledge. Store them one by one instead.
-                        raise BatchAborted(f"entry {entry_id!r} failed")
-        except DatabaseError:
+            with logs.bound(_batch_correlation(batch)):
+                ingest.accept_batch([event for _entry_id, _raw, event in batch])
+        except Exception:
+            # Anything may have failed, the commit included: nothing of the batch is stored.
+            # Store its events one transaction each, so a failing one is left pending alone.
             log.warning("ingest.batch_failed", extra={"size": len(batch)}, exc_info=True)
             close_old_connections()
             self._one_by_one(batch)
@@ -196,6 +189,12 @@ class IngestWorker:
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:
         self.redis.xadd(ingest.DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})
         self._ack(entry_id)
+
+
+def _batch_correlation(batch: list[tuple[Any, bytes, Event]]) -> str | None:
+    """The batch's correlation id for its log lines: the events' one when they share it."""
+    ids = {event.correlation_id for _entry_id, _raw, event in batch}
+    return ids.pop() if len(ids) == 1 else None
 
 
 def _lock_order(event: Event) -> tuple[int, int, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -500,3 +501,173 @@ def test_an_event_that_breaks_the_batch_transaction_loses_no_other_event(
         "two",
     ]
     assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 1  # the status
+
+
+# --- the batch path: what a batch stores is what its events one by one would store ----------
+
+
+def _xadd_raw(events: Sequence[InboundEvent | StatusEvent]) -> None:
+    """Entries straight onto the stream, past the webhook's dedup (a replay after a crash)."""
+    from inbox.conversations.ingest_worker import ensure_group
+
+    client = get_redis()
+    ensure_group(client)
+    for event in events:
+        client.xadd(ingest.STREAM, {"e": event.to_json()})
+
+
+def test_a_batch_of_many_chats_and_duplicates_stores_each_message_once(channel: Channel) -> None:
+    ingest.accept(_event(channel, provider_message_id="wamid.0", chat_key="77010000000"))
+    events = [
+        _event(channel, provider_message_id=f"wamid.{i}", chat_key=f"7701000000{i % 7}", text=f"m{i}")
+        for i in range(40)
+    ]  # fmt: skip
+    _xadd_raw(events + events[5:15])  # ten replays in the same batch, wamid.0 stored before
+    worker = IngestWorker(name="many", block_ms=10)
+
+    assert worker.step() == 50
+
+    assert Message.objects.count() == 40
+    assert Chat.objects.count() == 7
+    for chat in Chat.objects.all():
+        stored = Message.objects.filter(chat=chat).count()
+        assert (chat.customer_messages, chat.version) == (stored, stored)
+    assert get_redis().xlen(ingest.STREAM) == 0
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+
+
+def _mixed_scenario(channel: Channel) -> tuple[list[InboundEvent | StatusEvent], dict[str, int]]:
+    """A resolved chat with a bot reply out, and the events of one batch for it and others."""
+    from inbox.conversations import status
+
+    resolved = ingest.accept(_event(channel, provider_message_id="old", chat_key="77010000001"))
+    assert resolved.chat_id is not None
+    status.resolve(resolved.chat_id, manager=None)
+    bot = Message.objects.create(chat_id=resolved.chat_id, channel=channel, direction="out", author="bot",
+                                 from_me=True, sent_by_bot=True, text="hi", provider_message_id="bot.1",
+                                 status="sent")  # fmt: skip
+    outbound.remember_bot_sent(resolved.chat_id, "bot.1")
+    events: list[InboundEvent | StatusEvent] = [
+        _event(channel, provider_message_id="new.1", chat_key="77010000002", text="new chat"),
+        _event(channel, provider_message_id="res.1", chat_key="77010000001", text="back again"),
+        _event(channel, provider_message_id="bot.1", chat_key="77010000001", from_me=True, text="hi"),
+        StatusEvent(channel_id=channel.pk, provider_message_id="bot.1", status="read",
+                    provider_ts=int(time.time())),
+        _event(channel, provider_message_id="ph.1", chat_key="77010000003", text="hello"),
+        _event(channel, provider_message_id="ph.2", chat_key="77010000003", from_me=True, text="On it"),
+        _event(channel, provider_message_id="ph.3", chat_key="77010000003", text="thanks"),
+        _event(channel, provider_message_id="new.2", chat_key="77010000002", text="again"),
+    ]  # fmt: skip
+    return events, {"bot": bot.pk}
+
+
+def _conversation(channel: Channel) -> list[tuple[object, ...]]:
+    """What a manager sees of the channel's chats (debounce timers included)."""
+    out: list[tuple[object, ...]] = []
+    for chat in Chat.objects.filter(channel=channel).order_by("customer_key"):
+        texts = list(chat.messages.order_by("pk").values_list("text", "author", "status"))
+        timer = get_redis().get(f"debounce:{chat.pk}") is not None
+        out.append((chat.customer_key, chat.owner, chat.status, chat.version,
+                    chat.customer_messages, chat.last_customer_at, texts, timer))  # fmt: skip
+    return out
+
+
+def test_a_mixed_batch_behaves_exactly_like_its_events_one_by_one(channel: Channel) -> None:
+    other = factories.channel(kind=Channel.Kind.CLOUD_API, debounce_seconds=4)
+    one_by_one, _ = _mixed_scenario(other)
+    for event in one_by_one:
+        ingest.accept(event)
+    batched, _ = _mixed_scenario(channel)
+
+    outcomes = ingest.accept_batch(batched)
+
+    assert [o.outcome for o in outcomes] == [
+        "stored", "stored", "duplicate", "status", "stored", "stored", "stored", "stored",
+    ]  # fmt: skip
+    assert _conversation(channel) == _conversation(other)
+    resolved = Chat.objects.get(channel=channel, customer_key="77010000001")
+    assert resolved.status == "open"  # the customer wrote: reopened
+    assert Chat.objects.get(channel=channel, customer_key="77010000003").owner == Owner.HUMAN
+
+
+class _PoisonListener:
+    """A listener that fails on one message (as any write in the transaction could)."""
+
+    def batch(self) -> object:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *args, **kwargs: None
+
+    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+        if message.text == "poison":
+            raise RuntimeError("poisoned message")
+
+
+def test_a_poisoned_message_in_a_batch_loses_none_of_its_neighbours(channel: Channel) -> None:
+    from inbox.conversations import hooks
+
+    events = [
+        _event(channel, provider_message_id=f"wamid.{i}", chat_key=f"7701000000{i % 3}",
+               text="poison" if i == 4 else f"m{i}")
+        for i in range(9)
+    ]  # fmt: skip
+    ingest.enqueue(events)
+    listener = _PoisonListener()
+    hooks._listeners.append(listener)  # type: ignore[arg-type]
+    try:
+        assert IngestWorker(name="poisoned", block_ms=10).step() == 9
+    finally:
+        hooks._listeners.remove(listener)  # type: ignore[arg-type]
+
+    stored = sorted(Message.objects.values_list("text", flat=True))
+    assert stored == sorted(f"m{i}" for i in range(9) if i != 4)
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 1  # left for a retry
+
+
+def test_two_consumers_on_interleaved_chats_do_not_deadlock(
+    channel: Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has one writer at a time; row locks are PostgreSQL's")
+    # Every batch of each consumer touches every chat, in the stream's (shuffled) order.
+    keys = [f"7701000{n:04d}" for n in range(20)]
+    events = [
+        _event(channel, provider_message_id=f"wamid.{i}", chat_key=keys[(i * 7) % 20], text=f"m{i}")
+        for i in range(600)
+    ]  # fmt: skip
+    ingest.enqueue(events)
+    from inbox.conversations.ingest_worker import ensure_group
+
+    ensure_group(get_redis())
+    errors: list[BaseException] = []
+
+    def consume(name: str) -> None:
+        from django.db import connections
+
+        try:
+            worker = IngestWorker(name=name, block_ms=10, batch=50)
+            while worker.step():
+                pass
+        except BaseException as exc:  # reported by the test thread below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=consume, args=(f"c{n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert not errors
+    assert Message.objects.count() == 600
+    assert sum(Chat.objects.values_list("customer_messages", flat=True)) == 600
+    assert "ingest.batch_failed" not in caplog.text  # no deadlock forced a rollback
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
