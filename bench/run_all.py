@@ -34,7 +34,7 @@ END = "<!-- bench:end -->"
 # name → (arguments for a full run, arguments for a smoke run)
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "ingest": (
-        ["--rate-duration", "10", "--drain-timeout", "120"],
+        ["--rate-duration", "60", "--drain-timeout", "120"],
         ["--servers", "uvicorn", "--duration", "1", "--rounds", "1", "--corpus-rps", "300",
          "--rate", "50", "--rate-duration", "2", "--rate-connections", "2",
          "--consumer-events", "200", "--consumer-chats", "1,10", "--scale-consumers", "1"],
