@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,11 +167,36 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     return tokens
 
 
+def _commit_timers() -> tuple[Callable[[], None], dict[int, float | None]]:
+    """The timers one transaction asked for and the on-commit callback that starts them all in
+    one `schedule_many` (a consumer's batch touches up to a hundred chats: one round trip)."""
+    timers: dict[int, float | None] = {}
+
+    def start_timers() -> None:
+        schedule_many(timers.items())
+
+    return start_timers, timers
+
+
 def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
-    """Schedule after commit. If Redis is away at that moment the turn is not lost: the
-    consumer cannot acknowledge the event either, and its replay re-arms the turn
-    (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last safety net."""
-    transaction.on_commit(lambda: schedule(chat_id, delay), robust=True)
+    """Schedule after commit (at once outside a transaction). If Redis is away at that moment
+    the turn is not lost: the consumer cannot acknowledge the event either, and its replay
+    re-arms the turn (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last
+    safety net. A timer asked for inside a savepoint that then rolled back still starts when
+    the transaction's earlier timers do; that is harmless (a turn answers only what is
+    unanswered, as a re-armed replay does)."""
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block:
+        schedule(chat_id, delay)
+        return
+    pending = getattr(connection, "_debounce_timers", None)
+    # Still registered unless the transaction (or the savepoint that registered it) rolled
+    # back; Django keeps on-commit callbacks as (savepoint ids, callback, robust).
+    if pending is None or not any(entry[1] is pending[0] for entry in connection.run_on_commit):
+        pending = _commit_timers()
+        connection._debounce_timers = pending
+        transaction.on_commit(pending[0], robust=True)
+    pending[1][chat_id] = delay
 
 
 def claim_due(limit: int, lease_seconds: float) -> Claim:

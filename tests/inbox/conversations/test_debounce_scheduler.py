@@ -5,6 +5,7 @@ and real turns."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import sys
 import threading
@@ -13,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from django.db import transaction
 
 from inbox.conversations import debounce
 from inbox.conversations.models import Turn
@@ -79,6 +81,34 @@ def test_schedule_many_starts_each_timer_with_its_channel_delay(db: Any) -> None
         [(quick.pk, tokens[quick.pk]), (7, tokens[7])]
     )
     assert debounce.is_current(slow.pk, tokens[slow.pk])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_timers_asked_for_in_a_transaction_start_when_it_commits_and_not_if_it_rolls_back() -> None:
+    chats = [factories.chat(factories.channel(debounce_seconds=0)) for _ in range(3)]
+    with transaction.atomic():
+        for chat in chats:
+            debounce.schedule_on_commit(chat.pk)
+        debounce.schedule_on_commit(chats[0].pk, 0.0)  # a second message of the same chat
+        assert not get_redis().exists(debounce.DUE_KEY)  # nothing before the commit
+    claimed = wait_for(
+        lambda: len(debounce.claim_due(10, LEASE).chats) == 3 or None, timeout=5, interval=0.01
+    )
+    assert claimed
+
+    with transaction.atomic():
+        with contextlib.suppress(RuntimeError), transaction.atomic():
+            debounce.schedule_on_commit(chats[2].pk, 0.0)
+            raise RuntimeError("the savepoint rolls back, the outer transaction goes on")
+        debounce.schedule_on_commit(chats[1].pk, 0.0)
+    again = wait_for(lambda: debounce.claim_due(10, LEASE).chats, timeout=5, interval=0.01)
+    assert [c.chat_id for c in again] == [chats[1].pk]
+
+    with contextlib.suppress(RuntimeError), transaction.atomic():
+        debounce.schedule_on_commit(chats[0].pk, 0.0)
+        raise RuntimeError("rolled back")
+    time.sleep(0.1)  # a timer of 0 s would be due by now
+    assert debounce.claim_due(10, LEASE).chats == []
 
 
 def test_racing_claims_hand_each_timer_to_exactly_one_claimer() -> None:
