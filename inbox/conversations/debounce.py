@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
+from inbox.conversations import logs
 from inbox.conversations.models import Chat
 from inbox.conversations.redis import get_redis
 
@@ -135,6 +136,10 @@ def _key(chat_id: int) -> str:
     return f"debounce:{chat_id}"
 
 
+def _cid_key(chat_id: int) -> str:
+    return f"debounce_cid:{chat_id}"
+
+
 def _delays(chat_ids: list[int]) -> dict[int, float]:
     rows = Chat.objects.filter(pk__in=chat_ids).values_list("pk", "channel__debounce_seconds")
     return {pk: seconds or 0.0 for pk, seconds in rows}
@@ -162,9 +167,30 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
         tokens[chat_id] = token
         keys.append(_key(chat_id))
         args += [chat_id, max(0, round(seconds * 1000)), token]
-    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args)
+    redis = get_redis()
+    pipe = redis.pipeline(transaction=False)
+    redis.register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args, client=pipe)
+    cid = logs.correlation_id.get()
+    if cid:
+        # The turn task carries the webhook's correlation id, as it did when it was queued here.
+        pipe.mset({_cid_key(chat_id): cid for chat_id in tokens})
+        for chat_id in tokens:
+            pipe.expire(_cid_key(chat_id), TOKEN_TTL_SECONDS)
+    pipe.execute()
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
     return tokens
+
+
+def correlation_ids(chat_ids: list[int]) -> dict[int, str]:
+    """The correlation id of the event that last started each chat's timer (where known)."""
+    if not chat_ids:
+        return {}
+    values = get_redis().mget([_cid_key(chat_id) for chat_id in chat_ids])
+    return {
+        chat_id: value.decode() if isinstance(value, bytes) else str(value)
+        for chat_id, value in zip(chat_ids, values, strict=True)
+        if value
+    }
 
 
 def _commit_timers() -> tuple[Callable[[], None], dict[int, float | None]]:

@@ -21,7 +21,7 @@ from celery import current_app
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from inbox.conversations import debounce
+from inbox.conversations import debounce, logs
 from inbox.conversations.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -68,9 +68,11 @@ class DebounceScheduler:
         """Dispatch what is due now. Returns how long to sleep before the next pass."""
         claim = debounce.claim_due(self.batch, self.lease_seconds)
         sent: list[debounce.DueChat] = []
+        cids = debounce.correlation_ids([due.chat_id for due in claim.chats])
         for due in claim.chats:
             try:
-                current_app.send_task(debounce.TURN_TASK, args=[due.chat_id, due.token])
+                with logs.bound(cids.get(due.chat_id)):
+                    current_app.send_task(debounce.TURN_TASK, args=[due.chat_id, due.token])
             except Exception as exc:
                 # The broker is likely away: stop here. The leases of this chat and the rest of
                 # the batch run out, and a scheduler (maybe this one) dispatches them then.

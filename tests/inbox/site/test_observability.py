@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from inbox.conversations import ingest
+from inbox.conversations.debounce_scheduler import DebounceScheduler
 from inbox.conversations.events import event_from_json
 from inbox.conversations.ingest_worker import IngestWorker
 from inbox.conversations.logs import JsonLines, PrivacyFilter, bound
@@ -22,6 +23,7 @@ from inbox.site.asgi import application
 from inbox.site.celery import HEARTBEAT_KEY
 from tests import factories
 from tests.emulators.graph_api import contact, envelope, sign, text_message
+from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PHONE = "77011234567"
@@ -70,7 +72,9 @@ def test_the_webhooks_correlation_id_travels_with_the_event_into_the_consumer_an
     settings: Any, json_log: io.StringIO
 ) -> None:
     settings.WHATSAPP_APP_SECRET = "s"
-    factories.channel(kind=Channel.Kind.CLOUD_API, phone_number_id="106540352249999")
+    factories.channel(
+        kind=Channel.Kind.CLOUD_API, phone_number_id="106540352249999", debounce_seconds=0
+    )
     body = json.dumps(
         envelope("106540352249999", messages=[text_message(PHONE, "hi")], contacts=[contact(PHONE)])
     ).encode()
@@ -93,13 +97,17 @@ def test_the_webhooks_correlation_id_travels_with_the_event_into_the_consumer_an
     assert event_from_json(fields[b"e"]).correlation_id == cid
 
     IngestWorker(name="obs", block_ms=10).step()
-
-    # The turn task queued by the consumer carries the same id in its headers.
-    raw = get_redis().lindex("assistant", -1)
-    assert raw is not None
-    assert json.loads(raw)["headers"]["cid"] == cid
     consumer_lines = [json.loads(line) for line in json_log.getvalue().splitlines()]
     assert any(line["correlation_id"] == cid for line in consumer_lines)
+
+    # The turn task the debounce scheduler queues for it carries the same id in its headers.
+    scheduler = DebounceScheduler()
+    raw = wait_for(
+        lambda: scheduler.run_once() is not None and get_redis().lindex("assistant", -1),
+        timeout=5,
+        interval=0.05,
+    )
+    assert json.loads(raw)["headers"]["cid"] == cid
 
 
 class TestMetrics:
