@@ -316,6 +316,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 WHATSAPP_GRAPH_URL = env_str("WHATSAPP_GRAPH_URL", "https://graph.facebook.com/v24.0").rstrip("/")
 WHATSAPP_APP_SECRET = env_str("WHATSAPP_APP_SECRET")
 WHATSAPP_VERIFY_TOKEN = env_str("WHATSAPP_VERIFY_TOKEN")
+# How long the webhook keeps which channel a number or bridge is (a query saved per request).
+WHATSAPP_ROUTE_CACHE_SECONDS = env_float("WHATSAPP_ROUTE_CACHE_SECONDS", 5.0)
 # Hosts (names or networks) outside the public internet that URLs typed by business admins may
 # name: a bridge on this machine (127.0.0.1) or a private network (10.0.5.0/24). Anything else
 # private, loopback or link-local is refused (inbox/conversations/egress.py). The tests' emulators

@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ROUTE_TTL_SECONDS = 5.0
 
 
 class BodyTooLarge(Exception):
@@ -99,8 +98,8 @@ class RouteCache:
     """Which channel a Cloud API number or a bridge channel id is, cached for a few seconds
     (also when unknown), so the webhook does not query the database per request."""
 
-    def __init__(self, ttl: float = ROUTE_TTL_SECONDS) -> None:
-        self.ttl = ttl
+    def __init__(self, ttl: float | None = None) -> None:
+        self.ttl = settings.WHATSAPP_ROUTE_CACHE_SECONDS if ttl is None else ttl
         self._numbers: dict[str, tuple[float, int | None]] = {}
         self._bridges: dict[int, tuple[float, str | None]] = {}
 

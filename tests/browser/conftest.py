@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import OperationalError, connection
+from django.test import TransactionTestCase
 
 from inbox.conversations.models import Channel, Membership
 from tests import factories
 from tests.browser import support
 from tests.emulators.graph_api import GraphApiEmulator
-from tests.processes import ProcessGroup
+from tests.processes import ProcessGroup, wait_for
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -34,6 +36,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _flush_outlasts_the_stack() -> Iterator[None]:
+    """The flush after each test TRUNCATEs every table while the shared stack may still be
+    finishing the test's last action (a push rendered, a read marker saved). PostgreSQL can
+    then pick the TRUNCATE as a deadlock victim, and the next test would start on the last
+    one's rows; the flush waits for the stack's queries and tries again instead."""
+    original = TransactionTestCase._fixture_teardown
+
+    def teardown(self: TransactionTestCase) -> None:
+        for attempt in range(1, FLUSH_ATTEMPTS + 1):
+            try:
+                original(self)
+                return
+            except OperationalError as exc:
+                if "deadlock" not in str(exc) or attempt == FLUSH_ATTEMPTS:
+                    raise
+                wait_for(_others_quiet, timeout=10, interval=0.05, message="the stack's queries")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", teardown)
+        yield
+
+
+FLUSH_ATTEMPTS = 3
+
+
+def _others_quiet() -> bool:
+    """No other session on the test database is running a query or holding a transaction."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state <> 'idle'"
+        )
+        (busy,) = cursor.fetchone()
+    return busy == 0
 
 
 @pytest.fixture(scope="package")
@@ -60,6 +101,8 @@ def stack(subprocess_env: dict[str, str], _session_graph: GraphApiEmulator) -> I
         **subprocess_env,
         "WHATSAPP_GRAPH_URL": _session_graph.graph_url,
         "WHATSAPP_APP_SECRET": _session_graph.app_secret,
+        # Every test makes its channel anew under the same number: no route kept between tests.
+        "WHATSAPP_ROUTE_CACHE_SECONDS": "0",
     }
     group = ProcessGroup(env)
     try:
