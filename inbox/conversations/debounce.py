@@ -170,12 +170,14 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     redis = get_redis()
     pipe = redis.pipeline(transaction=False)
     redis.register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args, client=pipe)
+    # The turn task will carry the correlation id of the event that started the timer (an
+    # earlier burst's id is dropped, not reused).
     cid = logs.correlation_id.get()
-    if cid:
-        # The turn task carries the webhook's correlation id, as it did when it was queued here.
-        pipe.mset({_cid_key(chat_id): cid for chat_id in tokens})
-        for chat_id in tokens:
-            pipe.expire(_cid_key(chat_id), TOKEN_TTL_SECONDS)
+    for chat_id in tokens:
+        if cid:
+            pipe.set(_cid_key(chat_id), cid, ex=TOKEN_TTL_SECONDS)
+        else:
+            pipe.delete(_cid_key(chat_id))
     pipe.execute()
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
     return tokens
