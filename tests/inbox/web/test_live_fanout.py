@@ -4,41 +4,19 @@ shared by a process's sockets, and none of it crossing businesses."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import connections, transaction
+from django.db import transaction
 from django.test import Client
 from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
 from inbox.web import realtime
-from tests.inbox.tenants import Tenant, tenant
+from tests.inbox.tenants import Tenant
 from tests.inbox.web.test_live import connect, customer_event, next_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def a() -> Tenant:
-    return tenant("A")
-
-
-@pytest.fixture
-def b() -> Tenant:
-    return tenant("B")
-
-
-@pytest_asyncio.fixture
-async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
-    opened: list[WebsocketCommunicator] = []
-    yield opened
-    for communicator in opened:
-        await communicator.disconnect()
-    await sync_to_async(connections.close_all)()
 
 
 def store_batch(t: Tenant, texts: list[str]) -> None:

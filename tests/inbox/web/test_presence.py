@@ -5,42 +5,21 @@ loser; a reply to a chat another manager has asks first."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 
 from inbox.conversations.models import Chat, Membership, Message, Owner
 from inbox.web import actions
 from tests import factories
-from tests.inbox.tenants import Tenant, tenant
+from tests.inbox.tenants import Tenant
 from tests.inbox.web.test_live import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def a() -> Tenant:
-    return tenant("A")
-
-
-@pytest.fixture
-def b() -> Tenant:
-    return tenant("B")
-
-
-@pytest_asyncio.fixture
-async def sockets() -> AsyncIterator[list[WebsocketCommunicator]]:
-    opened: list[WebsocketCommunicator] = []
-    yield opened
-    for communicator in opened:
-        await communicator.disconnect()
-    await sync_to_async(connections.close_all)()
 
 
 async def next_frame(page: WebsocketCommunicator, kind: str) -> dict[str, Any]:
