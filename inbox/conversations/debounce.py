@@ -38,18 +38,25 @@ DUE_KEY = "debounce:due"  # sorted set: chat id → due time (Unix ms, the Redis
 # for it instead of waiting out a sleep computed before it existed.
 WAKE_CHANNEL = "debounce:wake"
 
-# KEYS: DUE_KEY, then one token key per chat. ARGV: wake channel, ttl seconds, then per chat
-# (chat id, delay ms, token). Sets each token, (re)starts each timer, and wakes the schedulers
-# when one of them is now the earliest.
+# KEYS: DUE_KEY, then per chat its token key and its correlation-id key. ARGV: wake channel,
+# ttl seconds, the correlation id ('' for none), then per chat (chat id, delay ms, token). Sets
+# each token and correlation id (an earlier burst's id is dropped, not reused), (re)starts each
+# timer, and wakes the schedulers when one of them is now the earliest.
 _SCHEDULE_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
+local cid = ARGV[3]
 local earliest = false
-for i = 1, #KEYS - 1 do
-  local chat = ARGV[3 * i]
-  local delay = tonumber(ARGV[3 * i + 1])
-  redis.call('SET', KEYS[i + 1], ARGV[3 * i + 2], 'EX', ttl + math.ceil(delay / 1000))
+for i = 1, (#KEYS - 1) / 2 do
+  local chat = ARGV[3 * i + 1]
+  local delay = tonumber(ARGV[3 * i + 2])
+  redis.call('SET', KEYS[2 * i], ARGV[3 * i + 3], 'EX', ttl + math.ceil(delay / 1000))
+  if cid ~= '' then
+    redis.call('SET', KEYS[2 * i + 1], cid, 'EX', ttl)
+  else
+    redis.call('DEL', KEYS[2 * i + 1])
+  end
   redis.call('ZADD', KEYS[1], now + delay, chat)
   if not earliest then
     local head = redis.call('ZRANGE', KEYS[1], 0, 0)
@@ -160,25 +167,16 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     known = _delays(missing) if missing else {}
     tokens: dict[int, str] = {}
     keys = [DUE_KEY]
-    args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS]
+    # The turn task will carry the correlation id of the event that started the timer.
+    args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS, logs.correlation_id.get() or ""]
     for chat_id, delay in timers:
         seconds = known.get(chat_id, 0.0) if delay is None else delay
         token = uuid.uuid4().hex
         tokens[chat_id] = token
-        keys.append(_key(chat_id))
+        keys += [_key(chat_id), _cid_key(chat_id)]
         args += [chat_id, max(0, round(seconds * 1000)), token]
-    redis = get_redis()
-    pipe = redis.pipeline(transaction=False)
-    redis.register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args, client=pipe)
-    # The turn task will carry the correlation id of the event that started the timer (an
-    # earlier burst's id is dropped, not reused).
-    cid = logs.correlation_id.get()
-    for chat_id in tokens:
-        if cid:
-            pipe.set(_cid_key(chat_id), cid, ex=TOKEN_TTL_SECONDS)
-        else:
-            pipe.delete(_cid_key(chat_id))
-    pipe.execute()
+    # One EVALSHA (a script in a pipeline costs a SCRIPT EXISTS round trip first).
+    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args)
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
     return tokens
 

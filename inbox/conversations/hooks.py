@@ -12,7 +12,7 @@ that raises fails the caller's transaction, like any other write in it would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
@@ -45,9 +45,10 @@ class Listener:
         """The chat was resolved, snoozed or reopened (`woke`: its snooze time came, worth a
         notification)."""
 
-    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
-        """A customer message was stored (the ingest consumer's hot path: the objects are
-        in hand, with the chat's channel and assignee loaded)."""
+    def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
+        """Customer messages of one business were stored, in order (the ingest consumer's hot
+        path: once per batch, not per message; the objects are in hand, each chat with its
+        channel loaded)."""
 
     def message_changed(self, message_id: int) -> None:
         """A message was added or changed: a reply, a note, a status, a transcript, an edit."""
@@ -105,9 +106,11 @@ def chat_status_changed(chat_id: int, *, woke: bool) -> None:
         listener.chat_status_changed(chat_id, woke=woke)
 
 
-def message_received(message: Message, chat: Chat, *, business_id: int) -> None:
+def messages_received(items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
+    if not items:
+        return
     for listener in _listeners:
-        listener.message_received(message, chat, business_id=business_id)
+        listener.messages_received(items, business_id=business_id)
 
 
 def message_changed(message_id: int) -> None:

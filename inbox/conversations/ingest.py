@@ -20,10 +20,11 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 import redis
@@ -33,7 +34,16 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from inbox.conversations import attachments, debounce, hooks, outbound, ownership, status, voice
+from inbox.conversations import (
+    attachments,
+    debounce,
+    hooks,
+    ingest_sql,
+    outbound,
+    ownership,
+    status,
+    voice,
+)
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.conversations.models import Channel, Chat, Message, Owner
 from inbox.conversations.redis import get_redis
@@ -197,10 +207,36 @@ def _without_nul(value: Any) -> Any:
     return value
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    return False
+
+
+_FIELD_VALUES: dict[type, Callable[[Event], tuple[Any, ...]]] = {
+    event_type: attrgetter(*(f.name for f in dataclasses.fields(event_type)))
+    for event_type in (InboundEvent, StatusEvent)
+}
+
+
 def storable(event: Event) -> Event:
     """The event with every NUL character replaced by U+FFFD. JSON allows "\\u0000" in a
     customer's text or name; PostgreSQL text and jsonb do not, and the whole event would fail
-    (and end in the dead-letter stream, unanswered) over one invisible character."""
+    (and end in the dead-letter stream, unanswered) over one invisible character. An event
+    without one (nearly all) is returned as it is, after a scan that costs a microsecond."""
+    values = list(_FIELD_VALUES[type(event)](event))
+    media = event.media if isinstance(event, InboundEvent) else None
+    if media is not None:
+        values += [media.ref, media.mime_type, media.sha256, media.filename]
+    strings = [value for value in values if isinstance(value, str)]
+    if "\x00" not in "".join(strings) and not any(
+        _has_nul(value) for value in values if value and isinstance(value, list | dict)
+    ):
+        return event
     changes = {
         f.name: _without_nul(getattr(event, f.name))
         for f in dataclasses.fields(event)
@@ -248,6 +284,9 @@ def _provider_time(event: InboundEvent) -> datetime:
 class _ChannelInfo:
     business_id: int
     debounce_seconds: float
+    # The channel as loaded (its token decrypted once), for the chats and messages of a batch:
+    # what listeners read of it (the business, the name) without a query per chat.
+    channel: Channel
 
 
 _CHANNEL_TTL_SECONDS = 5.0
@@ -262,12 +301,12 @@ def _channel_info(channel_id: int) -> _ChannelInfo | None:
     cached = _channels.get(channel_id)
     if cached is not None and cached[0] > now:
         return cached[1]
-    row = (
-        Channel.objects.filter(pk=channel_id, is_active=True)
-        .values_list("business_id", "debounce_seconds")
-        .first()
+    channel = Channel.objects.filter(pk=channel_id, is_active=True).first()
+    info = (
+        _ChannelInfo(channel.business_id, channel.debounce_seconds, channel)
+        if channel is not None
+        else None
     )
-    info = _ChannelInfo(*row) if row is not None else None
     _channels[channel_id] = (now + _CHANNEL_TTL_SECONDS, info)
     return info
 
@@ -308,6 +347,13 @@ def _locked_chats(events: Sequence[InboundEvent]) -> dict[_ChatKey, Chat]:
 def _select_locked(keys: Sequence[_ChatKey]) -> dict[_ChatKey, Chat]:
     if not keys:
         return {}
+    if ingest_sql.available():
+        found = ingest_sql.lock_chats(keys)
+        for chat in found.values():
+            info = _channel_info(chat.channel_id)
+            if info is not None:
+                Chat.channel.field.set_cached_value(chat, info.channel)
+        return found
     by_channel: dict[int, list[str]] = {}
     for channel_id, customer_key in keys:
         by_channel.setdefault(channel_id, []).append(customer_key)
@@ -324,8 +370,14 @@ def _select_locked(keys: Sequence[_ChatKey]) -> dict[_ChatKey, Chat]:
 
 
 def _is_plain(event: InboundEvent) -> bool:
-    """A customer message that needs nothing but storing: the batched insert."""
-    return not event.from_me and "revoke_of" not in event.extra and "edit_of" not in event.extra
+    """A customer message that needs nothing but storing: the batched insert (a message
+    without a provider id is never a duplicate, so it takes the per-event path)."""
+    return (
+        not event.from_me
+        and bool(event.provider_message_id)
+        and "revoke_of" not in event.extra
+        and "edit_of" not in event.extra
+    )
 
 
 def _accept_messages(
@@ -367,22 +419,22 @@ def _accept_plain(
     (a message already stored is a duplicate), then one update per chat."""
     if not known:
         return []
-    stored = _stored_ids([event for _i, event, _c in known])
     out: list[tuple[int, Accepted]] = []
-    new: list[tuple[int, InboundEvent, _ChannelInfo, Message]] = []
+    new: list[tuple[int, InboundEvent, _ChannelInfo]] = []
     seen: set[tuple[int, str]] = set()
     for i, event, channel in known:
-        chat = chats[(event.channel_id, event.chat_key)]
         key = (event.channel_id, event.provider_message_id)
-        if key in stored or key in seen:
+        if key in seen:
+            chat = chats[(event.channel_id, event.chat_key)]
             _rearm_unanswered(chat, event)
             out.append((i, Accepted(None, chat.pk, "duplicate")))
             continue
         seen.add(key)
-        new.append((i, event, channel, _new_message(chat, event)))
-    messages = _insert([m for _i, _e, _c, m in new])
+        new.append((i, event, channel))
+    messages = _store_plain([(event, chats[(event.channel_id, event.chat_key)])
+                             for _i, event, _c in new])  # fmt: skip
     per_chat: dict[int, tuple[Chat, _ChannelInfo, list[Message]]] = {}
-    for (i, event, channel, _m), message in zip(new, messages, strict=True):
+    for (i, event, channel), message in zip(new, messages, strict=True):
         chat = chats[(event.channel_id, event.chat_key)]
         if message is None:
             _rearm_unanswered(chat, event)
@@ -397,10 +449,36 @@ def _accept_plain(
         if not _customer_wrote(chat, chat_messages, channel)
     ]
     _save_counters(unsaved)
+    by_business: dict[int, list[tuple[Message, Chat]]] = {}
     for chat, channel, chat_messages in per_chat.values():
-        for message in chat_messages:
-            hooks.message_received(message, chat, business_id=channel.business_id)
+        by_business.setdefault(channel.business_id, []).extend((m, chat) for m in chat_messages)
+    for business_id, items in by_business.items():
+        hooks.messages_received(items, business_id=business_id)
     return out
+
+
+def _store_plain(items: Sequence[tuple[InboundEvent, Chat]]) -> list[Message | None]:
+    """Store the plain customer messages of a batch (distinct provider ids); None for each
+    one stored already. On PostgreSQL one prepared INSERT … ON CONFLICT DO NOTHING RETURNING
+    (`ingest_sql`), the messages then built from what was inserted, as if loaded; elsewhere a
+    look-up of the stored ids and a `bulk_create`."""
+    if ingest_sql.available():
+        at = timezone.now()
+        rows = [_message_columns(chat, event) for event, chat in items]
+        ids = ingest_sql.insert_customer_messages(rows, at)
+        out: list[Message | None] = []
+        for row, (event, chat) in zip(rows, items, strict=True):
+            pk = ids.get((event.channel_id, event.provider_message_id))
+            out.append(None if pk is None else _loaded_message(pk, row, chat, at))
+        return out
+    stored = _stored_ids([event for event, _chat in items])
+    pending = [
+        None if (event.channel_id, event.provider_message_id) in stored
+        else _new_message(chat, event)
+        for event, chat in items
+    ]  # fmt: skip
+    inserted = iter(_insert([m for m in pending if m is not None]))
+    return [None if m is None else next(inserted) for m in pending]
 
 
 def _stored_ids(events: Sequence[InboundEvent]) -> set[tuple[int, str]]:
@@ -466,12 +544,21 @@ def _accept_one(event: InboundEvent, locked: Chat, channel: _ChannelInfo) -> Acc
     else:
         if not _customer_wrote(chat, [message], channel):
             _save_counters([chat])
-        hooks.message_received(message, chat, business_id=channel.business_id)
+        hooks.messages_received([(message, chat)], business_id=channel.business_id)
     return Accepted(message.pk, chat.pk, "stored")
 
 
 def _new_message(chat: Chat, event: InboundEvent) -> Message:
-    """The event's message, not saved yet."""
+    """The event's message, not saved yet, with the chat and its channel objects (so the
+    listeners read them without a query)."""
+    fields = _message_columns(chat, event)
+    del fields["chat_id"], fields["channel_id"]
+    return Message(chat=chat, channel=chat.channel, **fields)
+
+
+def _message_columns(chat: Chat, event: InboundEvent) -> dict[str, Any]:
+    """What the event sets of its message, by column; every other column keeps its default.
+    `ingest_sql.CUSTOMER_MESSAGE_COLUMNS` lists these (but `created_at`)."""
     at = _provider_time(event)
     media = event.media
     text, original_chars = capped_text(event.text)
@@ -479,17 +566,18 @@ def _new_message(chat: Chat, event: InboundEvent) -> Message:
     if original_chars:
         payload = {**payload, "text_truncated": {"original_chars": original_chars}}
     fields: dict[str, Any] = {
-        "chat": chat,
-        # The chat's channel object (loaded with it), so the listeners read it without a query.
-        "channel": chat.channel,
-        "direction": Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND,
-        "author": Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER,
+        "chat_id": chat.pk,
+        "channel_id": chat.channel_id,
+        "direction": (
+            Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND
+        ).value,
+        "author": (Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER).value,
         "from_me": event.from_me,
         "kind": event.kind,
         "text": text,
         "provider_message_id": event.provider_message_id,
         "provider_timestamp": at,
-        "status": Message.Status.SENT if event.from_me else Message.Status.RECEIVED,
+        "status": (Message.Status.SENT if event.from_me else Message.Status.RECEIVED).value,
         "payload": payload,
     }
     if media is not None:
@@ -499,11 +587,41 @@ def _new_message(chat: Chat, event: InboundEvent) -> Message:
             media_sha256=media.sha256[:128],
             media_filename=media.filename[:255],
         )
-    if event.kind in VOICE_KINDS and not event.from_me:
-        fields["transcript_status"] = Message.TranscriptStatus.PENDING
+    else:
+        fields.update(media_ref="", media_mime="", media_sha256="", media_filename="")
+    fields["transcript_status"] = (
+        Message.TranscriptStatus.PENDING.value
+        if event.kind in VOICE_KINDS and not event.from_me
+        else Message.TranscriptStatus.NONE.value
+    )
     if original_chars and media is None:
         fields["media_filename"] = FULL_TEXT_FILENAME
-    return Message(**fields)
+    return fields
+
+
+_MESSAGE_FIELDS = list(Message._meta.concrete_fields)
+_MESSAGE_ATTNAMES = [f.attname for f in _MESSAGE_FIELDS]
+# Each field's default as the row got it (`ingest_sql`); one made anew for each message (a
+# list, a dict) is never shared.
+_FRESH_DEFAULTS = [
+    (i, f) for i, f in enumerate(_MESSAGE_FIELDS) if f.has_default() and callable(f.default)
+]
+_MESSAGE_DEFAULTS = [f.get_default() for f in _MESSAGE_FIELDS]
+
+
+def _loaded_message(pk: int, columns: dict[str, Any], chat: Chat, at: datetime) -> Message:
+    """The message `ingest_sql` just inserted from `columns`, as if loaded from the database
+    (every other field its default), with the chat and its channel objects."""
+    values = [columns.get(n, d) for n, d in zip(_MESSAGE_ATTNAMES, _MESSAGE_DEFAULTS, strict=True)]
+    for i, field in _FRESH_DEFAULTS:
+        if _MESSAGE_ATTNAMES[i] not in columns:
+            values[i] = field.get_default()
+    message = Message.from_db(connection.alias, _MESSAGE_ATTNAMES, values)
+    message.pk = pk
+    message.created_at = at
+    Message.chat.field.set_cached_value(message, chat)
+    Message.channel.field.set_cached_value(message, chat.channel)
+    return message
 
 
 def _stored(message: Message, event: InboundEvent) -> None:
@@ -519,7 +637,7 @@ def _stored(message: Message, event: InboundEvent) -> None:
         attachments.fetch_on_commit(message.pk)
 
 
-_CHAT_COUNTERS = ["version", "customer_messages", "last_customer_at", "last_message_at"]
+_CHAT_COUNTERS = [name for name, _type in ingest_sql.COUNTER_COLUMNS]
 
 
 def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelInfo) -> bool:
@@ -537,7 +655,9 @@ def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelIn
         chat.last_customer_at = at
         chat.last_message_at = at
         # A resolved or snoozed chat is open again: part of this same save (no query when open).
-        reopened = list(dict.fromkeys([*reopened, *status.reopen_on_customer_message(chat, at)]))
+        reopening = status.reopen_on_customer_message(chat, at)
+        if reopening:
+            reopened = list(dict.fromkeys([*reopened, *reopening]))
         if message.kind in VOICE_KINDS and message.media_ref:
             # The timer starts when the transcript is ready, not when the audio arrived.
             voice.transcribe_on_commit(message.pk)
@@ -553,28 +673,13 @@ def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelIn
 
 def _save_counters(chats: Sequence[Chat]) -> None:
     """The counters `_customer_wrote` changed, for every chat in one UPDATE (PostgreSQL:
-    UPDATE … FROM VALUES; elsewhere Django's bulk_update, the same in one statement)."""
+    `ingest_sql.save_counters`; elsewhere Django's bulk_update, the same in one statement)."""
     if not chats:
         return
-    if len(chats) == 1 or connection.vendor != "postgresql":
+    if ingest_sql.available():
+        ingest_sql.save_counters(chats)
+    else:
         Chat.objects.bulk_update(chats, _CHAT_COUNTERS)
-        return
-    rows = ",".join(["(%s::bigint, %s::bigint, %s::integer, %s::timestamptz, %s::timestamptz)"]
-                    * len(chats))  # fmt: skip
-    params: list[Any] = []
-    for chat in chats:
-        params += [chat.pk, chat.version, chat.customer_messages, chat.last_customer_at,
-                   chat.last_message_at]  # fmt: skip
-    table = connection.ops.quote_name(Chat._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS c SET version = v.version, "  # noqa: S608 - names, not input
-            "customer_messages = v.customer_messages, last_customer_at = v.last_customer_at, "
-            "last_message_at = v.last_message_at "
-            f"FROM (VALUES {rows}) AS v(id, version, customer_messages, last_customer_at, "
-            "last_message_at) WHERE c.id = v.id",
-            params,
-        )
 
 
 def _rearm_unanswered(chat: Chat, event: InboundEvent) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -115,13 +115,19 @@ class DashboardPush(hooks.Listener):
             ("chat_assigned", chat_id, assignee_id), partial(chat_assigned, chat_id, assignee_id)
         )
 
-    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+    def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
+        items = list(items)
+
         def committed() -> None:
             collected = _state.collected
             if collected is None:
-                new_messages([(message, chat)])
+                collected = _Collected()
+                for message, chat in items:
+                    collected.add_message(message, chat)
+                push_collected(collected)
             else:
-                collected.add_message(message, chat)
+                for message, chat in items:
+                    collected.add_message(message, chat)
 
         transaction.on_commit(committed, robust=True)
 

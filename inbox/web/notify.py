@@ -10,6 +10,7 @@ browser shows it with the Notification API (`static/inbox/notify.js`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any, Literal
 
@@ -45,10 +46,11 @@ class NotificationPush(hooks.Listener):
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
         transaction.on_commit(partial(chat_assigned, chat_id, assignee_id), robust=True)
 
-    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
-        if chat.assigned_to_id is None or message.author != Message.Author.CUSTOMER:
-            return
-        transaction.on_commit(partial(my_chat_message, message, chat), robust=True)
+    def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
+        for message, chat in items:
+            if chat.assigned_to_id is None or message.author != Message.Author.CUSTOMER:
+                continue
+            transaction.on_commit(partial(my_chat_message, message, chat), robust=True)
 
 
 def recipients(kind: Kind, chat: Chat, user_ids: list[int] | None = None) -> list[int]:

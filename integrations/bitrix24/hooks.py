@@ -9,6 +9,7 @@ HTTP calls and does nothing when the business has no active Bitrix24 sync.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from inbox.conversations import hooks
@@ -33,8 +34,11 @@ class CrmSync(hooks.Listener):
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
         chat_assigned(chat_id)
 
-    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
-        customer_message(message.pk, business_id=business_id)
+    def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
+        if active_settings(business_id) is None:
+            return  # most businesses: one look-up per batch (read once per batch)
+        for message, _chat in items:
+            customer_message(message.pk, business_id=business_id)
 
 
 def chat_created(chat_id: int, *, business_id: int | None = None) -> None:

@@ -601,8 +601,8 @@ class _PoisonListener:
     def __getattr__(self, name: str) -> object:
         return lambda *args, **kwargs: None
 
-    def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
-        if message.text == "poison":
+    def messages_received(self, items: list[tuple[Message, Chat]], *, business_id: int) -> None:
+        if any(message.text == "poison" for message, _chat in items):
             raise RuntimeError("poisoned message")
 
 
@@ -671,3 +671,66 @@ def test_two_consumers_on_interleaved_chats_do_not_deadlock(
     assert sum(Chat.objects.values_list("customer_messages", flat=True)) == 600
     assert "ingest.batch_failed" not in caplog.text  # no deadlock forced a rollback
     assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+
+
+class _Recorder:
+    """A listener that keeps what the consumer handed it."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[Message, Chat, int]] = []
+
+    def batch(self) -> object:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *args, **kwargs: None
+
+    def messages_received(self, items: list[tuple[Message, Chat]], *, business_id: int) -> None:
+        self.received += [(message, chat, business_id) for message, chat in items]
+
+
+def test_listeners_get_the_messages_and_chats_as_stored(channel: Channel) -> None:
+    """The batch path builds the messages it hands to listeners (the dashboard renders them,
+    the CRM sync files them) from what it inserted: every field must be what a read of the
+    row gives, the times included."""
+    from inbox.conversations import hooks
+
+    factories.chat(channel, customer_key="77010000001", customer_name="Aigerim")
+    events = [
+        _event(channel, provider_message_id="wamid.a", chat_key="77010000001",
+               text="сколько стоит доставка?", provider_ts=1_760_000_100),
+        _event(channel, provider_message_id="wamid.b", chat_key="77010000002",
+               kind="image", text="this one", extra={"caption": "oak"},
+               media=MediaRef(ref="media-7", mime_type="image/jpeg", sha256="abc")),
+        _event(channel, provider_message_id="wamid.c", chat_key="77010000001",
+               kind="voice", text="", media=MediaRef(ref="media-8", mime_type="audio/ogg")),
+    ]  # fmt: skip
+    ingest.enqueue(events)
+    recorder = _Recorder()
+    hooks._listeners.append(recorder)  # type: ignore[arg-type]
+    try:
+        assert IngestWorker(name="recorder", block_ms=10).step() == 3
+    finally:
+        hooks._listeners.remove(recorder)  # type: ignore[arg-type]
+
+    assert [m.provider_message_id for m, _c, _b in recorder.received] == [
+        "wamid.a",
+        "wamid.c",
+        "wamid.b",
+    ]  # in lock order: the chat of ...001 first, its messages in order
+    fields = [f.attname for f in Message._meta.concrete_fields]
+    for message, chat, business_id in recorder.received:
+        stored = Message.objects.get(pk=message.pk)
+        assert {f: getattr(message, f) for f in fields} == {f: getattr(stored, f) for f in fields}
+        assert message.chat is chat
+        assert chat.pk == stored.chat_id
+        assert chat.channel.business_id == business_id == channel.business_id
+        fresh = Chat.objects.get(pk=chat.pk)
+        assert (chat.version, chat.customer_messages, chat.last_customer_at) == (
+            fresh.version, fresh.customer_messages, fresh.last_customer_at
+        )  # fmt: skip
+    # Defaults made anew for each message are never shared between them.
+    first, second = recorder.received[0][0], recorder.received[1][0]
+    assert first.transcript_segments is not second.transcript_segments

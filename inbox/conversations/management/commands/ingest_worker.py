@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 from typing import Any
 
@@ -34,4 +35,9 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        # What is loaded by now (Django, the apps, the models) lives as long as the process:
+        # frozen, a full collection no longer walks it. The consumer allocates model objects
+        # by the thousand; without this it spent ~35 µs per event in generation-2 collections.
+        gc.collect()
+        gc.freeze()
         worker.run()

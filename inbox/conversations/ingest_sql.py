@@ -1,0 +1,210 @@
+"""The ingest consumer's three statements per batch, on PostgreSQL: lock the chats, insert the
+customer messages, write the chats' counters.
+
+Each is one fixed statement whose rows travel as one JSON parameter (`jsonb_to_recordset`),
+bound on the server, so a batch of a hundred events costs three round trips and no SQL is
+built or quoted per batch in Python. Django's `bulk_create` spent more time compiling 28
+columns per row than the database spent storing them (docs/performance.md). The column lists
+come from the models (`_meta`), and the columns a customer message leaves at their defaults
+take the model field's default, so the models stay the one place those are defined.
+
+SQLite (the embedded default) has no arrays and no row locks; there `ingest` does the same
+through Django. Everything here runs on the connection Django holds, inside its transaction.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+import psycopg
+from django.db import connection
+from django.db.models import Field
+
+from inbox.conversations.models import Chat, Message
+
+ChatKey = tuple[int, str]
+
+# The columns a plain customer message sets (`ingest._new_message`), with their array types.
+# Every other column of the message table gets its model default.
+CUSTOMER_MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("chat_id", "bigint"),
+    ("channel_id", "bigint"),
+    ("direction", "text"),
+    ("author", "text"),
+    ("from_me", "boolean"),
+    ("kind", "text"),
+    ("text", "text"),
+    ("provider_message_id", "text"),
+    ("provider_timestamp", "timestamptz"),
+    ("status", "text"),
+    ("payload", "jsonb"),
+    ("media_ref", "text"),
+    ("media_mime", "text"),
+    ("media_sha256", "text"),
+    ("media_filename", "text"),
+    ("transcript_status", "text"),
+)
+COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("version", "bigint"),
+    ("customer_messages", "integer"),
+    ("last_customer_at", "timestamptz"),
+    ("last_message_at", "timestamptz"),
+)
+
+
+def available() -> bool:
+    """Whether the connection is PostgreSQL (else the caller takes the Django path)."""
+    return connection.vendor == "postgresql"
+
+
+def _cursor() -> Any:
+    """A cursor that binds parameters on the server, on Django's own connection and wrapped
+    as Django wraps its own (errors as Django's, queries logged where Django logs them).
+    Django's cursors bind on the client: every value quoted into the SQL text in Python.
+
+    Results come in binary: Django loads a text `timestamptz` with a Python loader (its
+    time-zone hook), 15 µs a value; the binary one is psycopg's C loader, in the session's
+    time zone (UTC, as Django sets it). Statements are prepared only where the connection
+    prepares (Django's `prepare_threshold` option: off by default, for connection poolers)."""
+    connection.ensure_connection()
+    raw = connection.connection
+    assert raw is not None
+    cursor: Any = psycopg.Cursor(raw)  # Django's wrappers are typed for its own cursors
+    cursor.format = psycopg.pq.Format.BINARY
+    if connection.queries_logged:
+        return connection.make_debug_cursor(cursor)
+    return connection.make_cursor(cursor)
+
+
+def _quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _fields(model: type[Chat] | type[Message]) -> list[Field[Any, Any]]:
+    return list(model._meta.concrete_fields)
+
+
+def _column(field: Field[Any, Any]) -> str:
+    column = field.column
+    assert column is not None  # a concrete field always has one
+    return column
+
+
+@cache
+def _lock_chats_sql() -> str:
+    table = _quote(Chat._meta.db_table)
+    columns = ", ".join(f"c.{_quote(_column(f))}" for f in _fields(Chat))
+    return (
+        f"SELECT {columns} FROM {table} AS c "  # noqa: S608 - names from _meta, not input
+        "JOIN jsonb_to_recordset(%s::jsonb) AS k(channel_id bigint, customer_key text) "
+        "ON c.channel_id = k.channel_id AND c.customer_key = k.customer_key "
+        "ORDER BY c.channel_id, c.customer_key FOR UPDATE OF c"
+    )
+
+
+def lock_chats(keys: Sequence[ChatKey]) -> dict[ChatKey, Chat]:
+    """The chats of `keys` that exist, each row locked until the transaction ends, taken in
+    (channel, customer) order so that consumers never deadlock on them. The chats are loaded
+    as Django would load them (`Model.from_db`), their channel and assignee not (the caller
+    has the channel; the assignee loads when read)."""
+    if not keys:
+        return {}
+    names = [f.attname for f in _fields(Chat)]
+    with _cursor() as cursor:
+        keys_document = [{"channel_id": k[0], "customer_key": k[1]} for k in keys]
+        cursor.execute(_lock_chats_sql(), [_json(keys_document)])
+        rows = cursor.fetchall()
+    db = connection.alias
+    chats = (Chat.from_db(db, names, row) for row in rows)
+    return {(chat.channel_id, chat.customer_key): chat for chat in chats}
+
+
+@cache
+def _defaults() -> tuple[list[tuple[str, str]], list[Any]]:
+    """The message columns a customer message leaves at their model defaults, and those
+    defaults as the database takes them."""
+    given = {name for name, _type in CUSTOMER_MESSAGE_COLUMNS} | {"id", "created_at"}
+    columns, values = [], []
+    for field in _fields(Message):
+        if _column(field) in given:
+            continue
+        value = field.get_db_prep_save(field.get_default(), connection)
+        columns.append((_column(field), field.db_type(connection) or "text"))
+        values.append(value.value if isinstance(value, enum.Enum) else value)
+    return columns, values
+
+
+@cache
+def _insert_sql() -> str:
+    table = _quote(Message._meta.db_table)
+    default_columns, _values = _defaults()
+    given = [name for name, _type in CUSTOMER_MESSAGE_COLUMNS]
+    columns = ", ".join(
+        _quote(c) for c in [*given, "created_at", *(c for c, _t in default_columns)]
+    )
+    record = ", ".join(f"{name} {sql_type}" for name, sql_type in CUSTOMER_MESSAGE_COLUMNS)
+    # Typed: a bare parameter in a SELECT list would be taken as text.
+    constants = "".join(f", %s::{sql_type}" for _c, sql_type in default_columns)
+    # The partial unique index on (channel, provider id) decides a duplicate: one already
+    # stored, or one another consumer inserts at the same moment (it waits for that commit).
+    return (
+        f"INSERT INTO {table} ({columns}) "  # noqa: S608 - names from _meta, not input
+        f"SELECT v.*, %s::timestamptz{constants} "
+        f"FROM jsonb_to_recordset(%s::jsonb) AS v({record}) "
+        "ON CONFLICT (channel_id, provider_message_id) WHERE provider_message_id <> '' "
+        "DO NOTHING RETURNING id, channel_id, provider_message_id"
+    )
+
+
+def _iso(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _json(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows as one JSON document for `jsonb_to_recordset`: one parameter that the C encoder
+    writes, instead of an array of Python objects per column for the driver to adapt."""
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"), default=_iso)
+
+
+def insert_customer_messages(
+    rows: Sequence[dict[str, Any]], at: datetime
+) -> dict[tuple[int, str], int]:
+    """Insert plain customer messages (each a dict of `CUSTOMER_MESSAGE_COLUMNS`; no two with
+    the same channel and provider id, none with an empty one), created `at`, in one statement.
+    Returns (channel, provider id) → new message id for those stored; a message stored
+    already is left out."""
+    if not rows:
+        return {}
+    _columns, constants = _defaults()
+    with _cursor() as cursor:
+        # Parameters in the order they appear in the text.
+        cursor.execute(_insert_sql(), [at, *constants, _json(rows)])
+        return {(channel_id, provider_id): pk for pk, channel_id, provider_id in cursor.fetchall()}
+
+
+@cache
+def _counters_sql() -> str:
+    table = _quote(Chat._meta.db_table)
+    assignments = ", ".join(f"{_quote(name)} = v.{name}" for name, _type in COUNTER_COLUMNS)
+    record = ", ".join(f"{name} {sql_type}" for name, sql_type in COUNTER_COLUMNS)
+    return (
+        f"UPDATE {table} AS c SET {assignments} "  # noqa: S608 - names from _meta, not input
+        f"FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, {record}) WHERE c.id = v.id"
+    )
+
+
+def save_counters(chats: Sequence[Chat]) -> None:
+    """Write the chats' counters (`COUNTER_COLUMNS`) in one statement."""
+    if not chats:
+        return
+    names = ["id", *(name for name, _type in COUNTER_COLUMNS)]
+    rows = [{name: getattr(chat, name) for name in names} for chat in chats]
+    with _cursor() as cursor:
+        cursor.execute(_counters_sql(), [_json(rows)])
