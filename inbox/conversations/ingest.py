@@ -459,7 +459,7 @@ def _accept_plain(
 
 def _store_plain(items: Sequence[tuple[InboundEvent, Chat]]) -> list[Message | None]:
     """Store the plain customer messages of a batch (distinct provider ids); None for each
-    one stored already. On PostgreSQL one prepared INSERT … ON CONFLICT DO NOTHING RETURNING
+    one stored already. On PostgreSQL one INSERT … ON CONFLICT DO NOTHING RETURNING
     (`ingest_sql`), the messages then built from what was inserted, as if loaded; elsewhere a
     look-up of the stored ids and a `bulk_create`."""
     if ingest_sql.available():
@@ -558,7 +558,7 @@ def _new_message(chat: Chat, event: InboundEvent) -> Message:
 
 def _message_columns(chat: Chat, event: InboundEvent) -> dict[str, Any]:
     """What the event sets of its message, by column; every other column keeps its default.
-    `ingest_sql.CUSTOMER_MESSAGE_COLUMNS` lists these (but `created_at`)."""
+    `ingest_sql.CUSTOMER_MESSAGE_COLUMNS` lists these."""
     at = _provider_time(event)
     media = event.media
     text, original_chars = capped_text(event.text)
