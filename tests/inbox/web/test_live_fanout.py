@@ -1,18 +1,23 @@
-"""Fan-out that costs once per business: a batch's messages of one chat in one push, nothing
-rendered while no inbox of the business is open (yet no page left stale), one feed per business
-shared by a process's sockets, and none of it crossing businesses."""
+"""Fan-out that costs once per business: a batch's messages of one chat in one push, the rows
+of a batch read in a few queries, nothing rendered while no inbox of the business is open (yet no
+page left stale), one feed per business shared by a process's sockets, and none of it crossing
+businesses."""
 
 from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
+from inbox.conversations.events import InboundEvent
+from inbox.conversations.models import Label
 from inbox.web import realtime
+from tests import factories
 from tests.inbox.tenants import Tenant
 from tests.inbox.web.test_live import connect, customer_event, next_event
 
@@ -21,9 +26,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def store_batch(t: Tenant, texts: list[str]) -> None:
     """What the ingest consumer does with a batch: one transaction inside `hooks.batch()`."""
+    store_events([customer_event(t, text) for text in texts])
+
+
+def store_events(events: list[InboundEvent]) -> None:
     with hooks.batch(), transaction.atomic():
-        for text in texts:
-            ingest.accept(customer_event(t, text))
+        for event in events:
+            ingest.accept(event)
 
 
 def skipped() -> float:
@@ -152,3 +161,30 @@ async def test_a_burst_reaches_a_page_complete_and_in_order(
             seqs.append(event["seq"])
     assert seqs == list(range(start + 1, start + 41))
     assert await page_b.receive_nothing(timeout=0.3)
+
+
+def test_rows_of_a_batch_show_labels_and_masking_read_once_per_batch(a: Tenant) -> None:
+    a.business.mask_phone_for_managers = True
+    a.business.save()
+    label = Label.objects.create(business=a.business, name="VIP")
+    keys = [f"7701555{n:04d}" for n in range(6)]
+    chats = [factories.chat(a.channel, customer_key=k, customer_name="", customer_phone=k)
+             for k in keys]  # fmt: skip
+    label.chats.add(chats[0])
+    online.socket_open([a.business.pk], a.manager.pk, "a-socket")  # A's inbox is open
+    start = realtime.current_sequence(a.business.pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        store_events([customer_event(a, f"question {n}", key=k) for n, k in enumerate(keys)])
+
+    logged, _current, complete = realtime.replay(a.business.pk, start)
+    assert complete
+    rows = {e["chat_id"]: e["fragments"][0]["html"] for e in logged}
+    assert len(rows) == 6
+    assert f'data-labels="{label.pk}"' in rows[chats[0].pk]
+    assert 'data-labels=""' in rows[chats[1].pk]
+    assert all(k not in rows[c.pk] for k, c in zip(keys, chats, strict=True))  # masked
+    # The labels and the business's settings were read once for the batch, not once per row.
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sum('FROM "inbox_label"' in q for q in sql) == 1, sql
+    assert sum('"inbox_business"."mask_phone_for_managers"' in q for q in sql) == 1, sql
