@@ -1,9 +1,13 @@
-"""Fan-out that costs once per business: a batch's messages of one chat in one push, the rows
-of a batch read in a few queries, nothing rendered while no inbox of the business is open (yet no
-page left stale), one feed per business shared by a process's sockets, and none of it crossing
+"""Fan-out that costs once per business: a batch's messages of one chat in one push, a batch's
+pushes in one frame per page (each event still checked for that page), the rows of a batch read
+in a few queries, nothing rendered while no inbox of the business is open (yet no page left
+stale), one feed per business shared by a process's sockets, and none of it crossing
 businesses."""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -15,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.models import Label
+from inbox.conversations.models import Label, Membership
 from inbox.web import realtime
 from tests import factories
 from tests.inbox.tenants import Tenant
@@ -33,6 +37,14 @@ def store_events(events: list[InboundEvent]) -> None:
     with hooks.batch(), transaction.atomic():
         for event in events:
             ingest.accept(event)
+
+
+async def next_frame(communicator: WebsocketCommunicator) -> dict[str, Any]:
+    """The next frame that carries events (presence frames skipped)."""
+    while True:
+        frame: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+        if frame["type"] in ("event", "skip", "batch"):
+            return frame
 
 
 def skipped() -> float:
@@ -161,6 +173,56 @@ async def test_a_burst_reaches_a_page_complete_and_in_order(
             seqs.append(event["seq"])
     assert seqs == list(range(start + 1, start + 41))
     assert await page_b.receive_nothing(timeout=0.3)
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_several_chats_reaches_each_page_as_one_frame_checked_per_event(
+    a: Tenant, b: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    wholesale = await sync_to_async(factories.channel)(a.business, name="Wholesale")
+    # The manager sees only the wholesale channel; the admin sees every channel of A.
+    await sync_to_async(lambda: Membership.objects.get(user=a.manager).channels.add(wholesale))()
+    restricted = await connect(a.manager)
+    admin = await connect(a.admin)
+    page_b = await connect(b.manager)
+    sockets.extend([restricted, admin, page_b])
+    start = await sync_to_async(realtime.current_sequence)(a.business.pk)
+    events = [
+        customer_event(a, "retail one", key="77010000101"),
+        dataclasses.replace(customer_event(a, "wholesale one", key="77010000102"),
+                            channel_id=wholesale.pk),
+        customer_event(a, "retail two", key="77010000103"),
+    ]  # fmt: skip
+
+    await sync_to_async(store_events)(events)
+
+    seqs = list(range(start + 1, start + 4))
+    frame = await next_frame(admin)
+    assert frame["type"] == "batch"
+    assert [e["seq"] for e in frame["events"]] == seqs
+    assert all(e["event"] == "message.changed" for e in frame["events"])
+    assert all(f["scope"] == "list" for e in frame["events"] for f in e["fragments"])
+    texts = [e["fragments"][0]["html"] for e in frame["events"]]
+    for text in ("retail one", "wholesale one", "retail two"):
+        assert any(text in html for html in texts), text
+    # The restricted page gets the same one frame, with only the numbers of what it may not see.
+    frame = await next_frame(restricted)
+    assert frame["type"] == "batch"
+    assert [e["seq"] for e in frame["events"]] == seqs
+    shown = [e for e in frame["events"] if e["type"] == "event"]
+    assert len(shown) == 1
+    assert "wholesale one" in shown[0]["fragments"][0]["html"]
+    assert [set(e) for e in frame["events"] if e["type"] == "skip"] == [
+        {"type", "seq", "business"}
+    ] * 2
+    assert "retail" not in str(frame)
+    assert await admin.receive_nothing(timeout=0.3)  # one frame, nothing after it
+    assert await page_b.receive_nothing(timeout=0.2)
+    # Each event is numbered and logged on its own, as a page that missed the frame replays it.
+    logged, current, complete = await sync_to_async(realtime.replay)(a.business.pk, start)
+    assert complete
+    assert [e["seq"] for e in logged] == seqs
+    assert current == seqs[-1]
 
 
 def test_rows_of_a_batch_show_labels_and_masking_read_once_per_batch(a: Tenant) -> None:
