@@ -19,7 +19,8 @@ from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.models import Label, Membership
+from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.models import Chat, Label, Membership, Message
 from inbox.web import realtime
 from tests import factories
 from tests.inbox.tenants import Tenant
@@ -250,3 +251,46 @@ def test_rows_of_a_batch_show_labels_and_masking_read_once_per_batch(a: Tenant) 
     sql = [q["sql"] for q in queries.captured_queries]
     assert sum('FROM "inbox_label"' in q for q in sql) == 1, sql
     assert sum('"inbox_business"."mask_phone_for_managers"' in q for q in sql) == 1, sql
+
+
+@pytest.fixture
+def webhook_during_store(a: Tenant) -> Any:
+    """A listener that enqueues one more customer message while the consumer stores its first
+    batch: a webhook of the same burst arriving after the consumer's read."""
+    later = customer_event(a, "arrived while the first was stored", key="77010000202")
+
+    class Arrives(hooks.Listener):
+        sent = False
+
+        def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+            if not self.sent:
+                self.sent = True
+                ingest.enqueue([later])
+
+    listener = Arrives()
+    hooks._listeners.append(listener)
+    yield later
+    hooks._listeners.remove(listener)
+
+
+@pytest.mark.asyncio
+async def test_what_arrives_while_a_batch_is_stored_is_pushed_with_it(
+    a: Tenant, webhook_during_store: InboundEvent, sockets: list[WebsocketCommunicator]
+) -> None:
+    page = await connect(a.manager)
+    sockets.append(page)
+    await sync_to_async(ingest.enqueue)([customer_event(a, "first of a burst", key="77010000201")])
+    worker = IngestWorker(name="coalesce", block_ms=10, coalesce_ms=5000)
+
+    handled = await sync_to_async(worker.step)()
+
+    assert handled == 2  # two reads, two transactions, one push
+    frame = await next_frame(page)
+    assert frame["type"] == "batch"
+    html = " ".join(e["fragments"][0]["html"] for e in frame["events"])
+    assert "first of a burst" in html
+    assert "arrived while the first was stored" in html
+    assert frame["events"][1]["seq"] == frame["events"][0]["seq"] + 1
+    assert (
+        await sync_to_async(lambda: Message.objects.filter(chat__channel=a.channel).count())() == 3
+    )
