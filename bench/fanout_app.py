@@ -2,9 +2,10 @@
 
 It keeps the contract of `inbox/web/consumers.py` that fan-out depends on (join the business group
 over the channel layer, forward every `inbox.event` as `{"type": "event", "seq", "event",
-"chat", "data"}` after a `hello`) without its session auth and per-event permission checks. The
-HTTP side is the product's own (`inbox.site.asgi.http`: the webhook in front of Django), so events
-come from the real ingest path: webhook → stream → consumer → `inbox.web.realtime.publish`.
+"chat", "data"}` after a `hello`, and a batch's `inbox.events` as one `batch` frame of those)
+without its session auth and per-event permission checks. The HTTP side is the product's own
+(`inbox.site.asgi.http`: the webhook in front of Django), so events come from the real ingest
+path: webhook → stream → consumer → `inbox.web.realtime.publish`.
 """
 
 from __future__ import annotations
@@ -41,15 +42,21 @@ class StandInConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         )
 
     async def inbox_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(
-            {
-                "type": "event",
-                "seq": message.get("seq"),
-                "event": message.get("event"),
-                "chat": message.get("chat_id"),
-                "data": message.get("data", {}),
-            }
-        )
+        await self.send_json(_frame(message))
+
+    async def inbox_events(self, message: dict[str, Any]) -> None:
+        """A publisher batch's events in one message: one `batch` frame, as the product sends."""
+        await self.send_json({"type": "batch", "events": [_frame(e) for e in message["events"]]})
+
+
+def _frame(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "event",
+        "seq": message.get("seq"),
+        "event": message.get("event"),
+        "chat": message.get("chat_id"),
+        "data": message.get("data", {}),
+    }
 
 
 application = ProtocolTypeRouter(

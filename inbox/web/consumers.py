@@ -43,7 +43,6 @@ TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 SHARED_VISIBILITY_SECONDS = 1.0
-BACKLOG_BATCH = 8
 MAX_BATCH = 200
 
 Visibility = tuple[set[int], set[int]]
@@ -72,7 +71,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.channels_visible: set[int] = set()
         self.heartbeat: asyncio.Task[None] | None = None
         self.sender: asyncio.Task[None] | None = None
-        self.outbox: asyncio.Queue[fanout.Frames] = asyncio.Queue()
+        self.outbox: asyncio.Queue[tuple[fanout.Frames, ...]] = asyncio.Queue()
         self.joined: set[int] = set()
         self.typing_at = 0.0
         if self.user is None or not self.user.is_authenticated:
@@ -195,19 +194,21 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         previous release (mid-deploy) still sends a copy to the chat's group; dropping it here
         keeps the socket alive, and the feed's copy of the same event arrives anyway."""
 
-    def deliver(self, frames: fanout.Frames) -> None:
-        """An event of a business this page joined (`inbox.web.fanout`); sent by `_send_events`."""
-        self.outbox.put_nowait(frames)
+    def deliver(self, batch: tuple[fanout.Frames, ...]) -> None:
+        """Events of a business this page joined (`inbox.web.fanout`), one publisher batch's;
+        sent by `_send_events`."""
+        self.outbox.put_nowait(batch)
 
     async def _send_events(self) -> None:
-        """Forward events in order. A socket that fell `BACKLOG_BATCH` frames behind (a burst)
-        gets what is queued as one `batch` frame of the same prebuilt frames: one send instead
-        of dozens, the page applies them in order as if they came one by one."""
+        """Forward events in order. The events of one publisher batch (a burst the ingest
+        consumer stored together) go out as one `batch` frame of the same prebuilt frames, and
+        so does everything queued behind it when the socket is behind: one send instead of
+        dozens (each costs the server far more than its bytes), and nothing waits for it; the
+        page applies them in order as if they came one by one."""
         while True:
-            queued = [await self.outbox.get()]
-            if self.outbox.qsize() + 1 >= BACKLOG_BATCH:
-                while not self.outbox.empty() and len(queued) < MAX_BATCH:
-                    queued.append(self.outbox.get_nowait())
+            queued = list(await self.outbox.get())
+            while not self.outbox.empty() and len(queued) < MAX_BATCH:
+                queued.extend(self.outbox.get_nowait())
             texts: list[str] = []
             for frames in queued:
                 try:
@@ -219,10 +220,14 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                     continue
                 if text is not None:
                     texts.append(text)
-            if len(texts) == 1:
-                await self.send(text_data=texts[0])
-            elif texts:
-                await self.send(text_data='{"type": "batch", "events": [' + ", ".join(texts) + "]}")
+            for start in range(0, len(texts), MAX_BATCH):
+                await self._send_texts(texts[start : start + MAX_BATCH])
+
+    async def _send_texts(self, texts: list[str]) -> None:
+        if len(texts) == 1:
+            await self.send(text_data=texts[0])
+        elif texts:
+            await self.send(text_data='{"type": "batch", "events": [' + ", ".join(texts) + "]}")
 
     async def _frame_for(self, frames: fanout.Frames) -> str | None:
         """This page's frame of an event: None when it gets nothing (closed for it)."""

@@ -1,12 +1,14 @@
 """Delivery to the open pages of one process: once per business, not once per socket.
 
 Each process that serves websockets holds one channel-layer channel per business it has pages
-of, in that business's group (`realtime.business_group`). An event arrives there once, is
-decoded once, and each frame a page can get is serialized once (`Frames`): the chat-list copy,
-the full copy for pages that have the event's chat open, and the bare sequence number for pages
-kept off its channel. Every page of the business is then handed the same `Frames`; the page's
-consumer (`inbox.web.consumers`) picks its copy after its own permission checks, in order, in
-its own task, so one slow socket never holds up the others.
+of, in that business's group (`realtime.business_group`). An event arrives there once (a
+publisher's batch of events as one message), is decoded once, and each frame a page can get is
+serialized once (`Frames`): the chat-list copy, the full copy for pages that have the event's
+chat open, and the bare sequence number for pages kept off its channel. Every page of the
+business is then handed the same `Frames`, a batch's together so that the page sends them as
+one websocket frame; the page's consumer (`inbox.web.consumers`) picks its copy of each after
+its own permission checks, in order, in its own task, so one slow socket never holds up the
+others.
 
 Tenant isolation is the group's: a feed only carries its own business's events, and a page
 joins only the feeds of businesses its user may see (re-checked as visibility is re-read).
@@ -70,8 +72,9 @@ class Frames:
 
 
 class Page(Protocol):
-    def deliver(self, frames: Frames) -> None:
-        """Take an event of a business this page joined; must not block."""
+    def deliver(self, batch: tuple[Frames, ...]) -> None:
+        """Take events of a business this page joined, in order, to be sent together (one
+        publisher batch's); must not block."""
 
 
 class _Feed:
@@ -143,8 +146,21 @@ async def _pump(layer: Any, feed: _Feed) -> None:
                         exc_info=True)  # fmt: skip
             await asyncio.sleep(1.0)
             continue
-        if message.get("type") != "inbox.event" or message.get("business_id") != feed.business_id:
+        batch = _frames_of(message, feed.business_id)
+        if not batch:
             continue
-        frames = Frames(message)
         for page in tuple(feed.pages):
-            page.deliver(frames)
+            page.deliver(batch)
+
+
+def _frames_of(message: dict[str, Any], business_id: int) -> tuple[Frames, ...]:
+    """The events of one channel-layer message (one event, or a batch's events in sequence
+    order), each only if it is this feed's business's."""
+    kind = message.get("type")
+    if kind == "inbox.event":
+        events = [message]
+    elif kind == "inbox.events" and message.get("business_id") == business_id:
+        events = message.get("events") or []
+    else:
+        return ()
+    return tuple(Frames(event) for event in events if event.get("business_id") == business_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
 from inbox.conversations import access
@@ -102,6 +103,14 @@ def for_new_messages(items: list[Message], chat: Chat) -> list[Fragment]:
     for item in items:
         item.chat = chat
     return [row(chat), *(message(item) for item in items)]
+
+
+def prepare_rows(chats: list[Chat]) -> None:
+    """Load what a row shows beyond the chat's own columns (its business's settings, its
+    labels) for all the chats of a batch in two queries; rendered one by one, each row asked
+    for them itself (three queries a row, half the cost of a burst's push)."""
+    prefetch_related_objects([chat.channel for chat in chats], "business")
+    prefetch_related_objects(chats, "labels")
 
 
 def message_to_render(message_id: int) -> Message | None:

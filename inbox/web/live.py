@@ -151,6 +151,10 @@ def push_collected(collected: _Collected) -> None:
                   for _, chat in items}  # fmt: skip
     present = online.any_socket_open(businesses)
     _state.open_cache = {b: b in present for b in businesses}
+    shown = [items[-1][1] for items in collected.messages.values()
+             if items[-1][1].channel.business_id in present]  # fmt: skip
+    if shown:
+        fragments.prepare_rows(shown)
     _state.skipped = {}
     try:
         with realtime.batched():

@@ -4,6 +4,7 @@ numbers, the replay a reconnecting page asks for, and tenant isolation of all of
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -78,11 +79,27 @@ def customer_event(t: Tenant, text: str, key: str | None = None) -> InboundEvent
     )
 
 
+# Per socket: the rest of a `batch` frame, handed out one event at a time.
+_unread: weakref.WeakKeyDictionary[WebsocketCommunicator, list[dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def next_message(communicator: WebsocketCommunicator) -> dict[str, Any]:
+    """The next frame, a `batch` frame's events one by one, in order, as live.js applies them
+    (the events of one publisher batch arrive in one frame)."""
+    unread = _unread.setdefault(communicator, [])
+    if not unread:
+        frame: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+        unread.extend(frame["events"] if frame.get("type") == "batch" else [frame])
+    return unread.pop(0)
+
+
 async def next_event(communicator: WebsocketCommunicator, name: str) -> dict[str, Any]:
     while True:
-        message = await communicator.receive_json_from(timeout=5)
+        message = await next_message(communicator)
         if message.get("event") == name:
-            return message  # type: ignore[no-any-return]
+            return message
 
 
 @pytest.mark.asyncio

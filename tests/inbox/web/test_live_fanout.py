@@ -1,18 +1,28 @@
-"""Fan-out that costs once per business: a batch's messages of one chat in one push, nothing
-rendered while no inbox of the business is open (yet no page left stale), one feed per business
-shared by a process's sockets, and none of it crossing businesses."""
+"""Fan-out that costs once per business: a batch's messages of one chat in one push, a batch's
+pushes in one frame per page (each event still checked for that page), the rows of a batch read
+in a few queries, nothing rendered while no inbox of the business is open (yet no page left
+stale), one feed per business shared by a process's sockets, and none of it crossing
+businesses."""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
+from inbox.conversations.events import InboundEvent
+from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.models import Chat, Label, Membership, Message
 from inbox.web import realtime
+from tests import factories
 from tests.inbox.tenants import Tenant
 from tests.inbox.web.test_live import connect, customer_event, next_event
 
@@ -21,9 +31,21 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def store_batch(t: Tenant, texts: list[str]) -> None:
     """What the ingest consumer does with a batch: one transaction inside `hooks.batch()`."""
+    store_events([customer_event(t, text) for text in texts])
+
+
+def store_events(events: list[InboundEvent]) -> None:
     with hooks.batch(), transaction.atomic():
-        for text in texts:
-            ingest.accept(customer_event(t, text))
+        for event in events:
+            ingest.accept(event)
+
+
+async def next_frame(communicator: WebsocketCommunicator) -> dict[str, Any]:
+    """The next frame that carries events (presence frames skipped)."""
+    while True:
+        frame: dict[str, Any] = await communicator.receive_json_from(timeout=5)
+        if frame["type"] in ("event", "skip", "batch"):
+            return frame
 
 
 def skipped() -> float:
@@ -152,3 +174,123 @@ async def test_a_burst_reaches_a_page_complete_and_in_order(
             seqs.append(event["seq"])
     assert seqs == list(range(start + 1, start + 41))
     assert await page_b.receive_nothing(timeout=0.3)
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_several_chats_reaches_each_page_as_one_frame_checked_per_event(
+    a: Tenant, b: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    wholesale = await sync_to_async(factories.channel)(a.business, name="Wholesale")
+    # The manager sees only the wholesale channel; the admin sees every channel of A.
+    await sync_to_async(lambda: Membership.objects.get(user=a.manager).channels.add(wholesale))()
+    restricted = await connect(a.manager)
+    admin = await connect(a.admin)
+    page_b = await connect(b.manager)
+    sockets.extend([restricted, admin, page_b])
+    start = await sync_to_async(realtime.current_sequence)(a.business.pk)
+    events = [
+        customer_event(a, "retail one", key="77010000101"),
+        dataclasses.replace(customer_event(a, "wholesale one", key="77010000102"),
+                            channel_id=wholesale.pk),
+        customer_event(a, "retail two", key="77010000103"),
+    ]  # fmt: skip
+
+    await sync_to_async(store_events)(events)
+
+    seqs = list(range(start + 1, start + 4))
+    frame = await next_frame(admin)
+    assert frame["type"] == "batch"
+    assert [e["seq"] for e in frame["events"]] == seqs
+    assert all(e["event"] == "message.changed" for e in frame["events"])
+    assert all(f["scope"] == "list" for e in frame["events"] for f in e["fragments"])
+    texts = [e["fragments"][0]["html"] for e in frame["events"]]
+    for text in ("retail one", "wholesale one", "retail two"):
+        assert any(text in html for html in texts), text
+    # The restricted page gets the same one frame, with only the numbers of what it may not see.
+    frame = await next_frame(restricted)
+    assert frame["type"] == "batch"
+    assert [e["seq"] for e in frame["events"]] == seqs
+    shown = [e for e in frame["events"] if e["type"] == "event"]
+    assert len(shown) == 1
+    assert "wholesale one" in shown[0]["fragments"][0]["html"]
+    assert [set(e) for e in frame["events"] if e["type"] == "skip"] == [
+        {"type", "seq", "business"}
+    ] * 2
+    assert "retail" not in str(frame)
+    assert await admin.receive_nothing(timeout=0.3)  # one frame, nothing after it
+    assert await page_b.receive_nothing(timeout=0.2)
+    # Each event is numbered and logged on its own, as a page that missed the frame replays it.
+    logged, current, complete = await sync_to_async(realtime.replay)(a.business.pk, start)
+    assert complete
+    assert [e["seq"] for e in logged] == seqs
+    assert current == seqs[-1]
+
+
+def test_rows_of_a_batch_show_labels_and_masking_read_once_per_batch(a: Tenant) -> None:
+    a.business.mask_phone_for_managers = True
+    a.business.save()
+    label = Label.objects.create(business=a.business, name="VIP")
+    keys = [f"7701555{n:04d}" for n in range(6)]
+    chats = [factories.chat(a.channel, customer_key=k, customer_name="", customer_phone=k)
+             for k in keys]  # fmt: skip
+    label.chats.add(chats[0])
+    online.socket_open([a.business.pk], a.manager.pk, "a-socket")  # A's inbox is open
+    start = realtime.current_sequence(a.business.pk)
+
+    with CaptureQueriesContext(connection) as queries:
+        store_events([customer_event(a, f"question {n}", key=k) for n, k in enumerate(keys)])
+
+    logged, _current, complete = realtime.replay(a.business.pk, start)
+    assert complete
+    rows = {e["chat_id"]: e["fragments"][0]["html"] for e in logged}
+    assert len(rows) == 6
+    assert f'data-labels="{label.pk}"' in rows[chats[0].pk]
+    assert 'data-labels=""' in rows[chats[1].pk]
+    assert all(k not in rows[c.pk] for k, c in zip(keys, chats, strict=True))  # masked
+    # The labels and the business's settings were read once for the batch, not once per row.
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sum('FROM "inbox_label"' in q for q in sql) == 1, sql
+    assert sum('"inbox_business"."mask_phone_for_managers"' in q for q in sql) == 1, sql
+
+
+@pytest.fixture
+def webhook_during_store(a: Tenant) -> Any:
+    """A listener that enqueues one more customer message while the consumer stores its first
+    batch: a webhook of the same burst arriving after the consumer's read."""
+    later = customer_event(a, "arrived while the first was stored", key="77010000202")
+
+    class Arrives(hooks.Listener):
+        sent = False
+
+        def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+            if not self.sent:
+                self.sent = True
+                ingest.enqueue([later])
+
+    listener = Arrives()
+    hooks._listeners.append(listener)
+    yield later
+    hooks._listeners.remove(listener)
+
+
+@pytest.mark.asyncio
+async def test_what_arrives_while_a_batch_is_stored_is_pushed_with_it(
+    a: Tenant, webhook_during_store: InboundEvent, sockets: list[WebsocketCommunicator]
+) -> None:
+    page = await connect(a.manager)
+    sockets.append(page)
+    await sync_to_async(ingest.enqueue)([customer_event(a, "first of a burst", key="77010000201")])
+    worker = IngestWorker(name="coalesce", block_ms=10, coalesce_ms=5000)
+
+    handled = await sync_to_async(worker.step)()
+
+    assert handled == 2  # two reads, two transactions, one push
+    frame = await next_frame(page)
+    assert frame["type"] == "batch"
+    html = " ".join(e["fragments"][0]["html"] for e in frame["events"])
+    assert "first of a burst" in html
+    assert "arrived while the first was stored" in html
+    assert frame["events"][1]["seq"] == frame["events"][0]["seq"] + 1
+    assert (
+        await sync_to_async(lambda: Message.objects.filter(chat__channel=a.channel).count())() == 3
+    )
