@@ -7,6 +7,7 @@ businesses."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -262,7 +263,9 @@ def webhook_during_store(a: Tenant) -> Any:
     class Arrives(hooks.Listener):
         sent = False
 
-        def message_received(self, message: Message, chat: Chat, *, business_id: int) -> None:
+        def messages_received(
+            self, items: Sequence[tuple[Message, Chat]], *, business_id: int
+        ) -> None:
             if not self.sent:
                 self.sent = True
                 ingest.enqueue([later])
