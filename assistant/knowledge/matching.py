@@ -14,6 +14,7 @@ prompt's retrieval when the list is too big to send whole (BM25).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -280,7 +281,7 @@ def _meaning_by_typo(stemmed: str) -> str:
     return ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ItemMatch:
     index: int
     coverage: float  # share of the name's weight the query covered
@@ -293,6 +294,9 @@ class ItemMatch:
     # Every matched word is the name's own word, as written (not a translation of it).
     literal: bool = False
 
+
+# Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
+MATCH_CACHE_SIZE = 4096
 
 SEPARATORS_RE = re.compile(
     r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
@@ -346,6 +350,26 @@ class Catalogue:
                 also.append(extra_keys)
             self.also.append(also)
         self.skus = [compact(s) for s in skus]
+        # What a query can reach each item by: the items a key can score (a name word of one
+        # of its namings, or a word it also matches by), and the items a compound SKU names.
+        # `match` scores only these; every other item would score nothing.
+        self.items_by_key: dict[str, list[int]] = {}
+        for index, (variants, also_of) in enumerate(zip(self.variants, self.also, strict=True)):
+            reach: set[str] = set()
+            for keys, extra_keys in zip(variants, also_of, strict=True):
+                for k in keys:
+                    if not k.isdigit():
+                        reach |= {k, *extra_keys.get(k, ())}
+            for k in sorted(reach):
+                self.items_by_key.setdefault(k, []).append(index)
+        self.items_by_sku: dict[str, list[int]] = {}
+        for index, sku in enumerate(self.skus):
+            if len(sku) >= 3:
+                self.items_by_sku.setdefault(sku, []).append(index)
+        # A catalogue lives as long as its price list's version (`effective`), and each turn
+        # reads the chat's whole history again: what a text or a word matches is kept.
+        self._matches = functools.lru_cache(maxsize=MATCH_CACHE_SIZE)(self._match)
+        self._keys_of_word = functools.lru_cache(maxsize=MATCH_CACHE_SIZE)(self._word_keys)
         df: Counter[str] = Counter()
         for variants in self.variants:
             df.update({key for keys in variants for key in keys})
@@ -368,21 +392,28 @@ class Catalogue:
 
     # --- matching (catalogue assistant) ---------------------------------------------------
 
-    def _token_keys(self, token: QueryToken) -> set[str]:
-        key = word_key(token.word)
+    def _token_keys(self, token: QueryToken) -> frozenset[str]:
+        return self._keys_of_word(token.word, token.stem)
+
+    def _word_keys(self, word: str, word_stem: str) -> frozenset[str]:
+        """The name keys of the list a query word matches."""
+        key = word_key(word)
         found = {k for k in self.vocabulary if keys_match(key, k, key not in self.vocabulary)}
         if not found and not key.startswith("#"):
-            for shape in latin_shapes(token.word):
+            for shape in latin_shapes(word):
                 found |= {k for k in self.vocabulary if keys_match(shape, k, False)}
         if not found and not key.startswith("#"):
-            meaning = _meaning_by_typo(token.stem)
+            meaning = _meaning_by_typo(word_stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
-        found |= {k for k in WIDER.get(stem(token.word), ()) if k in self.vocabulary}
-        return found
+        found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
+        return frozenset(found)
 
     def match(self, text: str) -> list[ItemMatch]:
         """Every item the text could be naming, best first."""
+        return list(self._matches(text))
+
+    def _match(self, text: str) -> tuple[ItemMatch, ...]:
         tokens = analyse(text)
         content = content_tokens(tokens)
         numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
@@ -391,10 +422,13 @@ class Catalogue:
         # Which name keys each content token matches, computed once over the vocabulary
         # rather than once per item (names share most of their words).
         keys_of = [(t, self._token_keys(t)) for t in content]
+        reached = {i for _t, found in keys_of for k in found for i in self.items_by_key.get(k, ())}
+        named_by_sku = {i for c in compounds for i in self.items_by_sku.get(c, ())}
         matches: list[ItemMatch] = []
-        for index, variants in enumerate(self.variants):
-            sku = self.skus[index]
-            if sku and len(sku) >= 3 and sku in compounds:
+        for index in sorted(reached | named_by_sku):
+            variants = self.variants[index]
+            if index in named_by_sku:
+                sku = self.skus[index]
                 sku_positions = frozenset(t.position for t in tokens if t.word and t.word in sku)
                 matches.append(ItemMatch(index, 1.0, 99.0, sku_positions, by_sku=True))
                 continue
@@ -413,7 +447,7 @@ class Catalogue:
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
-        return matches
+        return tuple(matches)
 
     def _score(
         self,
@@ -421,7 +455,7 @@ class Catalogue:
         keys: list[str],
         shapes: dict[str, str],
         also: dict[str, set[str]],
-        keys_of: list[tuple[QueryToken, set[str]]],
+        keys_of: list[tuple[QueryToken, frozenset[str]]],
         numbers: list[QueryToken],
     ) -> ItemMatch | None:
         """How well the query names one way of naming an item. Each name word binds to the

@@ -8,6 +8,7 @@ match across scripts. It is a matching key, never shown to anyone.
 
 from __future__ import annotations
 
+import functools
 import re
 
 CYRILLIC_TO_LATIN: dict[str, str] = {
@@ -51,8 +52,10 @@ def to_latin(word: str) -> str:
     return "".join(CYRILLIC_TO_LATIN.get(ch, ch) for ch in word.lower())
 
 
+@functools.lru_cache(maxsize=16384)
 def skeleton(word: str) -> str:
-    """The script-free matching key of one word (already lower-cased and stemmed)."""
+    """The script-free matching key of one word (already lower-cased and stemmed). Kept per
+    process: matching asks again for the same few thousand words."""
     latin = _X_START.sub("s", to_latin(word))
     latin = _C_SOFT.sub("s", latin).replace("ch", "\x00").replace("c", "k").replace("\x00", "ch")
     for old, new in _FOLDS:
