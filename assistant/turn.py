@@ -22,6 +22,7 @@ from typing import Any
 from django.utils import timezone
 
 from assistant.decision import brain, escalation, guardrails
+from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
 from inbox.conversations import hooks, metrics, turns
 from inbox.conversations.handoff import HandoffOutcome, hand_off
@@ -141,14 +142,17 @@ def _run(turn: Turn, pending: turns.PendingTurn) -> None:
         _handoff(turn, pending, late)
         return
 
-    result = brain.decide(turn_input)
+    # Read once for the decision and its check: both must judge by the same list.
+    knowledge = knowledge_for(pending.chat.channel)
+    config = assistant_settings(turn_input.business_id)
+    result = brain.decide_with(turn_input, knowledge, config)
     turn.backend = result.backend
     turn.model_error = result.model_error[:500]
     turn.decision = result.decision.model_dump(mode="json")
     turn.action = result.decision.action.value
     turn.reason = result.decision.reason
 
-    verdict = guardrails.check(result.decision, turn_input)
+    verdict = guardrails.check_against(result.decision, turn_input, knowledge, config)
     turn.guardrail_findings = verdict.blocked
     decision, details = escalation.guarded(result.decision, verdict, turn_input)
     if decision.action == Action.HANDOFF:

@@ -1,10 +1,10 @@
 """The effective price list of a channel: the business's list with the channel's overrides.
 
-`knowledge_for_channel(channel_id)` is what the brain, the guardrails and the prompt read. It is
-a frozen value built from the current versions; rows of a channel's override list replace the
-business's rows with the same SKU (or, without SKU, the same name) and add new ones. Built
-values are kept per process keyed by the version ids, so a turn costs one small query unless a
-list changed.
+`knowledge_for_channel(channel_id)` (or `knowledge_for(channel)`) is what the brain, the
+guardrails and the prompt read. It is a frozen value built from the current versions; rows of a
+channel's override list replace the business's rows with the same SKU (or, without SKU, the same
+name) and add new ones. Built values are kept per process keyed by the version ids, so a turn
+costs one small query unless a list changed.
 """
 
 from __future__ import annotations
@@ -99,7 +99,13 @@ _CACHE_SIZE = 64
 
 def knowledge_for_channel(channel_id: int) -> Knowledge:
     """The effective price list of a channel (empty when the business has none yet)."""
-    channel = Channel.objects.select_related("business").get(pk=channel_id)
+    return knowledge_for(Channel.objects.select_related("business").get(pk=channel_id))
+
+
+def knowledge_for(channel: Channel) -> Knowledge:
+    """`knowledge_for_channel` for a channel in hand (its business loaded): one query while
+    the lists are unchanged."""
+    channel_id = channel.pk
     rows = list(
         PriceList.objects.filter(business_id=channel.business_id)
         .filter(Q(channel__isnull=True) | Q(channel_id=channel_id))

@@ -357,11 +357,11 @@ class Catalogue:
         for index, (variants, also_of) in enumerate(zip(self.variants, self.also, strict=True)):
             reach: set[str] = set()
             for keys, extra_keys in zip(variants, also_of, strict=True):
-                for k in keys:
-                    if not k.isdigit():
-                        reach |= {k, *extra_keys.get(k, ())}
-            for k in sorted(reach):
-                self.items_by_key.setdefault(k, []).append(index)
+                for reached in keys:
+                    if not reached.isdigit():
+                        reach |= {reached, *extra_keys.get(reached, ())}
+            for reached in sorted(reach):
+                self.items_by_key.setdefault(reached, []).append(index)
         self.items_by_sku: dict[str, list[int]] = {}
         for index, sku in enumerate(self.skus):
             if len(sku) >= 3:

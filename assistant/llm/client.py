@@ -38,6 +38,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -598,31 +599,40 @@ class LLMClient:
     def _streamed(
         self, client: openai.OpenAI, kwargs: dict[str, Any], replica: str, started: float
     ) -> _Raw:
+        """The answer read off the server-sent events as plain JSON. The openai library's own
+        stream builds a typed object per chunk (about 60 µs each, most of a turn's overhead
+        outside the model with a fast server); the request, its errors and retries stay the
+        library's."""
         parts: list[str] = []
         ttft: float | None = None
         tokens_in = tokens_out = 0
         finish = ""
-        stream = client.chat.completions.create(
+        request = client.chat.completions.with_streaming_response.create(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
-        with cast(Any, stream) as chunks:
-            for chunk in chunks:
+        with request as response:
+            for event, data in sse_events(response.iter_lines()):
                 if time.monotonic() - started > self.timeout:
                     # The read timeout is per chunk; a server dripping tokens must not hold
                     # the turn longer than the whole-request timeout.
                     raise _Transient("timeout (stream too slow)")
-                if chunk.choices:
-                    choice = chunk.choices[0]
-                    delta = choice.delta.content if choice.delta else None
+                if data == "[DONE]":
+                    break
+                chunk = _stream_chunk(event, data)
+                choices = chunk.get("choices") or []
+                if choices and isinstance(choices[0], dict):
+                    choice = choices[0]
+                    delta = (choice.get("delta") or {}).get("content")
                     if delta:
                         if ttft is None:
                             ttft = time.monotonic() - started
-                        parts.append(delta)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-                if getattr(chunk, "usage", None):
-                    tokens_in = chunk.usage.prompt_tokens or 0
-                    tokens_out = chunk.usage.completion_tokens or 0
+                        parts.append(str(delta))
+                    if choice.get("finish_reason"):
+                        finish = str(choice["finish_reason"])
+                usage = chunk.get("usage")
+                if isinstance(usage, dict):
+                    tokens_in = int(usage.get("prompt_tokens") or 0)
+                    tokens_out = int(usage.get("completion_tokens") or 0)
         content = "".join(parts)
         if not tokens_in:
             tokens_in = _estimate(kwargs["messages"])
@@ -644,6 +654,44 @@ class LLMClient:
         return _Raw(
             content, replica, time.monotonic() - started, None, tokens_in, tokens_out, finish
         )
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(event type, data) of each server-sent event: data lines joined, comments and unknown
+    fields skipped (the text/event-stream format; vLLM and llama.cpp send one data line each)."""
+    event, data = "", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "", list[str]()
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+        elif name == "error":  # llama.cpp's server reports a failure mid-stream on such a line
+            yield "error", value
+    if data:
+        yield event, "\n".join(data)
+
+
+def _stream_chunk(event: str, data: str) -> dict[str, Any]:
+    """One streamed chunk; an error event (vLLM and llama.cpp report a failure mid-stream that
+    way) or an unreadable chunk is worth a retry elsewhere, as a dropped connection is."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise _Transient("unreadable stream chunk") from exc
+    if not isinstance(chunk, dict):
+        raise _Transient("unreadable stream chunk")
+    error = chunk.get("error")
+    if event == "error" or error or chunk.get("object") == "error":
+        detail = error.get("message") if isinstance(error, dict) else error or chunk.get("message")
+        raise _Transient(f"stream error: {str(detail or data)[:200]}")
+    return chunk
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from inbox.conversations import hooks, metrics, ownership
 from inbox.conversations.models import Chat, Handoff, Message, Owner
-from inbox.conversations.outbound import deliver, record_outbound
+from inbox.conversations.outbound import deliver_recorded, record_outbound
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def hand_off(
         metrics.HANDOFFS.labels(reason=reason).inc()
         hooks.handoff_created(handoff.pk)
     log.info("handoff.created", extra={"chat_id": chat_id, "reason": reason})
-    notice_sent = deliver(notice.pk).sent if notice is not None else False
+    notice_sent = deliver_recorded(notice).sent if notice is not None else False
     return HandoffOutcome(
         True, "handed_off", handoff.pk, notice_sent, notice.pk if notice is not None else None
     )

@@ -114,7 +114,7 @@ def send_reply(
         message = record_outbound(chat, text, author=Message.Author.BOT, manager=None)
         chat.answered_up_to = answered_up_to
         chat.save(update_fields=["answered_up_to"])
-    return deliver(message.pk)
+    return deliver_recorded(message)
 
 
 def send_manager_reply(
@@ -134,7 +134,7 @@ def send_manager_reply(
         latest = chat.messages.filter(direction=Message.Direction.INBOUND).aggregate(m=Max("id"))
         chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
         chat.save(update_fields=["answered_up_to"])
-    return deliver(message.pk)
+    return deliver_recorded(message)
 
 
 def add_internal_note(chat_id: int, text: str, *, author: User | None = None) -> Message:
@@ -216,7 +216,12 @@ def _dropped(chat: Chat, reason: str, generated_at_version: int) -> None:
 def deliver(message_id: int) -> SendOutcome:
     """Hand a recorded outbound message to its transport, retrying transient failures a few
     times. A bot reply whose chat a manager took over meanwhile is not retried."""
-    message = Message.objects.select_related("chat", "channel").get(pk=message_id)
+    return deliver_recorded(Message.objects.select_related("chat", "channel").get(pk=message_id))
+
+
+def deliver_recorded(message: Message) -> SendOutcome:
+    """`deliver` for the row just recorded and committed, with its chat and channel in hand
+    (the reply paths: no second read before the send)."""
     transport = transport_for(message.channel)
     error: SendError | None = None
     for attempt in range(SEND_ATTEMPTS):

@@ -113,6 +113,9 @@ class Step:
     error_type: str = "InternalServerError"
     error_body: dict[str, Any] | None = None  # the whole JSON body of an error, when given
     headers: dict[str, str] | None = None  # extra response headers (Retry-After)
+    # Streamed: after this many tokens the engine fails and the server sends an error event
+    # (vLLM's `data: {"error": {...}}`, then `[DONE]`) instead of the rest; -1 never.
+    fail_after_tokens: int = -1
 
     @classmethod
     def reply(cls, content: str, **kwargs: Any) -> Step:
@@ -191,6 +194,12 @@ class Step:
     @classmethod
     def dropped(cls) -> Step:
         return cls(drop_connection=True)
+
+    @classmethod
+    def failed_mid_stream(cls, after_tokens: int = 3) -> Step:
+        """The engine fails while streaming (a worker crashed): HTTP 200 already went out, so
+        the failure arrives as an error event in the stream."""
+        return cls(fail_after_tokens=after_tokens)
 
     @classmethod
     def invalid_json(cls) -> Step:
@@ -796,7 +805,11 @@ class _Handler(BaseHTTPRequestHandler):
         chunk_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
 
-        def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> None:
+        def event(
+            choices: list[dict[str, Any]],
+            usage: dict[str, int] | None = None,
+            error: dict[str, Any] | None = None,
+        ) -> None:
             payload: dict[str, Any] = {
                 "id": chunk_id,
                 "object": "chat.completion.chunk",
@@ -806,11 +819,19 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if usage is not None:
                 payload["usage"] = usage
+            if error is not None:
+                payload = {"error": error}
             self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
             self.wfile.flush()
 
         event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         for i, piece in enumerate(pieces):
+            if i == step.fail_after_tokens:
+                error = {"message": "engine core died", "type": "InternalServerError", "code": 500}
+                event([], None, error)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                return
             if i and step.token_delay:
                 time.sleep(step.token_delay)
             event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])

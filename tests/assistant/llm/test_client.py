@@ -10,7 +10,13 @@ import threading
 import pytest
 from prometheus_client import REGISTRY
 
-from assistant.llm.client import ModelOutputError, ModelUnavailable, cache_salt_for, parse_decision
+from assistant.llm.client import (
+    ModelOutputError,
+    ModelUnavailable,
+    cache_salt_for,
+    parse_decision,
+    sse_events,
+)
 from assistant.llm.prompt import build_messages
 from assistant.llm.resilience import replica_label
 from assistant.models import AssistantSettings
@@ -112,6 +118,39 @@ def test_5xx_timeout_and_dropped_connection_are_retried(emu):
     emu.script(Step.dropped(), Step.decision(reply="after drop"))
     done = make_client(emu.base_url).complete_decision(messages_for, business_id=1)
     assert done.decision.reply_to_customer == "after drop"
+
+
+def test_an_engine_failure_mid_stream_is_retried_not_repaired(emu):
+    # vLLM has already answered 200 when the engine dies: the error comes as a stream event.
+    emu.script(Step.failed_mid_stream(after_tokens=4), Step.decision(reply="after the restart"))
+    done = make_client(emu.base_url).complete_decision(messages_for, business_id=1)
+    assert done.decision.reply_to_customer == "after the restart"
+    assert not done.repaired  # not taken for the model's own (invalid) answer
+    assert len(emu.chat_requests) == 2
+    emu.script(Step.failed_mid_stream(after_tokens=0))
+    with pytest.raises(ModelUnavailable, match="engine core died"):
+        make_client(emu.base_url, max_retries=0).complete_decision(messages_for, business_id=1)
+
+
+def test_server_sent_events_as_servers_write_them():
+    lines = [
+        ": keep-alive",  # a comment
+        'data: {"a": 1}',
+        "",
+        "event: message",
+        'data:{"b":',  # no space after the colon, one event over two data lines
+        "data: 2}",
+        "",
+        'error: {"code": 500, "message": "slot unavailable"}',  # llama.cpp's server
+        "",
+        "data: [DONE]",
+    ]
+    assert list(sse_events(lines)) == [
+        ("", '{"a": 1}'),
+        ("message", '{"b":\n2}'),
+        ("error", '{"code": 500, "message": "slot unavailable"}'),
+        ("", "[DONE]"),
+    ]
 
 
 def test_breaker_opens_after_n_failures_then_refuses_without_calling(emu):
