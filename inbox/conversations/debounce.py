@@ -169,9 +169,12 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     keys = [DUE_KEY]
     # The turn task will carry the correlation id of the event that started the timer.
     args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS, logs.correlation_id.get() or ""]
+    # One random part per call, the chat id after it: unique per chat and call, and one
+    # random read instead of one per chat of a consumer's batch.
+    nonce = uuid.uuid4().hex
     for chat_id, delay in timers:
         seconds = known.get(chat_id, 0.0) if delay is None else delay
-        token = uuid.uuid4().hex
+        token = f"{nonce}-{chat_id}"
         tokens[chat_id] = token
         keys += [_key(chat_id), _cid_key(chat_id)]
         args += [chat_id, max(0, round(seconds * 1000)), token]
@@ -211,9 +214,17 @@ def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
     safety net. A timer asked for inside a savepoint that then rolled back still starts when
     the transaction's earlier timers do; that is harmless (a turn answers only what is
     unanswered, as a re-armed replay does)."""
+    schedule_many_on_commit({chat_id: delay})
+
+
+def schedule_many_on_commit(timers: dict[int, float | None]) -> None:
+    """`schedule_on_commit` for several chats (a consumer's batch: one call, not one per
+    chat)."""
+    if not timers:
+        return
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
-        schedule(chat_id, delay)
+        schedule_many(timers.items())
         return
     pending = getattr(connection, "_debounce_timers", None)
     # Still registered unless the transaction (or the savepoint that registered it) rolled
@@ -222,7 +233,7 @@ def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
         pending = _commit_timers()
         connection._debounce_timers = pending
         transaction.on_commit(pending[0], robust=True)
-    pending[1][chat_id] = delay
+    pending[1].update(timers)
 
 
 def claim_due(limit: int, lease_seconds: float) -> Claim:

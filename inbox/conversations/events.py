@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import orjson
+
 MessageKind = Literal[
     "text",
     "voice",
@@ -87,7 +89,12 @@ Event = InboundEvent | StatusEvent
 
 def event_from_json(raw: str | bytes) -> Event:
     """Inverse of `to_json` for both event types. Raises ValueError on anything else."""
-    data = json.loads(raw)
+    try:
+        data = orjson.loads(raw)  # a fifth of the standard library's cost, on the hot path
+    except orjson.JSONDecodeError:
+        # What orjson refuses and the standard library reads (NaN, a lone surrogate, an
+        # integer beyond 64 bits): the webhook wrote it with the standard library.
+        data = json.loads(raw)
     if not isinstance(data, dict):
         raise ValueError("event must be a JSON object")
     kind = data.pop("type", None)

@@ -30,7 +30,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -228,14 +228,17 @@ def storable(event: Event) -> Event:
     customer's text or name; PostgreSQL text and jsonb do not, and the whole event would fail
     (and end in the dead-letter stream, unanswered) over one invisible character. An event
     without one (nearly all) is returned as it is, after a scan that costs a microsecond."""
-    values = list(_FIELD_VALUES[type(event)](event))
     media = event.media if isinstance(event, InboundEvent) else None
+    values = _FIELD_VALUES[type(event)](event)
     if media is not None:
-        values += [media.ref, media.mime_type, media.sha256, media.filename]
-    strings = [value for value in values if isinstance(value, str)]
-    if "\x00" not in "".join(strings) and not any(
-        _has_nul(value) for value in values if value and isinstance(value, list | dict)
-    ):
+        values += (media.ref, media.mime_type, media.sha256, media.filename)
+    for value in values:
+        if type(value) is str:
+            if "\x00" in value:
+                break
+        elif value and isinstance(value, list | dict) and _has_nul(value):
+            break
+    else:
         return event
     changes = {
         f.name: _without_nul(getattr(event, f.name))
@@ -258,12 +261,13 @@ def storable(event: Event) -> Event:
 FULL_TEXT_FILENAME = "full-message.txt"
 
 
-def capped_text(text: str) -> tuple[str, int]:
+def capped_text(text: str, limit: int | None = None) -> tuple[str, int]:
     """The text as stored on the message, and its original length when it was cut (0 when
     not). WhatsApp lets a person send at most 65,536 characters (settings.py); longer text is
     a script or a broken bridge, and a 2.9 MB message went to every page, prompt and CRM
     comment whole."""
-    limit = settings.INBOUND_TEXT_MAX_CHARS
+    if limit is None:
+        limit = settings.INBOUND_TEXT_MAX_CHARS
     if len(text) <= limit:
         return text, 0
     return text[:limit], len(text)
@@ -443,12 +447,14 @@ def _accept_plain(
         _stored(message, event)
         per_chat.setdefault(chat.pk, (chat, channel, []))[2].append(message)
         out.append((i, Accepted(message.pk, chat.pk, "stored")))
+    timers: dict[int, float | None] = {}
     unsaved = [
         chat
         for chat, channel, chat_messages in per_chat.values()
-        if not _customer_wrote(chat, chat_messages, channel)
+        if not _customer_wrote(chat, chat_messages, channel, timers)
     ]
     _save_counters(unsaved)
+    debounce.schedule_many_on_commit(timers)
     by_business: dict[int, list[tuple[Message, Chat]]] = {}
     for chat, channel, chat_messages in per_chat.values():
         by_business.setdefault(channel.business_id, []).extend((m, chat) for m in chat_messages)
@@ -464,13 +470,14 @@ def _store_plain(items: Sequence[tuple[InboundEvent, Chat]]) -> list[Message | N
     look-up of the stored ids and a `bulk_create`."""
     if ingest_sql.available():
         at = timezone.now()
-        rows = [_message_columns(chat, event) for event, chat in items]
+        limit = settings.INBOUND_TEXT_MAX_CHARS
+        rows = [_message_columns(chat, event, limit) for event, chat in items]
         ids = ingest_sql.insert_customer_messages(rows, at)
-        out: list[Message | None] = []
-        for row, (event, chat) in zip(rows, items, strict=True):
-            pk = ids.get((event.channel_id, event.provider_message_id))
-            out.append(None if pk is None else _loaded_message(pk, row, chat, at))
-        return out
+        pks = [ids.get((event.channel_id, event.provider_message_id)) for event, _chat in items]
+        loaded = iter(_loaded_messages(
+            [(pk, row, chat) for pk, row, (_e, chat) in zip(pks, rows, items, strict=True)
+             if pk is not None], at))  # fmt: skip
+        return [None if pk is None else next(loaded) for pk in pks]
     stored = _stored_ids([event for event, _chat in items])
     pending = [
         None if (event.channel_id, event.provider_message_id) in stored
@@ -556,28 +563,40 @@ def _new_message(chat: Chat, event: InboundEvent) -> Message:
     return Message(chat=chat, channel=chat.channel, **fields)
 
 
-def _message_columns(chat: Chat, event: InboundEvent) -> dict[str, Any]:
+# (direction, author, status) of a message from the business's phone and from the customer,
+# and the transcript states, as stored: read once, not from the enums per message.
+_FROM_PHONE = (Message.Direction.OUTBOUND.value, Message.Author.PHONE.value,
+               Message.Status.SENT.value)  # fmt: skip
+_FROM_CUSTOMER = (Message.Direction.INBOUND.value, Message.Author.CUSTOMER.value,
+                  Message.Status.RECEIVED.value)  # fmt: skip
+_TRANSCRIPT_PENDING = Message.TranscriptStatus.PENDING.value
+_TRANSCRIPT_NONE = Message.TranscriptStatus.NONE.value
+
+
+def _message_columns(
+    chat: Chat, event: InboundEvent, text_limit: int | None = None
+) -> dict[str, Any]:
     """What the event sets of its message, by column; every other column keeps its default.
-    `ingest_sql.CUSTOMER_MESSAGE_COLUMNS` lists these."""
+    `ingest_sql.CUSTOMER_MESSAGE_COLUMNS` lists these. `text_limit`: the setting, read once
+    per batch by a caller storing many."""
     at = _provider_time(event)
     media = event.media
-    text, original_chars = capped_text(event.text)
+    text, original_chars = capped_text(event.text, text_limit)
     payload = event.extra
     if original_chars:
         payload = {**payload, "text_truncated": {"original_chars": original_chars}}
+    direction, author, status_ = _FROM_PHONE if event.from_me else _FROM_CUSTOMER
     fields: dict[str, Any] = {
         "chat_id": chat.pk,
         "channel_id": chat.channel_id,
-        "direction": (
-            Message.Direction.OUTBOUND if event.from_me else Message.Direction.INBOUND
-        ).value,
-        "author": (Message.Author.PHONE if event.from_me else Message.Author.CUSTOMER).value,
+        "direction": direction,
+        "author": author,
         "from_me": event.from_me,
         "kind": event.kind,
         "text": text,
         "provider_message_id": event.provider_message_id,
         "provider_timestamp": at,
-        "status": (Message.Status.SENT if event.from_me else Message.Status.RECEIVED).value,
+        "status": status_,
         "payload": payload,
     }
     if media is not None:
@@ -590,9 +609,7 @@ def _message_columns(chat: Chat, event: InboundEvent) -> dict[str, Any]:
     else:
         fields.update(media_ref="", media_mime="", media_sha256="", media_filename="")
     fields["transcript_status"] = (
-        Message.TranscriptStatus.PENDING.value
-        if event.kind in VOICE_KINDS and not event.from_me
-        else Message.TranscriptStatus.NONE.value
+        _TRANSCRIPT_PENDING if event.kind in VOICE_KINDS and not event.from_me else _TRANSCRIPT_NONE
     )
     if original_chars and media is None:
         fields["media_filename"] = FULL_TEXT_FILENAME
@@ -607,26 +624,35 @@ _FRESH_DEFAULTS = [
     (i, f) for i, f in enumerate(_MESSAGE_FIELDS) if f.has_default() and callable(f.default)
 ]
 _MESSAGE_DEFAULTS = [f.get_default() for f in _MESSAGE_FIELDS]
+_MESSAGE_PK = _MESSAGE_ATTNAMES.index("id")
+_MESSAGE_CREATED_AT = _MESSAGE_ATTNAMES.index("created_at")
 
 
-def _loaded_message(pk: int, columns: dict[str, Any], chat: Chat, at: datetime) -> Message:
-    """The message `ingest_sql` just inserted from `columns`, as if loaded from the database
-    (every other field its default), with the chat and its channel objects."""
-    values = [columns.get(n, d) for n, d in zip(_MESSAGE_ATTNAMES, _MESSAGE_DEFAULTS, strict=True)]
-    for i, field in _FRESH_DEFAULTS:
-        if _MESSAGE_ATTNAMES[i] not in columns:
-            values[i] = field.get_default()
-    message = Message.from_db(connection.alias, _MESSAGE_ATTNAMES, values)
-    message.pk = pk
-    message.created_at = at
-    Message.chat.field.set_cached_value(message, chat)
-    Message.channel.field.set_cached_value(message, chat.channel)
-    return message
+def _loaded_messages(
+    inserted: Sequence[tuple[int, dict[str, Any], Chat]], at: datetime
+) -> list[Message]:
+    """The messages `ingest_sql` just inserted, each (id, columns, chat), as if loaded from the
+    database (every other field its default), with the chat and its channel objects."""
+    rows = []
+    for pk, columns, _chat in inserted:
+        values = [columns.get(n, d) for n, d in zip(_MESSAGE_ATTNAMES, _MESSAGE_DEFAULTS,
+                                                    strict=True)]  # fmt: skip
+        for i, field in _FRESH_DEFAULTS:
+            if _MESSAGE_ATTNAMES[i] not in columns:
+                values[i] = field.get_default()
+        values[_MESSAGE_PK] = pk
+        values[_MESSAGE_CREATED_AT] = at
+        rows.append(values)
+    messages = ingest_sql.loaded(Message, _MESSAGE_ATTNAMES, rows)
+    for message, (_pk, _columns, chat) in zip(messages, inserted, strict=True):
+        Message.chat.field.set_cached_value(message, chat)
+        Message.channel.field.set_cached_value(message, chat.channel)
+    return messages
 
 
 def _stored(message: Message, event: InboundEvent) -> None:
     """What follows a newly stored message: the full text of a cut one, its media fetched."""
-    _text, original_chars = capped_text(event.text)
+    original_chars = len(event.text) if len(event.text) > len(message.text) else 0
     if original_chars and event.media is None:
         log.info(
             "ingest.text_truncated",
@@ -640,12 +666,18 @@ def _stored(message: Message, event: InboundEvent) -> None:
 _CHAT_COUNTERS = [name for name, _type in ingest_sql.COUNTER_COLUMNS]
 
 
-def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelInfo) -> bool:
+def _customer_wrote(
+    chat: Chat,
+    messages: Sequence[Message],
+    channel: _ChannelInfo,
+    timers: dict[int, float | None] | None = None,
+) -> bool:
     """Customer messages (in order) make any reply being prepared stale and (if the bot owns
     the chat) start or restart the chat's debounce timer. The caller holds the row lock.
 
     Returns True when the chat was saved here (it reopened); else the caller saves the
-    counters (`_save_counters`), for many chats in one query."""
+    counters (`_save_counters`), for many chats in one query. With `timers` the chat's timer
+    is added there, for the caller to start with the batch's others."""
     reopened: list[str] = []
     schedule = False
     for message in messages:
@@ -667,7 +699,10 @@ def _customer_wrote(chat: Chat, messages: Sequence[Message], channel: _ChannelIn
         chat.save(update_fields=[*_CHAT_COUNTERS, *reopened])
     if schedule:
         # One timer per chat and batch: a burst ends in one turn either way (debounce.py).
-        debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+        if timers is None:
+            debounce.schedule_on_commit(chat.pk, channel.debounce_seconds)
+        else:
+            timers[chat.pk] = channel.debounce_seconds
     return bool(reopened)
 
 

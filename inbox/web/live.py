@@ -44,6 +44,7 @@ class _Collected:
 
     calls: dict[tuple[object, ...], Callable[[], None]] = field(default_factory=dict)
     messages: dict[int, list[tuple[Message, Chat]]] = field(default_factory=dict)
+    business_of: dict[int, int] = field(default_factory=dict)  # chat → business
     order: list[tuple[object, ...]] = field(default_factory=list)
 
     def add_call(self, key: tuple[object, ...], call: Callable[[], None]) -> None:
@@ -51,12 +52,14 @@ class _Collected:
             self.order.append(key)
         self.calls[key] = call
 
-    def add_message(self, message: Message, chat: Chat) -> None:
-        key = ("messages", chat.pk)
-        if chat.pk not in self.messages:
-            self.order.append(key)
-            self.messages[chat.pk] = []
-        self.messages[chat.pk].append((message, chat))
+    def add_messages(self, items: Sequence[tuple[Message, Chat]], business_id: int) -> None:
+        for message, chat in items:
+            chat_messages = self.messages.get(chat.pk)
+            if chat_messages is None:
+                self.order.append(("messages", chat.pk))
+                chat_messages = self.messages[chat.pk] = []
+                self.business_of[chat.pk] = business_id
+            chat_messages.append((message, chat))
 
 
 class _State(threading.local):
@@ -67,6 +70,10 @@ class _State(threading.local):
 
 _state = _State()
 log = logging.getLogger(__name__)
+# The counter's two children, looked up once: a label look-up per push cost more than the
+# increment, once per chat of every stored batch.
+_PUBLISHED = DASHBOARD_PUSHES.labels("published")
+_SKIPPED = DASHBOARD_PUSHES.labels("skipped")
 _unique = itertools.count()
 
 
@@ -122,12 +129,10 @@ class DashboardPush(hooks.Listener):
             collected = _state.collected
             if collected is None:
                 collected = _Collected()
-                for message, chat in items:
-                    collected.add_message(message, chat)
+                collected.add_messages(items, business_id)
                 push_collected(collected)
             else:
-                for message, chat in items:
-                    collected.add_message(message, chat)
+                collected.add_messages(items, business_id)
 
         transaction.on_commit(committed, robust=True)
 
@@ -147,12 +152,12 @@ def push_collected(collected: _Collected) -> None:
     chat's messages, and one sequence step per business for everything skipped."""
     if not collected.order:
         return
-    businesses = {chat.channel.business_id for items in collected.messages.values()
-                  for _, chat in items}  # fmt: skip
+    businesses = set(collected.business_of.values())
     present = online.any_socket_open(businesses)
     _state.open_cache = {b: b in present for b in businesses}
-    shown = [items[-1][1] for items in collected.messages.values()
-             if items[-1][1].channel.business_id in present]  # fmt: skip
+    shown = [collected.messages[chat_id][-1][1]
+             for chat_id, business_id in collected.business_of.items()
+             if business_id in present]  # fmt: skip
     if shown:
         fragments.prepare_rows(shown)
     _state.skipped = {}
@@ -161,7 +166,11 @@ def push_collected(collected: _Collected) -> None:
             for key in collected.order:
                 try:
                     if key[0] == "messages":
-                        new_messages(collected.messages[cast(int, key[1])])
+                        chat_id = cast(int, key[1])
+                        if collected.business_of[chat_id] in present:
+                            new_messages(collected.messages[chat_id])
+                        else:  # no page of the business open: nothing to render or read
+                            _skipped(collected.business_of[chat_id])
                     else:
                         collected.calls[key]()
                 except Exception:  # as on_commit(robust=True): one push never stops the rest
@@ -183,14 +192,20 @@ def _dashboards_open(business_id: int) -> bool:
         if cache is not None:
             cache[business_id] = is_open
     if is_open:
-        DASHBOARD_PUSHES.labels("published").inc()
+        _PUBLISHED.inc()
         return True
-    DASHBOARD_PUSHES.labels("skipped").inc()
+    _skipped(business_id)
+    return False
+
+
+def _skipped(business_id: int) -> None:
+    """A push not rendered: counted, and its sequence step taken (at the batch's end, with
+    the others of the business, inside a batch)."""
+    _SKIPPED.inc()
     if _state.skipped is not None:
         _state.skipped[business_id] = _state.skipped.get(business_id, 0) + 1
     else:
         realtime.skip(business_id, 1)
-    return False
 
 
 def chat_changed(chat_id: int) -> None:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from integrations.bitrix24.models import Bitrix24Settings
@@ -114,14 +114,33 @@ def settings_read_once() -> Iterator[None]:
         _read_once.reset(token)
 
 
+def _switched_on(business_id: int) -> bool:
+    """Whether the business has a sync switched on (`is_active`), as one fixed statement: the
+    ingest consumer asks once per stored batch, and the ORM's `exists()` cost 290 µs of CPU
+    to build against 65 µs for the statement itself."""
+    quote = connection.ops.quote_name
+    business, active = (quote(str(Bitrix24Settings._meta.get_field(n).column))  # type: ignore[union-attr]
+                        for n in ("business", "is_active"))  # fmt: skip
+    table = quote(Bitrix24Settings._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {table} WHERE {business} = %s AND {active} LIMIT 1",  # noqa: S608 - names from _meta
+            [business_id],
+        )
+        return cursor.fetchone() is not None
+
+
 def active_settings(business_id: int) -> Bitrix24Settings | None:
     """The business's sync settings when the sync is switched on and configured."""
     memo = _read_once.get()
     if memo is not None and business_id in memo:
         return memo[business_id]
-    switched_on = Bitrix24Settings.objects.filter(business_id=business_id, is_active=True)
-    # Most businesses have no sync: the bare existence query costs a third of loading the row.
-    cfg = switched_on.first() if switched_on.exists() else None
+    # Most businesses have no sync: a bare existence check first.
+    cfg = (
+        Bitrix24Settings.objects.filter(business_id=business_id, is_active=True).first()
+        if _switched_on(business_id)
+        else None
+    )
     active = cfg if cfg is not None and cfg.is_configured else None
     if memo is not None:
         memo[business_id] = active
