@@ -8,6 +8,7 @@ them.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -87,14 +88,29 @@ class StatusEvent:
 Event = InboundEvent | StatusEvent
 
 
+# Twenty digits in a row (nineteen after a minus): a number orjson would read as a float (it keeps
+# 64-bit integers only), or digits in a string, which the standard library reads just as well.
+_LONG_DIGITS = re.compile(r"-\d{19}|\d{20}")
+_LONG_DIGITS_BYTES = re.compile(rb"-\d{19}|\d{20}")
+
+
+def _loads(raw: str | bytes) -> Any:
+    """orjson (a fifth of the standard library's cost, on the consumer's hot path) where it
+    reads exactly what the standard library would; the standard library for the rest: NaN,
+    a lone surrogate, an integer beyond 64 bits (the webhook wrote them with it). NaN and
+    Infinity are read as null: neither database's JSON column takes them."""
+    pattern = _LONG_DIGITS_BYTES if isinstance(raw, bytes) else _LONG_DIGITS
+    if pattern.search(raw) is None:  # type: ignore[arg-type]
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw, parse_constant=lambda _name: None)
+
+
 def event_from_json(raw: str | bytes) -> Event:
     """Inverse of `to_json` for both event types. Raises ValueError on anything else."""
-    try:
-        data = orjson.loads(raw)  # a fifth of the standard library's cost, on the hot path
-    except orjson.JSONDecodeError:
-        # What orjson refuses and the standard library reads (NaN, a lone surrogate, an
-        # integer beyond 64 bits): the webhook wrote it with the standard library.
-        data = json.loads(raw)
+    data = _loads(raw)
     if not isinstance(data, dict):
         raise ValueError("event must be a JSON object")
     kind = data.pop("type", None)

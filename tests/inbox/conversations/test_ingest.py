@@ -332,6 +332,76 @@ def test_a_failing_event_does_not_hold_back_the_rest_of_its_batch(channel: Chann
     assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
 
 
+class _FailsAtFirst:
+    """A listener that fails the transaction of the message `text` the first `times` times."""
+
+    def __init__(self, text: str, times: int) -> None:
+        self.text, self.left = text, times
+
+    def batch(self) -> object:
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def messages_received(self, items: list[tuple[Message, Chat]], *, business_id: int) -> None:
+        if self.left and any(message.text == self.text for message, _chat in items):
+            self.left -= 1
+            raise RuntimeError("the CRM's database is away")
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *args, **kwargs: None
+
+
+def test_an_event_that_failed_once_and_then_was_stored_starts_afresh(channel: Channel) -> None:
+    """Attempts are counted per stream entry until it is stored: a retry that succeeds clears
+    its count, so a later failure of the same entry (replayed after a crash) is not its last."""
+    from inbox.conversations import hooks
+    from inbox.conversations.ingest_worker import FAILURES_KEY
+
+    ingest.enqueue([_event(channel, provider_message_id="wamid.a", chat_key="77010000001",
+                           text="flaky"),
+                    _event(channel, provider_message_id="wamid.b", chat_key="77010000002",
+                           text="fine")])  # fmt: skip
+    flaky = _FailsAtFirst("flaky", times=2)  # the batch, then the event on its own
+    hooks._listeners.append(flaky)  # type: ignore[arg-type]
+    try:
+        worker = IngestWorker(name="retry", block_ms=10, max_attempts=3)
+        assert worker.step() == 2
+        assert list(Message.objects.values_list("text", flat=True)) == ["fine"]
+        assert len(get_redis().hgetall(FAILURES_KEY)) == 1  # one attempt counted
+
+        worker.claim_idle_ms = 0
+        worker._last_claim = 0
+        worker.step()  # reclaimed: stored this time
+    finally:
+        hooks._listeners.remove(flaky)  # type: ignore[arg-type]
+
+    assert sorted(Message.objects.values_list("text", flat=True)) == ["fine", "flaky"]
+    assert get_redis().hgetall(FAILURES_KEY) == {}
+    assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
+    assert get_redis().xlen(ingest.DEAD_LETTER_STREAM) == 0
+
+
+def test_what_the_fast_json_reader_refuses_is_still_stored(channel: Channel) -> None:
+    """A bridge's payload may carry what Python's JSON writes and orjson does not read or
+    write (NaN, an integer beyond 64 bits): the message must still arrive, not go to the
+    dead letters over the consumer's JSON library."""
+    ingest.enqueue([
+        _event(channel, provider_message_id="wamid.big", chat_key="77010000001",
+               text="order 1", extra={"order_ref": 2**70, "balance": -(2**63) - 1}),
+        _event(channel, provider_message_id="wamid.nan", chat_key="77010000002",
+               text="rated", extra={"rating": float("nan")}),
+    ])  # fmt: skip
+
+    assert IngestWorker(name="json", block_ms=10).step() == 2
+
+    stored = dict(Message.objects.values_list("text", "payload"))
+    assert set(stored) == {"order 1", "rated"}
+    assert stored["order 1"] == {"order_ref": 2**70, "balance": -(2**63) - 1}  # exactly
+    assert stored["rated"] == {"rating": None}  # no JSON column takes NaN
+    assert get_redis().xlen(ingest.DEAD_LETTER_STREAM) == 0
+
+
 def test_a_chat_whose_turn_was_lost_is_resumed(channel: Channel) -> None:
     from datetime import timedelta
 
