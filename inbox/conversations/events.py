@@ -8,7 +8,6 @@ them.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -88,23 +87,35 @@ class StatusEvent:
 Event = InboundEvent | StatusEvent
 
 
-# Twenty digits in a row (nineteen after a minus): a number orjson would read as a float (it keeps
-# 64-bit integers only), or digits in a string, which the standard library reads just as well.
-_LONG_DIGITS = re.compile(r"-\d{19}|\d{20}")
-_LONG_DIGITS_BYTES = re.compile(rb"-\d{19}|\d{20}")
+def _has_float(value: Any) -> bool:
+    if type(value) is float:
+        return True
+    if type(value) is dict:
+        return any(_has_float(v) for v in value.values())
+    if type(value) is list:
+        return any(_has_float(v) for v in value)
+    return False
 
 
 def _loads(raw: str | bytes) -> Any:
     """orjson (a fifth of the standard library's cost, on the consumer's hot path) where it
     reads exactly what the standard library would; the standard library for the rest: NaN,
-    a lone surrogate, an integer beyond 64 bits (the webhook wrote them with it). NaN and
-    Infinity are read as null: neither database's JSON column takes them."""
-    pattern = _LONG_DIGITS_BYTES if isinstance(raw, bytes) else _LONG_DIGITS
-    if pattern.search(raw) is None:  # type: ignore[arg-type]
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
+    a lone surrogate, and any event with a float in it, because orjson reads an integer
+    beyond 64 bits as a float (an event's fields have no floats; a location's payload does).
+    NaN and Infinity are read as null: neither database's JSON column takes them."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if type(data) is not dict:
+            return data
+        for value in data.values():
+            kind = type(value)
+            if kind is float or ((kind is dict or kind is list) and value and _has_float(value)):
+                break
+        else:
+            return data
     return json.loads(raw, parse_constant=lambda _name: None)
 
 
