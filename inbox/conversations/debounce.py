@@ -38,32 +38,32 @@ DUE_KEY = "debounce:due"  # sorted set: chat id → due time (Unix ms, the Redis
 # for it instead of waiting out a sleep computed before it existed.
 WAKE_CHANNEL = "debounce:wake"
 
-# KEYS: DUE_KEY, then per chat its token key and its correlation-id key. ARGV: wake channel,
-# ttl seconds, the correlation id ('' for none), then per chat (chat id, delay ms, token). Sets
-# each token and correlation id (an earlier burst's id is dropped, not reused), (re)starts each
-# timer, and wakes the schedulers when one of them is now the earliest.
+# KEYS: DUE_KEY. ARGV: wake channel, ttl seconds, the correlation id ('' for none), the token
+# nonce, the token and correlation-id key prefixes, then per chat (chat id, delay ms). Sets each
+# chat's token (nonce-chat) and correlation id (an earlier burst's id is dropped, not reused),
+# (re)starts each timer, and wakes the schedulers when one of them is now the earliest. The
+# keys are built here from the chat ids, as the claim script builds them: a consumer's batch
+# sends two values per chat instead of five.
 _SCHEDULE_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local cid = ARGV[3]
-local earliest = false
-for i = 1, (#KEYS - 1) / 2 do
-  local chat = ARGV[3 * i + 1]
-  local delay = tonumber(ARGV[3 * i + 2])
-  redis.call('SET', KEYS[2 * i], ARGV[3 * i + 3], 'EX', ttl + math.ceil(delay / 1000))
+local ours = {}
+for i = 7, #ARGV, 2 do
+  local chat = ARGV[i]
+  local delay = tonumber(ARGV[i + 1])
+  redis.call('SET', ARGV[5] .. chat, ARGV[4] .. '-' .. chat, 'EX', ttl + math.ceil(delay / 1000))
   if cid ~= '' then
-    redis.call('SET', KEYS[2 * i + 1], cid, 'EX', ttl)
+    redis.call('SET', ARGV[6] .. chat, cid, 'EX', ttl)
   else
-    redis.call('DEL', KEYS[2 * i + 1])
+    redis.call('DEL', ARGV[6] .. chat)
   end
   redis.call('ZADD', KEYS[1], now + delay, chat)
-  if not earliest then
-    local head = redis.call('ZRANGE', KEYS[1], 0, 0)
-    earliest = head[1] == chat
-  end
+  ours[chat] = true
 end
-if earliest then
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] and ours[head[1]] then
   redis.call('PUBLISH', ARGV[1], '1')
 end
 return now
@@ -139,12 +139,16 @@ class Claim:
     next_due_ms: int | None  # the earliest score still in the set (a timer or a lease)
 
 
+TOKEN_PREFIX = "debounce:"  # + chat id: the token of the chat's newest timer
+CID_PREFIX = "debounce_cid:"  # + chat id: the correlation id of the event that started it
+
+
 def _key(chat_id: int) -> str:
-    return f"debounce:{chat_id}"
+    return f"{TOKEN_PREFIX}{chat_id}"
 
 
 def _cid_key(chat_id: int) -> str:
-    return f"debounce_cid:{chat_id}"
+    return f"{CID_PREFIX}{chat_id}"
 
 
 def _delays(chat_ids: list[int]) -> dict[int, float]:
@@ -165,21 +169,19 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
         return {}
     missing = [chat_id for chat_id, delay in timers if delay is None]
     known = _delays(missing) if missing else {}
-    tokens: dict[int, str] = {}
-    keys = [DUE_KEY]
-    # The turn task will carry the correlation id of the event that started the timer.
-    args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS, logs.correlation_id.get() or ""]
     # One random part per call, the chat id after it: unique per chat and call, and one
     # random read instead of one per chat of a consumer's batch.
     nonce = uuid.uuid4().hex
+    # The turn task will carry the correlation id of the event that started the timer.
+    args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS, logs.correlation_id.get() or "", nonce,
+                       TOKEN_PREFIX, CID_PREFIX]  # fmt: skip
+    tokens: dict[int, str] = {}
     for chat_id, delay in timers:
         seconds = known.get(chat_id, 0.0) if delay is None else delay
-        token = f"{nonce}-{chat_id}"
-        tokens[chat_id] = token
-        keys += [_key(chat_id), _cid_key(chat_id)]
-        args += [chat_id, max(0, round(seconds * 1000)), token]
+        tokens[chat_id] = f"{nonce}-{chat_id}"
+        args += (chat_id, max(0, round(seconds * 1000)))
     # One EVALSHA (a script in a pipeline costs a SCRIPT EXISTS round trip first).
-    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=keys, args=args)
+    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=[DUE_KEY], args=args)
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
     return tokens
 
@@ -242,7 +244,13 @@ def claim_due(limit: int, lease_seconds: float) -> Claim:
     fallback = f"lost-{uuid.uuid4().hex}-"
     raw: list[Any] = get_redis().register_script(_CLAIM_SCRIPT)(
         keys=[DUE_KEY],
-        args=[limit, max(1, round(lease_seconds * 1000)), TOKEN_TTL_SECONDS, "debounce:", fallback],
+        args=[
+            limit,
+            max(1, round(lease_seconds * 1000)),
+            TOKEN_TTL_SECONDS,
+            TOKEN_PREFIX,
+            fallback,
+        ],
     )
     now, head = int(raw[0]), int(raw[1])
     chats = [

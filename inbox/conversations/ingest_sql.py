@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
+from operator import attrgetter
 from typing import Any, TypeVar
 
 import orjson
@@ -110,38 +111,51 @@ def _lock_chats_sql() -> str:
     )
 
 
-def lock_chats(keys: Sequence[ChatKey]) -> dict[ChatKey, Chat]:
+def lock_chats(keys: Sequence[ChatKey], channels: Mapping[int, Model]) -> dict[ChatKey, Chat]:
     """The chats of `keys` that exist, each row locked until the transaction ends, taken in
     (channel, customer) order so that consumers never deadlock on them. The chats are loaded
-    as Django would load them (`Model.from_db`), their channel and assignee not (the caller
-    has the channel; the assignee loads when read)."""
+    as Django would load them (`Model.from_db`), each with its channel from `channels` (by
+    id, where given); the assignee loads when read."""
     if not keys:
         return {}
     names = [f.attname for f in _fields(Chat)]
     with _cursor() as cursor:
         keys_document = [{"channel_id": k[0], "customer_key": k[1]} for k in keys]
         cursor.execute(_lock_chats_sql(), [_json(keys_document)])
-        rows = cursor.fetchall()
-    return {(chat.channel_id, chat.customer_key): chat for chat in loaded(Chat, names, rows)}
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    related = [{"channel": channels[row["channel_id"]]} if row["channel_id"] in channels else {}
+               for row in rows]  # fmt: skip
+    return {(chat.channel_id, chat.customer_key): chat for chat in loaded(Chat, rows, related)}
 
 
-def loaded(model: type[M], attnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[M]:
-    """Instances of `model` as `Model.from_db` makes them from rows of these columns (every
+def loaded(
+    model: type[M],
+    rows: Sequence[dict[str, Any]],
+    related: Sequence[dict[str, Model]] | None = None,
+) -> list[M]:
+    """Instances of `model` as `Model.from_db` makes them from rows (attname → value, every
     concrete field, converted already), without the per-field `__init__`: a third of the
-    cost for a 30-column row, paid once per stored message and locked chat. A model with
-    `pre_init`/`post_init` receivers (none of ours has) goes through `from_db`."""
+    cost for a 30-column row, paid once per stored message and locked chat. `related`: per
+    row, the objects its foreign keys point to, by field name, as `select_related` leaves
+    them (the dict becomes the instance's cache: `Field.set_cached_value` without its two
+    look-ups). A model with `pre_init`/`post_init` receivers (none of ours has) goes through
+    `from_db`."""
     db = connection.alias
     if signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
-        return [model.from_db(db, list(attnames), list(values)) for values in rows]
-    out = []
-    for values in rows:
-        instance = model.__new__(model)
-        instance.__dict__.update(zip(attnames, values, strict=True))
-        state = ModelState()
-        state.adding = False
-        state.db = db
-        instance._state = state
-        out.append(instance)
+        out = [model.from_db(db, list(row), list(row.values())) for row in rows]
+    else:
+        out = []
+        for row in rows:
+            instance = model.__new__(model)
+            instance.__dict__.update(row)
+            state = ModelState()
+            state.adding = False
+            state.db = db
+            instance._state = state
+            out.append(instance)
+    if related is not None:
+        for instance, objects in zip(out, related, strict=True):
+            instance._state.fields_cache = objects
     return out
 
 
@@ -231,6 +245,7 @@ def save_counters(chats: Sequence[Chat]) -> None:
     if not chats:
         return
     names = ["id", *(name for name, _type in COUNTER_COLUMNS)]
-    rows = [{name: getattr(chat, name) for name in names} for chat in chats]
+    values = attrgetter(*names)
+    rows = [dict(zip(names, values(chat), strict=True)) for chat in chats]
     with _cursor() as cursor:
         cursor.execute(_counters_sql(), [_json(rows)])

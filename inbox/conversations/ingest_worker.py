@@ -27,6 +27,21 @@ log = logging.getLogger(__name__)
 
 FAILURES_KEY = "ingest:failures"
 
+# KEYS: the stream, the failure counts. ARGV: the group, '1' to clear failure counts, then the
+# entry ids. Acknowledges and deletes the entries (and forgets their failures) at once: one
+# command sending the ids once, where a MULTI of XACK and XDEL sent each of them twice.
+_ACK_SCRIPT = """
+for i = 3, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, i, last))
+  redis.call('XDEL', KEYS[1], unpack(ARGV, i, last))
+  if ARGV[2] == '1' then
+    redis.call('HDEL', KEYS[2], unpack(ARGV, i, last))
+  end
+end
+return #ARGV - 2
+"""
+
 
 def ensure_group(client: redis.Redis) -> None:
     try:
@@ -59,6 +74,7 @@ class IngestWorker:
         self.coalesce_ms = coalesce_ms
         self.stop_event = threading.Event()
         self.redis = get_redis()
+        self._ack_script = self.redis.register_script(_ACK_SCRIPT)
         self._last_claim = 0.0
         self._db_checked = 0.0
         self._group_ready = False
@@ -218,12 +234,10 @@ class IngestWorker:
     def _ack(self, *entry_ids: Any, failed_before: bool = True) -> None:
         if not entry_ids:
             return
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.xack(ingest.STREAM, ingest.GROUP, *entry_ids)
-        pipe.xdel(ingest.STREAM, *entry_ids)
-        if failed_before:
-            pipe.hdel(FAILURES_KEY, *entry_ids)
-        pipe.execute()
+        self._ack_script(
+            keys=[ingest.STREAM, FAILURES_KEY],
+            args=[ingest.GROUP, "1" if failed_before else "0", *entry_ids],
+        )
 
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:
         self.redis.xadd(ingest.DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})

@@ -54,11 +54,11 @@ class _Collected:
 
     def add_messages(self, items: Sequence[tuple[Message, Chat]], business_id: int) -> None:
         for message, chat in items:
-            chat_messages = self.messages.get(chat.pk)
+            chat_messages = self.messages.get(chat.id)
             if chat_messages is None:
-                self.order.append(("messages", chat.pk))
-                chat_messages = self.messages[chat.pk] = []
-                self.business_of[chat.pk] = business_id
+                self.order.append(("messages", chat.id))
+                chat_messages = self.messages[chat.id] = []
+                self.business_of[chat.id] = business_id
             chat_messages.append((message, chat))
 
 
@@ -160,23 +160,28 @@ def push_collected(collected: _Collected) -> None:
              if business_id in present]  # fmt: skip
     if shown:
         fragments.prepare_rows(shown)
-    _state.skipped = {}
+    # Skipped pushes counted per business (by `_skipped` too), a sequence step each at the end.
+    skipped: dict[int, int] = {}
+    _state.skipped = skipped
     try:
         with realtime.batched():
             for key in collected.order:
                 try:
                     if key[0] == "messages":
                         chat_id = cast(int, key[1])
-                        if collected.business_of[chat_id] in present:
+                        business_id = collected.business_of[chat_id]
+                        if business_id in present:
                             new_messages(collected.messages[chat_id])
                         else:  # no page of the business open: nothing to render or read
-                            _skipped(collected.business_of[chat_id])
+                            skipped[business_id] = skipped.get(business_id, 0) + 1
                     else:
                         collected.calls[key]()
                 except Exception:  # as on_commit(robust=True): one push never stops the rest
                     log.warning("live.push_failed", extra={"push": str(key[0])}, exc_info=True)
     finally:
-        skipped, _state.skipped, _state.open_cache = _state.skipped, None, None
+        _state.skipped, _state.open_cache = None, None
+        if skipped:
+            _SKIPPED.inc(sum(skipped.values()))
         for business_id, count in skipped.items():
             realtime.skip(business_id, count)
 
@@ -201,10 +206,10 @@ def _dashboards_open(business_id: int) -> bool:
 def _skipped(business_id: int) -> None:
     """A push not rendered: counted, and its sequence step taken (at the batch's end, with
     the others of the business, inside a batch)."""
-    _SKIPPED.inc()
     if _state.skipped is not None:
         _state.skipped[business_id] = _state.skipped.get(business_id, 0) + 1
     else:
+        _SKIPPED.inc()
         realtime.skip(business_id, 1)
 
 

@@ -469,6 +469,24 @@ def test_nul_characters_from_a_customer_are_stored_not_dead_lettered(channel: Ch
     assert message.chat.customer_name == "Ai\ufffdgerim"
 
 
+def test_a_nul_in_an_attachments_name_does_not_lose_the_batch(channel: Channel) -> None:
+    """A bridge sent a document whose file name holds a NUL, amid a batch of ordinary
+    messages: all of them are stored, the name with U+FFFD."""
+    document = MediaRef(ref="https://bridge.example/m/1", mime_type="application/pdf",
+                        filename="invoice\x00.pdf")  # fmt: skip
+    events = [
+        _event(channel, provider_message_id="wamid.doc", kind="document", text="", media=document),
+        *(_event(channel, provider_message_id=f"wamid.t{n}", chat_key=f"7701555000{n}")
+          for n in range(3)),
+    ]  # fmt: skip
+
+    outcomes = ingest.accept_batch(events)
+
+    assert [o.outcome for o in outcomes] == ["stored"] * 4
+    stored = Message.objects.get(provider_message_id="wamid.doc")
+    assert stored.media_filename == "invoice\ufffd.pdf"
+
+
 def test_a_timestamp_too_far_in_the_future_is_stored_with_the_arrival_time(
     channel: Channel,
 ) -> None:
