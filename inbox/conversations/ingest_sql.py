@@ -28,7 +28,7 @@ from django.db import connection
 from django.db.models import Field, Model, signals
 from django.db.models.base import ModelState
 
-from inbox.conversations.models import Chat, Message
+from inbox.conversations.models import Channel, Chat, Message
 
 ChatKey = tuple[int, str]
 M = TypeVar("M", bound=Model)
@@ -111,7 +111,7 @@ def _lock_chats_sql() -> str:
     )
 
 
-def lock_chats(keys: Sequence[ChatKey], channels: Mapping[int, Model]) -> dict[ChatKey, Chat]:
+def lock_chats(keys: Sequence[ChatKey], channels: Mapping[int, Channel]) -> dict[ChatKey, Chat]:
     """The chats of `keys` that exist, each row locked until the transaction ends, taken in
     (channel, customer) order so that consumers never deadlock on them. The chats are loaded
     as Django would load them (`Model.from_db`), each with its channel from `channels` (by
@@ -123,8 +123,10 @@ def lock_chats(keys: Sequence[ChatKey], channels: Mapping[int, Model]) -> dict[C
         keys_document = [{"channel_id": k[0], "customer_key": k[1]} for k in keys]
         cursor.execute(_lock_chats_sql(), [_json(keys_document)])
         rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    related = [{"channel": channels[row["channel_id"]]} if row["channel_id"] in channels else {}
-               for row in rows]  # fmt: skip
+    related: list[dict[str, Model]] = [
+        {"channel": channels[row["channel_id"]]} if row["channel_id"] in channels else {}
+        for row in rows
+    ]
     return {(chat.channel_id, chat.customer_key): chat for chat in loaded(Chat, rows, related)}
 
 

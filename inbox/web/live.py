@@ -160,7 +160,7 @@ def push_collected(collected: _Collected) -> None:
              if business_id in present]  # fmt: skip
     if shown:
         fragments.prepare_rows(shown)
-    # Skipped pushes counted per business (by `_skipped` too), a sequence step each at the end.
+    # Skipped pushes counted per business (`_skipped`), a sequence step each at the end.
     skipped: dict[int, int] = {}
     _state.skipped = skipped
     try:
@@ -173,7 +173,7 @@ def push_collected(collected: _Collected) -> None:
                         if business_id in present:
                             new_messages(collected.messages[chat_id])
                         else:  # no page of the business open: nothing to render or read
-                            skipped[business_id] = skipped.get(business_id, 0) + 1
+                            _skipped(business_id)
                     else:
                         collected.calls[key]()
                 except Exception:  # as on_commit(robust=True): one push never stops the rest
