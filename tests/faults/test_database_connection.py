@@ -1,5 +1,5 @@
 """A Celery worker's database connection: kept from one task to the next (a new PostgreSQL
-connection per task was a third of a turn's dispatch), and replaced when the database dropped
+connection per task was 5 ms of a turn's dispatch), and replaced when the database dropped
 it (a failover, a restart, an idle-connection reaper), so the next task still does its work.
 """
 
