@@ -330,8 +330,11 @@ def test_an_operator_reply_from_open_channels_reaches_whatsapp_and_is_acknowledg
         reply = Message.objects.get(chat=chat, direction=Message.Direction.OUTBOUND)
         assert ack["message"]["id"] == [reply.provider_message_id]
         assert reply.payload.get("source") == "bitrix24"
-        row = ConnectorMessage.objects.get(direction="from_bitrix")
-        assert row.state == "acked"
+        # Marked once the portal answered the acknowledgement, a moment after it received it.
+        wait_for(
+            lambda: ConnectorMessage.objects.get(direction="from_bitrix").state == "acked",
+            timeout=10,
+        )
 
         # The same event delivered again never sends twice.
         from integrations.bitrix24 import tasks
