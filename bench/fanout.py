@@ -2,15 +2,19 @@
 
     .venv/bin/python bench/fanout.py [--clients 10,100,500] [--mode auto|product|layer] [--out F]
 
-Real processes: daphne serving the webhook and the websockets, the ingest consumer storing each
-message and publishing it through `inbox.web.realtime` over the channel layer (Redis pub/sub). N
-websocket clients, all of one business, are open while signed Cloud API webhooks arrive:
+Real processes: daphne serving the webhook and the websockets (`--webhook-server uvicorn`: the
+webhook on a uvicorn process of its own, daphne for the sockets), the ingest consumer storing
+each message and publishing it through `inbox.web.realtime` over the channel layer (Redis
+pub/sub). N websocket clients, all of one business, are open while signed Cloud API webhooks
+arrive from bench/poster.py, a sender in a child process (`--sender inline`: httpx in this
+process's event loop, as before):
   steady: `--rate` messages/s for `--seconds`;  bursty: `--bursts` bursts of `--burst-size`
   messages sent at once, one second apart.
 Every client must receive every message in a `message.changed` event (one event carries all the
 messages of a chat that one ingest batch stored). Reported per N and pattern:
-delivered events/s, events lost (must be 0), p50/p99 from the webhook POST to the socket, and the
-CPU seconds the server, the consumer and the clients (this process) spent on the level.
+delivered events/s, events lost (must be 0), p50/p99 from the webhook POST to the socket, where
+that time goes (the webhook's answer; POST → the row's created_at; created_at → each socket),
+and the CPU seconds the server, the consumer, the sender and the clients (this process) spent.
 
 Modes: `product` connects to the dashboard's own consumer (`/ws/inbox/` in inbox.site.asgi, session
 login, Origin check); `layer` serves bench/fanout_app.py, a stand-in that keeps that consumer's
@@ -29,14 +33,15 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench import common, ingest
+from bench import common, ingest, poster
 
 PHONE_NUMBER_ID = "190000000000005"
 APP_SECRET = "bench-fanout-secret"
@@ -47,6 +52,10 @@ CUSTOMERS = 50  # the messages go round this many customers' chats
 # string every quote is escaped, so neither pattern can match customer text or fragment HTML.
 MESSAGE_IDS = re.compile(r'"message_ids": \[([0-9, ]*)\]')
 MESSAGE_CHANGED = '"event": "message.changed"'
+
+
+class CpuMeter(Protocol):
+    def cpu_seconds(self) -> float: ...
 
 
 class Client:
@@ -124,9 +133,9 @@ def product_headers(business: Any, base_url: str) -> dict[str, str]:
     return {"Cookie": f"sessionid={browser.cookies['sessionid'].value}", "Origin": base_url}
 
 
-async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, pattern: str,
-                    args: argparse.Namespace,
-                    procs: dict[str, common.Proc]) -> dict[str, Any]:  # fmt: skip
+async def one_level(ws_url: str, headers: dict[str, str], webhook: str,
+                    sender: poster.Poster | None, n: int, pattern: str, args: argparse.Namespace,
+                    procs: dict[str, CpuMeter]) -> dict[str, Any]:  # fmt: skip
     from tests.emulators.graph_api import sign
 
     clients = [Client(full=i == 0) for i in range(n)]
@@ -139,39 +148,35 @@ async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, 
     connected = sum(1 for c in clients if not c.error)
     cpu_before = _cpu(procs)
     nonce = f"{random.getrandbits(40):010x}"
-    sent_at: dict[str, float] = {}
-    statuses: list[int] = []
-    async with httpx.AsyncClient(timeout=30) as http:
-
-        async def post(index: int) -> None:
-            body = ingest.webhook_body(nonce, index, CUSTOMERS, PHONE_NUMBER_ID)
-            payload = json.loads(body)
-            wamid = payload["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
-            headers_ = {"Content-Type": "application/json",
-                        "X-Hub-Signature-256": sign(APP_SECRET, body)}  # fmt: skip
-            sent_at[wamid] = time.time()
-            response = await http.post(webhook, content=body, headers=headers_)
-            statuses.append(response.status_code)
-
-        first = time.time()
-        posts: list[asyncio.Task[None]] = []
-        if pattern == "steady":
-            total = int(args.rate * args.seconds)
-            for i in range(total):
-                due = first + i / args.rate
-                await asyncio.sleep(max(0.0, due - time.time()))
-                posts.append(asyncio.create_task(post(i)))
-        else:
-            total = args.bursts * args.burst_size
-            for b in range(args.bursts):
-                await asyncio.sleep(max(0.0, first + b - time.time()))
-                await asyncio.gather(
-                    *(post(b * args.burst_size + i) for i in range(args.burst_size))
-                )
-        await asyncio.gather(*posts)
+    if pattern == "steady":
+        total = int(args.rate * args.seconds)
+        offsets = [i / args.rate for i in range(total)]
+    else:
+        total = args.bursts * args.burst_size
+        offsets = [float(i // args.burst_size) for i in range(total)]
+    plan_bodies = []
+    for index in range(total):
+        body = ingest.webhook_body(nonce, index, CUSTOMERS, PHONE_NUMBER_ID)
+        wamid = json.loads(body)["entry"][0]["changes"][0]["value"]["messages"][0]["id"]
+        headers_ = {"Content-Type": "application/json",
+                    "X-Hub-Signature-256": sign(APP_SECRET, body)}  # fmt: skip
+        plan_bodies.append((offsets[index], wamid, body, headers_))
+    first = time.time() + 0.3  # the sender's connections open before the first is due
+    split = urlsplit(webhook)
+    address = (split.hostname or "127.0.0.1", split.port or 80, split.path)
+    if sender is None:
+        sent = await _post_inline(webhook, first, plan_bodies)
+    else:
+        plan = [(first + offset, wamid, poster.request_bytes(*address, body, headers_))
+                for offset, wamid, body, headers_ in plan_bodies]  # fmt: skip
+        sent = await asyncio.to_thread(sender.send, plan, args.timeout)
+    sent_at = sent.sent_at
+    answered = list(sent.answer_s.values())
+    statuses = [sent.status.get(wamid, 0) for wamid in sent_at]
     wamids = list(sent_at)
     ids = await asyncio.to_thread(_message_ids, wamids, args.timeout)
     expected = {mid: sent_at[w] for w, mid in ids.items()}
+    stored_at = await asyncio.to_thread(_stored_at, list(expected))
 
     def all_delivered() -> bool:
         # Counting first: the full check costs N × messages look-ups, and it runs in the loop
@@ -192,6 +197,9 @@ async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, 
     latencies = [c.received[mid] - t for c in clients for mid, t in expected.items()
                  if mid in c.received]  # fmt: skip
     got = len(latencies)
+    to_stored = [stored_at[mid] - t for mid, t in expected.items() if mid in stored_at]
+    to_socket = [c.received[mid] - stored_at[mid] for c in clients for mid in expected
+                 if mid in c.received and mid in stored_at]  # fmt: skip
     last = max((c.received[mid] for c in clients for mid in expected if mid in c.received),
                default=first)  # fmt: skip
     return {
@@ -208,12 +216,43 @@ async def one_level(ws_url: str, headers: dict[str, str], webhook: str, n: int, 
         "p50_ms": common.pct_ms(latencies, 50),
         "p99_ms": common.pct_ms(latencies, 99),
         "max_ms": common.ms(max(latencies)) if latencies else None,
+        # Where the time goes: the webhook's answer, POST → the row's created_at (the webhook,
+        # the stream and the consumer's batch), and created_at → each socket (the commit, the
+        # push and the server's sends).
+        "webhook_answer_p50_ms": common.pct_ms(answered, 50),
+        "to_stored_p50_ms": common.pct_ms(to_stored, 50),
+        "to_stored_p99_ms": common.pct_ms(to_stored, 99),
+        "stored_to_socket_p50_ms": common.pct_ms(to_socket, 50),
+        "stored_to_socket_p99_ms": common.pct_ms(to_socket, 99),
         "client_errors": sorted({c.error for c in clients if c.error})[:3],
         "cpu_s": cpu,
     }
 
 
-def _cpu(procs: dict[str, common.Proc]) -> dict[str, float]:
+async def _post_inline(
+    webhook: str, first: float, plan: list[tuple[float, str, bytes, dict[str, str]]]
+) -> poster.Sent:
+    """The same plan sent with httpx from this event loop (`--sender inline`): the client's own
+    cost then lands in the loop that stamps the sockets' arrivals (bench/poster.py says why
+    that is not the default)."""
+    sent = poster.Sent({}, {}, {})
+    async with httpx.AsyncClient(timeout=30) as http:
+
+        async def post(wamid: str, body: bytes, headers: dict[str, str]) -> None:
+            sent.sent_at[wamid] = time.time()
+            response = await http.post(webhook, content=body, headers=headers)
+            sent.answer_s[wamid] = time.time() - sent.sent_at[wamid]
+            sent.status[wamid] = response.status_code
+
+        posts: list[asyncio.Task[None]] = []
+        for offset, wamid, body, headers in plan:
+            await asyncio.sleep(max(0.0, first + offset - time.time()))
+            posts.append(asyncio.create_task(post(wamid, body, headers)))
+        await asyncio.gather(*posts)
+    return sent
+
+
+def _cpu(procs: dict[str, CpuMeter]) -> dict[str, float]:
     """CPU seconds so far of the server, the consumer and this process (the N clients): on a
     shared machine the figure that says who did the work, where wall-clock latency cannot."""
     return {**{name: proc.cpu_seconds() for name, proc in procs.items()},
@@ -236,6 +275,13 @@ async def warm_up(webhook: str, n: int, wait_s: float) -> None:
                 "Content-Type": "application/json",
                 "X-Hub-Signature-256": sign(APP_SECRET, body)})  # fmt: skip
     await asyncio.to_thread(_message_ids, wamids, wait_s)
+
+
+def _stored_at(ids: list[int]) -> dict[int, float]:
+    from inbox.conversations.models import Message
+
+    rows = Message.objects.filter(pk__in=ids).values_list("pk", "created_at")
+    return {pk: created.timestamp() for pk, created in rows}
 
 
 def _message_ids(wamids: list[str], timeout: float) -> dict[str, int]:
@@ -268,6 +314,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env = common.subprocess_env(WHATSAPP_APP_SECRET=APP_SECRET, LOG_LEVEL="WARNING")
     app = "inbox.site.asgi:application" if mode == "product" else "bench.fanout_app:application"
     server, base_url = common.start_server("daphne", app, env, name=f"fanout-{mode}")
+    hook_server = None
+    hook_url = base_url
+    if args.webhook_server != "daphne":
+        hook_server, hook_url = common.start_server(
+            args.webhook_server, app, env, name="fanout-hooks"
+        )
     consumer = common.start("fanout-ingest", [sys.executable, "manage.py", "ingest_worker"], env)
     levels = []
     try:
@@ -277,28 +329,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             headers = {}
             ws_url = base_url.replace("http://", "ws://") + f"/ws/inbox/?business={business.pk}"
-        webhook = f"{base_url}/webhooks/whatsapp/"
+        webhook = f"{hook_url}/webhooks/whatsapp/"
         if args.warmup:
             asyncio.run(warm_up(webhook, args.warmup, args.timeout))
+        split = urlsplit(webhook)
+        sender = None
+        if args.sender == "process":
+            sender = poster.Poster(split.hostname or "127.0.0.1", split.port or 80,
+                                   connections=args.burst_size)  # fmt: skip
         for n in [int(c) for c in args.clients.split(",") if c.strip()]:
             for pattern in ("steady", "bursty"):
-                procs = {"server": server, "consumer": consumer}
-                level = asyncio.run(one_level(ws_url, headers, webhook, n, pattern, args, procs))
+                procs: dict[str, CpuMeter] = {"server": server, "consumer": consumer}
+                if hook_server is not None:
+                    procs["webhooks"] = hook_server
+                if sender is not None:
+                    procs["sender"] = sender
+                level = asyncio.run(
+                    one_level(ws_url, headers, webhook, sender, n, pattern, args, procs)
+                )
                 levels.append(level)
                 print(
                     f"  {n:>4} clients {pattern:7} {level['delivered_per_s']} events/s  lost "
-                    f"{level['lost']}  p50 {level['p50_ms']} ms  p99 {level['p99_ms']} ms  cpu s "
+                    f"{level['lost']}  p50 {level['p50_ms']} ms  p99 {level['p99_ms']} ms  (answer "
+                    f"{level['webhook_answer_p50_ms']}, stored {level['to_stored_p50_ms']}/"
+                    f"{level['to_stored_p99_ms']}, to socket {level['stored_to_socket_p50_ms']}/"
+                    f"{level['stored_to_socket_p99_ms']})  cpu s "
                     + " ".join(f"{k} {v}" for k, v in level["cpu_s"].items())
                     + (f"  errors {level['client_errors']}" if level["client_errors"] else ""),
                     flush=True,
                 )
     finally:
+        if sender is not None:
+            sender.close()
         consumer.stop()
         server.stop()
+        if hook_server is not None:
+            hook_server.stop()
         ingest.reset_redis()
     return {
         "mode": mode,
         "server": "daphne",
+        "webhook_server": args.webhook_server,
+        "sender": args.sender,
         "p99_ms": {f"{lv['clients']}_{lv['pattern']}": lv["p99_ms"] for lv in levels},
         "lost": sum(lv["lost"] for lv in levels),
         "levels": levels,
@@ -316,6 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--warmup", type=int, default=CUSTOMERS,
                    help="messages sent before the first level (one per chat)")  # fmt: skip
+    p.add_argument("--sender", choices=["process", "inline"], default="process",
+                   help="process: bench/poster.py in a child process; inline: httpx in the "
+                   "clients' event loop")  # fmt: skip
+    p.add_argument("--webhook-server", choices=["daphne", "uvicorn"], default="daphne")
     p.add_argument("--no-migrate", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     return p

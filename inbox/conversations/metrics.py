@@ -16,6 +16,10 @@ EVENTS_ENQUEUED = Counter(
 DUPLICATES_DROPPED = Counter(
     "inbox_duplicates_dropped_total", "Events dropped as duplicates before the queue", ["transport"]
 )
+ROUTE_LOOKUPS = Counter(
+    "inbox_webhook_route_lookups_total",
+    "Database look-ups of which channel a webhook is for (the rest come from the route cache)",
+)
 INGEST_SECONDS = Histogram(
     "inbox_ingest_seconds",
     "Time to accept one event in the consumer",

@@ -12,12 +12,14 @@ input that retrying cannot fix; 503 when the queue is unreachable, so the provid
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -96,12 +98,24 @@ _NO_CHANNEL_TOKEN = "no-such-bridge-channel"
 
 class RouteCache:
     """Which channel a Cloud API number or a bridge channel id is, cached for a few seconds
-    (also when unknown), so the webhook does not query the database per request."""
+    (also when unknown), so the webhook does not query the database per request.
 
-    def __init__(self, ttl: float | None = None) -> None:
+    A burst is what arrives after a quiet spell, so the moment an entry expires is the moment
+    it is needed most: every request of the burst missed it at once and each opened its own
+    database connection for the same row (20 webhooks, 20 connections, the burst stored
+    ~200 ms late on two cores). So one look-up per key is in flight at a time, the others
+    await it; and a Cloud API number already known is served from its expired entry for up
+    to `stale` seconds more while one refresh runs in the background. Not an unknown number
+    (a channel just created must start working within the TTL) and not a bridge token (a
+    rotated token must stop working within it); a number of a channel just deactivated is
+    still queued meanwhile, and the consumer drops its events (`ingest._channel_info`)."""
+
+    def __init__(self, ttl: float | None = None, stale: float | None = None) -> None:
         self.ttl = settings.WHATSAPP_ROUTE_CACHE_SECONDS if ttl is None else ttl
+        self.stale = settings.WHATSAPP_ROUTE_STALE_SECONDS if stale is None else stale
         self._numbers: dict[str, tuple[float, int | None]] = {}
         self._bridges: dict[int, tuple[float, str | None]] = {}
+        self._lookups: dict[tuple[object, ...], asyncio.Task[None]] = {}
 
     def clear(self) -> None:
         self._numbers.clear()
@@ -109,11 +123,23 @@ class RouteCache:
 
     async def cloud_channels(self, numbers: set[str]) -> dict[str, int]:
         now = time.monotonic()
-        missing = {n for n in numbers if self._numbers.get(n, (0.0, None))[0] < now}
+        missing: set[str] = set()
+        expired: set[str] = set()
+        for number in numbers:
+            expires, channel_id = self._numbers.get(number, (0.0, None))
+            if expires >= now:
+                continue
+            if channel_id is not None and now - expires < self.stale:
+                expired.add(number)
+            else:
+                missing.add(number)
+        if expired:
+            self._shared(("numbers", frozenset(expired)), partial(self._load_numbers, expired))
         if missing:
-            found = await sync_to_async(_lookup_numbers, thread_sensitive=False)(missing)
-            for number in missing:
-                self._numbers[number] = (now + self.ttl, found.get(number))
+            task = self._shared(
+                ("numbers", frozenset(missing)), partial(self._load_numbers, missing)
+            )
+            await asyncio.shield(task)  # a request given up on does not cancel the others' look-up
         return {
             n: channel_id
             for n in numbers
@@ -121,13 +147,46 @@ class RouteCache:
         }
 
     async def bridge_token(self, channel_id: int) -> str | None:
-        now = time.monotonic()
         cached = self._bridges.get(channel_id)
-        if cached is None or cached[0] < now:
-            token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(channel_id)
-            cached = (now + self.ttl, token)
-            self._bridges[channel_id] = cached
+        if cached is None or cached[0] < time.monotonic():
+            task = self._shared(("bridge", channel_id), partial(self._load_bridge, channel_id))
+            await asyncio.shield(task)
+            cached = self._bridges[channel_id]
         return cached[1]
+
+    async def _load_numbers(self, numbers: set[str]) -> None:
+        metrics.ROUTE_LOOKUPS.inc()
+        found = await sync_to_async(_lookup_numbers, thread_sensitive=False)(numbers)
+        expires = time.monotonic() + self.ttl
+        for number in numbers:
+            self._numbers[number] = (expires, found.get(number))
+
+    async def _load_bridge(self, channel_id: int) -> None:
+        metrics.ROUTE_LOOKUPS.inc()
+        token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(channel_id)
+        self._bridges[channel_id] = (time.monotonic() + self.ttl, token)
+
+    def _shared(
+        self, key: tuple[object, ...], load: Callable[[], Coroutine[Any, Any, None]]
+    ) -> asyncio.Task[None]:
+        """The look-up in flight for `key` in this event loop, or a new one."""
+        loop = asyncio.get_running_loop()
+        task = self._lookups.get(key)
+        if task is not None and not task.done() and task.get_loop() is loop:
+            return task
+        task = loop.create_task(load())
+        self._lookups[key] = task
+
+        def finished(done: asyncio.Task[None]) -> None:
+            if self._lookups.get(key) is done:
+                del self._lookups[key]
+            if not done.cancelled() and done.exception() is not None:
+                # Awaited requests get the error themselves; a background refresh only here,
+                # and the next request tries again.
+                log.warning("webhook.route_lookup_failed", exc_info=done.exception())
+
+        task.add_done_callback(finished)
+        return task
 
 
 # These run in a pool thread once per cache miss; the connection is closed right after, so no

@@ -77,7 +77,9 @@ def test_fanout_delivers_every_message_to_every_socket(subprocess_env, tmp_path)
         assert level["connected"] == level["clients"]
         assert level["delivered"] == level["expected_deliveries"] > 0
         assert level["p99_ms"] is not None
-        assert set(level["cpu_s"]) == {"server", "consumer", "clients"}
+        assert set(level["cpu_s"]) == {"server", "consumer", "sender", "clients"}
+        assert level["webhooks_not_200"] == 0
+        assert level["to_stored_p50_ms"] is not None
 
 
 def test_burst_of_messages_per_chat_is_one_turn_and_one_model_call(

@@ -103,6 +103,7 @@ def stack(subprocess_env: dict[str, str], _session_graph: GraphApiEmulator) -> I
         "WHATSAPP_APP_SECRET": _session_graph.app_secret,
         # Every test makes its channel anew under the same number: no route kept between tests.
         "WHATSAPP_ROUTE_CACHE_SECONDS": "0",
+        "WHATSAPP_ROUTE_STALE_SECONDS": "0",
     }
     group = ProcessGroup(env)
     try:

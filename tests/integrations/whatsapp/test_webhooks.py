@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 import httpx
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
 from django.test import override_settings
+from prometheus_client import REGISTRY
 
 from inbox.conversations import ingest
 from inbox.conversations.models import Channel
@@ -19,6 +26,7 @@ from tests.emulators.graph_api import contact, envelope, sign, text_message
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
+T = TypeVar("T")
 SECRET = "test-app-secret"
 VERIFY = "test-verify-token"
 
@@ -327,3 +335,111 @@ class TestBridge:
 
         assert answer.status_code == 200
         assert _queued() == []
+
+
+class TestRouteCache:
+    """Which channel a webhook is for, looked up in the database only when it must be."""
+
+    @pytest.fixture(autouse=True)
+    def _short_ttl(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(routes, "ttl", 0.05)
+
+    @staticmethod
+    def _lookups() -> float:
+        return REGISTRY.get_sample_value("inbox_webhook_route_lookups_total") or 0.0
+
+    @staticmethod
+    async def _in_db(change: Callable[[], T]) -> T:
+        """A change to the database from this async test, its connection closed after (none
+        left open in asgiref's thread when the test database is dropped)."""
+
+        def run() -> T:
+            try:
+                return change()
+            finally:
+                connection.close()
+
+        return await sync_to_async(run)()
+
+    @staticmethod
+    async def _expire() -> None:
+        await asyncio.sleep(0.1)  # the route's TTL (0.05 s) passing, not work being awaited
+
+    async def test_a_burst_after_the_route_expired_looks_the_channel_up_once(
+        self, cloud_channel: Channel, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every request of a burst found the entry expired at once, and each opened its own
+        database connection for the same row: the burst was stored ~200 ms late."""
+        monkeypatch.setattr(routes, "stale", 0.0)
+        assert (await _post(_body("wamid.B0"), sign(SECRET, _body("wamid.B0")))).status_code == 200
+        await self._expire()
+        before = self._lookups()
+
+        bodies = [_body(f"wamid.B{n}") for n in range(1, 21)]
+        answers = await asyncio.gather(*(_post(b, sign(SECRET, b)) for b in bodies))
+
+        assert [a.status_code for a in answers] == [200] * 20
+        assert self._lookups() - before == 1
+        assert len(_queued()) == 21
+
+    async def test_a_known_number_is_served_while_its_route_refreshes(
+        self, cloud_channel: Channel, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The expired route of a known number answers at once; the refresh behind it sees the
+        channel was deactivated, and the number's webhooks are refused from then on."""
+        monkeypatch.setattr(routes, "stale", 60.0)
+        assert (await _post(_body("wamid.S0"), sign(SECRET, _body("wamid.S0")))).status_code == 200
+        await self._in_db(
+            partial(Channel.objects.filter(pk=cloud_channel.pk).update, is_active=False)
+        )
+        await self._expire()
+
+        served = await _post(_body("wamid.S1"), sign(SECRET, _body("wamid.S1")))
+        assert served.status_code == 200
+        deadline = time.monotonic() + 5
+        while True:
+            answer = await _post(_body("wamid.S2"), sign(SECRET, _body("wamid.S2")))
+            if answer.status_code != 200 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.02)
+        assert answer.status_code == 404
+
+    async def test_a_number_of_a_new_channel_is_not_served_from_its_unknown_entry(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(routes, "stale", 60.0)
+        assert (await _post(_body("wamid.N0"), sign(SECRET, _body("wamid.N0")))).status_code == 404
+        await self._in_db(
+            partial(
+                factories.channel, kind=Channel.Kind.CLOUD_API, phone_number_id="106540352242922"
+            )
+        )
+        await self._expire()
+
+        answer = await _post(_body("wamid.N1"), sign(SECRET, _body("wamid.N1")))
+
+        assert answer.status_code == 200
+        (queued,) = _queued()
+        assert queued["provider_message_id"] == "wamid.N1"
+
+    async def test_a_rotated_bridge_token_stops_working_within_the_ttl(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(routes, "stale", 60.0)
+        channel = await self._in_db(
+            partial(factories.channel, kind=Channel.Kind.BRIDGE, bridge_token="bridge-old")
+        )
+        event = {"id": "3EB0ROTATE", "chat_id": "77011234567@s.whatsapp.net", "from_me": False,
+                 "kind": "text", "text": "Hello, are you open today?", "timestamp": 1749416383}  # fmt: skip
+        body = json.dumps({"events": [event]}).encode()
+        path = f"/webhooks/bridge/{channel.pk}/"
+        old = {"Authorization": "Bearer bridge-old"}
+        assert (await _post(body, path=path, headers=old)).status_code == 200
+        channel.bridge_token = "bridge-new"
+        await self._in_db(partial(channel.save, update_fields=["bridge_token"]))
+        await self._expire()
+
+        refused = await _post(body, path=path, headers=old)
+        accepted = await _post(body, path=path, headers={"Authorization": "Bearer bridge-new"})
+
+        assert (refused.status_code, accepted.status_code) == (403, 200)
