@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import template
@@ -75,6 +76,23 @@ def reason_label(reason: str) -> str:
 def media_url(message: Message) -> str:
     """The permission-checked playback/download URL (served by inbox/web/media.py)."""
     return reverse("message_media", kwargs={"message_id": message.pk})
+
+
+# `iso` and `clock` are `date:"c"` and `date:"H:i"` without Django's format machinery (the
+# format-name look-up and the language checks behind it: ~100 µs a call on these cores). Every
+# chat row and message pushed to the dashboards carries two of them, 20 chats a burst.
+
+
+@register.filter(expects_localtime=True)
+def iso(value: datetime | None) -> str:
+    """The time in ISO 8601, in the current (the business's) zone: `date:"c"`."""
+    return value.isoformat() if isinstance(value, datetime) else ""
+
+
+@register.filter(expects_localtime=True)
+def clock(value: datetime | None) -> str:
+    """Hours and minutes, 24-hour, in the current zone: `date:"H:i"`."""
+    return value.strftime("%H:%M") if isinstance(value, datetime) else ""
 
 
 @register.filter

@@ -62,6 +62,22 @@ def test_a_pushed_message_fragment_is_in_the_business_local_time() -> None:
     assert ">15:00</time>" in fragments.message(item)["html"]
 
 
+def test_a_pushed_chat_row_shows_the_last_message_time_in_the_business_zone() -> None:
+    """The row's clock and its machine-readable time (which the page sorts and ages by) are
+    both the business's: 12:00 UTC is 17:00 in Almaty, written with its +05:00 offset."""
+    _, chat, message, _ = seeded("Asia/Almaty")
+    chat.last_message_at = NOON_UTC
+    chat.last_message = Message.objects.get(pk=message.pk)
+
+    html = fragments.row(chat)["html"]
+    message_html = fragments.message(
+        Message.objects.select_related("chat", "channel").get(pk=message.pk)
+    )["html"]
+
+    assert '<time class="row-time" datetime="2026-11-02T17:00:00+05:00">17:00</time>' in html
+    assert '<time datetime="2026-11-02T17:00:00+05:00">17:00</time>' in message_html
+
+
 def test_the_admin_sets_the_time_zone_and_language() -> None:
     business, _, _, admin = seeded("UTC")
     client = login(admin)
