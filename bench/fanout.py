@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.util
 import json
 import random
@@ -337,6 +338,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.sender == "process":
             sender = poster.Poster(split.hostname or "127.0.0.1", split.port or 80,
                                    connections=args.burst_size)  # fmt: skip
+        # This process stamps every arrival: a full collection walking Django's heap here
+        # (105-112 ms, seen with gc.callbacks) would be counted as every client's latency.
+        gc.collect()
+        gc.freeze()
         for n in [int(c) for c in args.clients.split(",") if c.strip()]:
             for pattern in ("steady", "bursty"):
                 procs: dict[str, CpuMeter] = {"server": server, "consumer": consumer}
