@@ -95,7 +95,7 @@ class DebounceScheduler:
 
     def _subscribe(self) -> None:
         if self._pubsub is None:
-            pubsub = get_redis().pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = get_redis().pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
             pubsub.subscribe(debounce.WAKE_CHANNEL)
             self._pubsub = pubsub
 
