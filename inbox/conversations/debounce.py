@@ -39,20 +39,20 @@ DUE_KEY = "debounce:due"  # sorted set: chat id → due time (Unix ms, the Redis
 WAKE_CHANNEL = "debounce:wake"
 
 # KEYS: DUE_KEY. ARGV: wake channel, ttl seconds, the correlation id ('' for none), the token
-# nonce, the token and correlation-id key prefixes, then per chat (chat id, delay ms). Sets each
-# chat's token (nonce-chat) and correlation id (an earlier burst's id is dropped, not reused),
-# (re)starts each timer, and wakes the schedulers when one of them is now the earliest. The
-# keys are built here from the chat ids, as the claim script builds them: a consumer's batch
-# sends two values per chat instead of five.
+# nonce, the token and correlation-id key prefixes, then the timers as one argument: "chat delay"
+# pairs (delay in ms), space-separated. Sets each chat's token (nonce-chat) and correlation id
+# (an earlier burst's id is dropped, not reused), (re)starts each timer, and wakes the
+# schedulers when one of them is now the earliest. The keys are built here from the chat ids,
+# as the claim script builds them, and the pairs are one string that Lua splits: redis-py
+# encodes each argument in Python, two hundred for a consumer's batch of a hundred chats.
 _SCHEDULE_SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local cid = ARGV[3]
 local ours = {}
-for i = 7, #ARGV, 2 do
-  local chat = ARGV[i]
-  local delay = tonumber(ARGV[i + 1])
+for chat, ms in string.gmatch(ARGV[7], '(%d+) (%d+)') do
+  local delay = tonumber(ms)
   redis.call('SET', ARGV[5] .. chat, ARGV[4] .. '-' .. chat, 'EX', ttl + math.ceil(delay / 1000))
   if cid ~= '' then
     redis.call('SET', ARGV[6] .. chat, cid, 'EX', ttl)
@@ -167,6 +167,12 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     timers = list(timers)
     if not timers:
         return {}
+    nonce = _start(timers)
+    return {chat_id: f"{nonce}-{chat_id}" for chat_id, _delay in timers}
+
+
+def _start(timers: list[tuple[int, float | None]]) -> str:
+    """`schedule_many`'s work; returns the nonce of the tokens (nonce-chat)."""
     missing = [chat_id for chat_id, delay in timers if delay is None]
     known = _delays(missing) if missing else {}
     # One random part per call, the chat id after it: unique per chat and call, and one
@@ -175,15 +181,15 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     # The turn task will carry the correlation id of the event that started the timer.
     args: list[Any] = [WAKE_CHANNEL, TOKEN_TTL_SECONDS, logs.correlation_id.get() or "", nonce,
                        TOKEN_PREFIX, CID_PREFIX]  # fmt: skip
-    tokens: dict[int, str] = {}
+    pairs: list[str] = []
     for chat_id, delay in timers:
         seconds = known.get(chat_id, 0.0) if delay is None else delay
-        tokens[chat_id] = f"{nonce}-{chat_id}"
-        args += (chat_id, max(0, round(seconds * 1000)))
+        pairs.append(f"{int(chat_id)} {max(0, round(seconds * 1000))}")
+    args.append(" ".join(pairs))
     # One EVALSHA (a script in a pipeline costs a SCRIPT EXISTS round trip first).
     get_redis().register_script(_SCHEDULE_SCRIPT)(keys=[DUE_KEY], args=args)
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
-    return tokens
+    return nonce
 
 
 def correlation_ids(chat_ids: list[int]) -> dict[int, str]:
@@ -204,7 +210,8 @@ def _commit_timers() -> tuple[Callable[[], None], dict[int, float | None]]:
     timers: dict[int, float | None] = {}
 
     def start_timers() -> None:
-        schedule_many(timers.items())
+        if timers:
+            _start(list(timers.items()))
 
     return start_timers, timers
 

@@ -341,7 +341,8 @@ def _locked_chats(events: Sequence[InboundEvent]) -> dict[_ChatKey, Chat]:
     for event in events:
         first_event.setdefault((event.channel_id, event.chat_key), event)
     found = _select_locked(sorted(first_event))
-    for key in sorted(set(first_event) - set(found)):
+    missing = sorted(key for key in first_event if key not in found)
+    for key in missing:
         event = first_event[key]
         try:
             with transaction.atomic():
@@ -357,7 +358,6 @@ def _locked_chats(events: Sequence[InboundEvent]) -> dict[_ChatKey, Chat]:
             info = _channel_info(key[0])
             if info is not None:
                 hooks.chat_created(chat.pk, business_id=info.business_id)
-    missing = sorted(set(first_event) - set(found))
     if missing:
         found.update(_select_locked(missing))
     return found
@@ -401,29 +401,35 @@ def _accept_messages(
 ) -> list[tuple[int, Accepted]]:
     out: list[tuple[int, Accepted]] = []
     known: list[tuple[int, InboundEvent, _ChannelInfo]] = []
+    infos: dict[int, _ChannelInfo | None] = {}  # the batch's channels, each looked up once
+    # A chat with anything but plain customer messages in the batch takes the per-event path
+    # for all its events: its rules (ownership, edits) depend on the order of its events.
+    special: set[_ChatKey] = set()
     for i, event in indexed:
-        channel = _channel_info(event.channel_id)
+        channel_id = event.channel_id
+        channel = infos[channel_id] if channel_id in infos else _channel_info(channel_id)
+        infos[channel_id] = channel
         if channel is None:
-            log.warning("ingest.unknown_channel", extra={"channel_id": event.channel_id})
+            log.warning("ingest.unknown_channel", extra={"channel_id": channel_id})
             out.append((i, Accepted(None, None, "ignored")))
-        else:
-            known.append((i, event, channel))
+            continue
+        known.append((i, event, channel))
+        if not _is_plain(event):
+            special.add((channel_id, event.chat_key))
     if not known:
         return out
     chats = _locked_chats([event for _i, event, _c in known])
-    # A chat with anything but plain customer messages in the batch takes the per-event path
-    # for all its events: its rules (ownership, edits) depend on the order of its events.
-    special = {
-        (event.channel_id, event.chat_key) for _i, event, _c in known if not _is_plain(event)
-    }
-    plain = [k for k in known if (k[1].channel_id, k[1].chat_key) not in special]
-    out.extend(_accept_plain(plain, chats))
-    for i, event, channel in known:
-        key = (event.channel_id, event.chat_key)
-        if key in special:
-            out.append((i, _accept_one(event, chats[key], channel)))
-    events = dict(indexed)
-    for channel_id in {events[i].channel_id for i, a in out if a.outcome == "stored"}:
+    if special:
+        plain = [k for k in known if (k[1].channel_id, k[1].chat_key) not in special]
+        out.extend(_accept_plain(plain, chats))
+        for i, event, channel in known:
+            key = (event.channel_id, event.chat_key)
+            if key in special:
+                out.append((i, _accept_one(event, chats[key], channel)))
+    else:
+        out.extend(_accept_plain(known, chats))
+    stored = {i for i, accepted in out if accepted.outcome == "stored"}
+    for channel_id in {event.channel_id for i, event, _c in known if i in stored}:
         _touch_channel_on_commit(channel_id)
     return out
 
@@ -436,22 +442,20 @@ def _accept_plain(
     if not known:
         return []
     out: list[tuple[int, Accepted]] = []
-    new: list[tuple[int, InboundEvent, _ChannelInfo]] = []
+    new: list[tuple[int, InboundEvent, _ChannelInfo, Chat]] = []
     seen: set[tuple[int, str]] = set()
     for i, event, channel in known:
+        chat = chats[(event.channel_id, event.chat_key)]
         key = (event.channel_id, event.provider_message_id)
         if key in seen:
-            chat = chats[(event.channel_id, event.chat_key)]
             _rearm_unanswered(chat, event)
             out.append((i, Accepted(None, chat.id, "duplicate")))
             continue
         seen.add(key)
-        new.append((i, event, channel))
-    messages = _store_plain([(event, chats[(event.channel_id, event.chat_key)])
-                             for _i, event, _c in new])  # fmt: skip
+        new.append((i, event, channel, chat))
+    messages = _store_plain([(event, chat) for _i, event, _c, chat in new])
     per_chat: dict[int, tuple[Chat, _ChannelInfo, list[Message]]] = {}
-    for (i, event, channel), message in zip(new, messages, strict=True):
-        chat = chats[(event.channel_id, event.chat_key)]
+    for (i, event, channel, chat), message in zip(new, messages, strict=True):
         if message is None:
             _rearm_unanswered(chat, event)
             out.append((i, Accepted(None, chat.id, "duplicate")))
@@ -600,7 +604,7 @@ def _message_columns(
     direction, author, status_ = _FROM_PHONE if event.from_me else _FROM_CUSTOMER
     fields: dict[str, Any] = {
         "chat_id": chat.id,
-        "channel_id": chat.channel_id,
+        "channel_id": event.channel_id,  # the chat's: its key is (channel, customer)
         "direction": direction,
         "author": author,
         "from_me": event.from_me,
@@ -652,7 +656,14 @@ def _loaded_messages(
         row["id"] = pk
         row["created_at"] = at
         rows.append(row)
-    related = [{"chat": chat, "channel": chat.channel} for _pk, _columns, chat in inserted]
+    # Each chat's channel as the chat holds it, read once per chat, not per message.
+    channels: dict[int, Channel] = {}
+    related = []
+    for _pk, _columns, chat in inserted:
+        channel = channels.get(chat.id)
+        if channel is None:
+            channel = channels[chat.id] = chat.channel
+        related.append({"chat": chat, "channel": channel})
     return ingest_sql.loaded(Message, rows, related)
 
 
