@@ -461,7 +461,10 @@ def _accept_plain(
             out.append((i, Accepted(None, chat.id, "duplicate")))
             continue
         _stored(message, event)
-        per_chat.setdefault(chat.id, (chat, channel, []))[2].append(message)
+        entry = per_chat.get(chat.id)
+        if entry is None:
+            entry = per_chat[chat.id] = (chat, channel, [])
+        entry[2].append(message)
         out.append((i, Accepted(message.id, chat.id, "stored")))
     timers: dict[int, float | None] = {}
     unsaved = [
@@ -473,7 +476,7 @@ def _accept_plain(
     debounce.schedule_many_on_commit(timers)
     by_business: dict[int, list[tuple[Message, Chat]]] = {}
     for chat, channel, chat_messages in per_chat.values():
-        by_business.setdefault(channel.business_id, []).extend((m, chat) for m in chat_messages)
+        by_business.setdefault(channel.business_id, []).extend([(m, chat) for m in chat_messages])
     for business_id, items in by_business.items():
         hooks.messages_received(items, business_id=business_id)
     return out

@@ -39,12 +39,12 @@ from inbox.web.realtime import publish
 
 @dataclass
 class _Collected:
-    """The pushes one batch committed, in order; each key once (the messages of a chat under
-    one key)."""
+    """The pushes one batch committed, in order; each key once. Received messages are kept as
+    they came (one entry per `messages_received`) and sorted into chats only for a business
+    with a page open (`_by_chat`)."""
 
     calls: dict[tuple[object, ...], Callable[[], None]] = field(default_factory=dict)
-    messages: dict[int, list[tuple[Message, Chat]]] = field(default_factory=dict)
-    business_of: dict[int, int] = field(default_factory=dict)  # chat → business
+    received: list[tuple[Sequence[tuple[Message, Chat]], int]] = field(default_factory=list)
     order: list[tuple[object, ...]] = field(default_factory=list)
 
     def add_call(self, key: tuple[object, ...], call: Callable[[], None]) -> None:
@@ -53,13 +53,43 @@ class _Collected:
         self.calls[key] = call
 
     def add_messages(self, items: Sequence[tuple[Message, Chat]], business_id: int) -> None:
+        self.order.append(("received", len(self.received)))
+        self.received.append((items, business_id))
+
+
+@dataclass
+class _ByChat:
+    """A batch's received messages for the businesses with a page open: the messages of a
+    chat under one key ("messages", chat), placed where the chat first appeared; and, for the
+    others, how many chats each would have pushed (a sequence step each)."""
+
+    order: list[tuple[object, ...]]
+    messages: dict[int, list[tuple[Message, Chat]]]
+    business_of: dict[int, int]  # chat → business
+    skipped_chats: dict[int, int]  # business → chats not pushed
+
+
+def _by_chat(collected: _Collected, present: set[int]) -> _ByChat:
+    order: list[tuple[object, ...]] = []
+    messages: dict[int, list[tuple[Message, Chat]]] = {}
+    business_of: dict[int, int] = {}
+    hidden: dict[int, set[int]] = {}
+    for key in collected.order:
+        if key[0] != "received":
+            order.append(key)
+            continue
+        items, business_id = collected.received[cast(int, key[1])]
+        if business_id not in present:  # nothing to render: only its chats counted
+            hidden.setdefault(business_id, set()).update([chat.id for _m, chat in items])
+            continue
         for message, chat in items:
-            chat_messages = self.messages.get(chat.id)
+            chat_messages = messages.get(chat.id)
             if chat_messages is None:
-                self.order.append(("messages", chat.id))
-                chat_messages = self.messages[chat.id] = []
-                self.business_of[chat.id] = business_id
+                order.append(("messages", chat.id))
+                chat_messages = messages[chat.id] = []
+                business_of[chat.id] = business_id
             chat_messages.append((message, chat))
+    return _ByChat(order, messages, business_of, {b: len(c) for b, c in hidden.items()})
 
 
 class _State(threading.local):
@@ -152,28 +182,23 @@ def push_collected(collected: _Collected) -> None:
     chat's messages, and one sequence step per business for everything skipped."""
     if not collected.order:
         return
-    businesses = set(collected.business_of.values())
+    businesses = {business_id for _items, business_id in collected.received}
     present = online.any_socket_open(businesses)
     _state.open_cache = {b: b in present for b in businesses}
-    shown = [collected.messages[chat_id][-1][1]
-             for chat_id, business_id in collected.business_of.items()
-             if business_id in present]  # fmt: skip
+    by_chat = _by_chat(collected, present)
+    shown = [chat_messages[-1][1] for chat_messages in by_chat.messages.values()]
     if shown:
         fragments.prepare_rows(shown)
-    # Skipped pushes counted per business (`_skipped`), a sequence step each at the end.
-    skipped: dict[int, int] = {}
+    # Skipped pushes counted per business (`_skipped`), a sequence step each at the end; a
+    # business with no page open has its chats counted by id, nothing else read of them.
+    skipped = by_chat.skipped_chats
     _state.skipped = skipped
     try:
         with realtime.batched():
-            for key in collected.order:
+            for key in by_chat.order:
                 try:
                     if key[0] == "messages":
-                        chat_id = cast(int, key[1])
-                        business_id = collected.business_of[chat_id]
-                        if business_id in present:
-                            new_messages(collected.messages[chat_id])
-                        else:  # no page of the business open: nothing to render or read
-                            _skipped(business_id)
+                        new_messages(by_chat.messages[cast(int, key[1])])
                     else:
                         collected.calls[key]()
                 except Exception:  # as on_commit(robust=True): one push never stops the rest

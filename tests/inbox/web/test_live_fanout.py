@@ -116,6 +116,36 @@ def test_nothing_is_rendered_while_no_inbox_is_open_yet_pages_opened_later_are_c
     assert "asked while nobody watched" in page.content.decode()
 
 
+def test_a_consumer_batch_while_nobody_watches_skips_one_push_per_chat(
+    a: Tenant, b: Tenant
+) -> None:
+    """The consumer's batch over three customers of A (one wrote twice) and one of B, with
+    only B's inbox open: A's sequence moves by one per chat, none of it logged; B gets its
+    push."""
+    online.socket_open([b.business.pk], b.manager.pk, "b-socket")
+    before, start = skipped(), realtime.current_sequence(a.business.pk)
+    b_start = realtime.current_sequence(b.business.pk)
+    events = [
+        customer_event(a, "do you deliver on Sunday?", key="77010000201"),
+        customer_event(b, "is the blue one in stock?"),
+        customer_event(a, "how much for two?", key="77010000202"),
+        customer_event(a, "and the price with delivery", key="77010000201"),
+        customer_event(a, "hello, are you open today", key="77010000203"),
+    ]
+
+    with hooks.batch():
+        outcomes = ingest.accept_batch(events)
+
+    assert [o.outcome for o in outcomes] == ["stored"] * 5
+    assert skipped() == before + 3  # three chats of A, each one push not rendered
+    events_a, current, complete = realtime.replay(a.business.pk, start)
+    assert (events_a, current, complete) == ([], start + 3, False)
+    events_b, b_current, b_complete = realtime.replay(b.business.pk, b_start)
+    assert b_complete
+    assert b_current == b_start + 1
+    assert "is the blue one in stock?" in str(events_b[0]["fragments"])
+
+
 @pytest.mark.asyncio
 async def test_a_dashboard_opened_after_skipped_pushes_gets_the_next_ones(
     a: Tenant, sockets: list[WebsocketCommunicator]
