@@ -27,6 +27,7 @@ import psycopg
 from django.db import connection
 from django.db.models import Field, Model, signals
 from django.db.models.base import ModelState
+from psycopg.types.json import Jsonb
 
 from inbox.conversations.models import Channel, Chat, Message
 
@@ -206,15 +207,21 @@ def _iso(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _json(rows: Sequence[Any]) -> str:
-    """Rows as one JSON document for `jsonb_to_recordset`: one parameter, instead of an array
-    of Python objects per column for the driver to adapt. orjson writes it (0.4 µs a message
-    row against 3.3 for the standard library); what orjson refuses (an integer beyond 64 bits
-    in a payload) goes through the standard library, so no event fails over its encoder."""
+def _dumps(rows: Any) -> bytes | str:
     try:
-        return orjson.dumps(rows).decode()
+        return orjson.dumps(rows)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return json.dumps(rows, ensure_ascii=False, separators=(",", ":"), default=_iso)
+
+
+def _json(rows: Sequence[Any]) -> Jsonb:
+    """Rows as one JSON document for `jsonb_to_recordset`: one parameter, instead of an array
+    of Python objects per column for the driver to adapt. orjson writes it (0.4 µs a message
+    row against 3.3 for the standard library), as the UTF-8 bytes the driver sends: a str
+    would be decoded from them and encoded again, 6 k instructions an event for a customer
+    writing in Cyrillic. What orjson refuses (an integer beyond 64 bits in a payload) goes
+    through the standard library, so no event fails over its encoder."""
+    return Jsonb(rows, dumps=_dumps)
 
 
 def insert_customer_messages(
