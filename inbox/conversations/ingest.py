@@ -640,7 +640,7 @@ _MESSAGE_FIELDS = list(Message._meta.concrete_fields)
 # message (a list, a dict) is never shared.
 _MESSAGE_DEFAULTS = {f.attname: f.get_default() for f in _MESSAGE_FIELDS}
 _FRESH_DEFAULTS = [
-    (f.attname, f) for f in _MESSAGE_FIELDS if f.has_default() and callable(f.default)
+    (f.attname, f.default) for f in _MESSAGE_FIELDS if f.has_default() and callable(f.default)
 ]
 
 
@@ -653,9 +653,9 @@ def _loaded_messages(
     for pk, columns, _chat in inserted:
         row = _MESSAGE_DEFAULTS.copy()
         row.update(columns)
-        for name, field in _FRESH_DEFAULTS:
+        for name, make_default in _FRESH_DEFAULTS:
             if name not in columns:
-                row[name] = field.get_default()
+                row[name] = make_default()
         row["id"] = pk
         row["created_at"] = at
         rows.append(row)
