@@ -65,6 +65,23 @@ def store(conn: psycopg.Connection[Any], entries: list[tuple[Any, dict[bytes, by
         )
 
 
+def step(
+    conn: psycopg.Connection[Any], client: redis.Redis, name: str, batch: int, block_ms: int
+) -> int:
+    """Read one batch, store it, acknowledge it; how many entries it held."""
+    response: Any = client.xreadgroup(GROUP, name, {STREAM: ">"}, count=batch, block=block_ms)
+    handled = 0
+    for _stream, entries in response or []:
+        store(conn, entries)
+        ids = [entry_id for entry_id, _fields in entries]
+        pipe = client.pipeline(transaction=True)
+        pipe.xack(STREAM, GROUP, *ids)
+        pipe.xdel(STREAM, *ids)
+        pipe.execute()
+        handled += len(entries)
+    return handled
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--name", default="floor")
@@ -82,16 +99,7 @@ def main() -> int:
     with psycopg.connect(url, autocommit=True) as conn:
         ensure(conn, client)
         while not stop:
-            response: Any = client.xreadgroup(
-                GROUP, args.name, {STREAM: ">"}, count=args.batch, block=200
-            )
-            for _stream, entries in response or []:
-                store(conn, entries)
-                ids = [entry_id for entry_id, _fields in entries]
-                pipe = client.pipeline(transaction=True)
-                pipe.xack(STREAM, GROUP, *ids)
-                pipe.xdel(STREAM, *ids)
-                pipe.execute()
+            step(conn, client, args.name, args.batch, 200)
     return 0
 
 

@@ -61,6 +61,28 @@ def test_ingest_counts_every_webhook_against_the_floor(subprocess_env, tmp_path)
     }
 
 
+@pytest.mark.parametrize("drain", [True, False])
+@pytest.mark.parametrize("kind", ["product", "floor"])
+def test_consumer_instructions_counts_only_the_drain(kind, drain, subprocess_env) -> None:
+    """bench/consumer_instructions.py subtracts a run that fills its events from one that also
+    drains them: its child must leave every event stored, or every event still queued."""
+    if kind == "floor" and connection.vendor != "postgresql":
+        pytest.skip("the bare consumer writes to PostgreSQL only")
+    from bench.ingest import FLOOR_CONSUMER_STREAM
+    from inbox.conversations import ingest
+    from inbox.conversations.redis import get_redis
+
+    argv = [sys.executable, "bench/consumer_instructions.py", "--child", kind, "--chats", "3",
+            "--events", "30"] + ([] if drain else ["--no-drain"])  # fmt: skip
+    proc = subprocess.run(
+        argv, cwd=ROOT, env=subprocess_env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    stream = ingest.STREAM if kind == "product" else FLOOR_CONSUMER_STREAM
+    assert get_redis().xlen(stream) == (0 if drain else 30)
+
+
 def test_turn_overhead_measures_answered_turns_and_profiles_them(subprocess_env, tmp_path) -> None:
     result = bench("turn_overhead", subprocess_env, tmp_path)
 
