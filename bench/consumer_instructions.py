@@ -9,7 +9,8 @@ runs; `floor`: `bench/floor_consumer.py`'s loop) and each number of active chats
 process runs under `valgrind --tool=callgrind` twice: once draining `--events` events from its
 stream after a warm-up, once filling the same events without draining them. The difference
 over the events is what one event costs the consumer; start-up, the warm-up and making the
-events cancel out. The product's child sets its GC as `ingest_worker` does. Needs valgrind
+events cancel out. Both children freeze their start-up heap (the product's also sets its GC
+threshold as `ingest_worker` does), so neither counts collections over Django. Needs valgrind
 (Debian package), PostgreSQL and Redis (`DATABASE_URL`, `REDIS_URL`); a full run takes a few
 minutes per figure (valgrind runs Python ~50 times slower).
 """
@@ -72,9 +73,12 @@ def _child(kind: str, chats: int, events: int, drain: bool) -> None:
 
     _fill(stream, consumer_events(channel_id, 2 * chats + 200, chats, f"w{nonce}"))
     drain_all()
-    if kind == "product":  # as `manage.py ingest_worker` sets it up
-        gc.collect()
-        gc.freeze()
+    # What this child loaded to make the events (Django, for both kinds) is frozen, so a full
+    # collection does not walk it: `bench/floor_consumer.py` never loads Django, and
+    # `manage.py ingest_worker` freezes it too and sets its young-collection threshold.
+    gc.collect()
+    gc.freeze()
+    if kind == "product":
         gc.set_threshold(20_000, 20, 20)
     _fill(stream, consumer_events(channel_id, events, chats, nonce))
     if drain:
