@@ -65,14 +65,12 @@ class _ByChat:
 
     order: list[tuple[object, ...]]
     messages: dict[int, list[tuple[Message, Chat]]]
-    business_of: dict[int, int]  # chat → business
     skipped_chats: dict[int, int]  # business → chats not pushed
 
 
 def _by_chat(collected: _Collected, present: set[int]) -> _ByChat:
     order: list[tuple[object, ...]] = []
     messages: dict[int, list[tuple[Message, Chat]]] = {}
-    business_of: dict[int, int] = {}
     hidden: dict[int, set[int]] = {}
     for key in collected.order:
         if key[0] != "received":
@@ -87,9 +85,8 @@ def _by_chat(collected: _Collected, present: set[int]) -> _ByChat:
             if chat_messages is None:
                 order.append(("messages", chat.id))
                 chat_messages = messages[chat.id] = []
-                business_of[chat.id] = business_id
             chat_messages.append((message, chat))
-    return _ByChat(order, messages, business_of, {b: len(c) for b, c in hidden.items()})
+    return _ByChat(order, messages, {b: len(c) for b, c in hidden.items()})
 
 
 class _State(threading.local):
