@@ -27,7 +27,7 @@ from django.db import transaction
 
 from inbox.conversations import logs
 from inbox.conversations.models import Chat
-from inbox.conversations.redis import get_redis
+from inbox.conversations.redis import ScriptCall, get_redis, run, run_later
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,11 @@ def schedule_many(timers: Iterable[tuple[int, float | None]]) -> dict[int, str]:
     return {chat_id: f"{nonce}-{chat_id}" for chat_id, _delay in timers}
 
 
-def _start(timers: list[tuple[int, float | None]]) -> str:
-    """`schedule_many`'s work; returns the nonce of the tokens (nonce-chat)."""
+def _start(timers: list[tuple[int, float | None]], *, committed: bool = False) -> str:
+    """`schedule_many`'s work; returns the nonce of the tokens (nonce-chat). `committed`: the
+    timers of a transaction that just committed, started with the caller's next round trip
+    where it sends several (`redis.sent_together`: the ingest consumer's batch), and a failing
+    script logged there rather than raised, as the on-commit hook it runs from would."""
     missing = [chat_id for chat_id, delay in timers if delay is None]
     known = _delays(missing) if missing else {}
     # One random part per call, the chat id after it: unique per chat and call, and one
@@ -186,8 +189,11 @@ def _start(timers: list[tuple[int, float | None]]) -> str:
         seconds = known.get(chat_id, 0.0) if delay is None else delay
         pairs.append(f"{int(chat_id)} {max(0, round(seconds * 1000))}")
     args.append(" ".join(pairs))
-    # One EVALSHA (a script in a pipeline costs a SCRIPT EXISTS round trip first).
-    get_redis().register_script(_SCHEDULE_SCRIPT)(keys=[DUE_KEY], args=args)
+    call = ScriptCall("debounce.schedule", _SCHEDULE_SCRIPT, [DUE_KEY], args, robust=committed)
+    if committed:
+        run_later(call)
+    else:
+        run(call)
     log.debug("debounce.scheduled", extra={"chats": len(timers)})
     return nonce
 
@@ -211,7 +217,7 @@ def _commit_timers() -> tuple[Callable[[], None], dict[int, float | None]]:
 
     def start_timers() -> None:
         if timers:
-            _start(list(timers.items()))
+            _start(list(timers.items()), committed=True)
 
     return start_timers, timers
 

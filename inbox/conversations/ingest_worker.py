@@ -21,7 +21,7 @@ from django.db import close_old_connections
 
 from inbox.conversations import hooks, ingest, logs
 from inbox.conversations.events import Event, InboundEvent, event_from_json
-from inbox.conversations.redis import get_redis
+from inbox.conversations.redis import ScriptCall, get_redis, run_later, sent_together
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,6 @@ class IngestWorker:
         self.coalesce_ms = coalesce_ms
         self.stop_event = threading.Event()
         self.redis = get_redis()
-        self._ack_script = self.redis.register_script(_ACK_SCRIPT)
         self._last_claim = 0.0
         self._db_checked = 0.0
         self._group_ready = False
@@ -117,7 +116,9 @@ class IngestWorker:
         # read, which is one frame per open socket instead of several. A push waits at most
         # `coalesce_ms` after the first batch committed (plus the batch being stored then),
         # and never for more than `batch` entries in all, so a steady stream still flows.
-        with hooks.batch():
+        # The batch's debounce timers and acknowledgement wait for the push's presence check
+        # and go to Redis with it, one round trip (`sent_together`).
+        with sent_together(), hooks.batch():
             stored = self.process_batch(entries)
             committed = time.monotonic()
             while stored < self.batch and time.monotonic() - committed < self.coalesce_ms / 1000:
@@ -186,7 +187,7 @@ class IngestWorker:
             return 0
         keyed.sort(key=_first)  # stable: a chat's own events keep their order
         batch = [(entry_id, raw, event) for _key, entry_id, raw, event in keyed]
-        with hooks.batch():
+        with sent_together(), hooks.batch():
             return self._store_batch(batch, reclaimed)
 
     def _check_connection(self) -> None:
@@ -242,9 +243,14 @@ class IngestWorker:
     def _ack(self, *entry_ids: Any, failed_before: bool = True) -> None:
         if not entry_ids:
             return
-        self._ack_script(
-            keys=[ingest.STREAM, FAILURES_KEY],
-            args=[ingest.GROUP, "1" if failed_before else "0", _joined(entry_ids)],
+        # After the commit; inside a batch, sent with the batch's next round trip.
+        run_later(
+            ScriptCall(
+                "ingest.ack",
+                _ACK_SCRIPT,
+                [ingest.STREAM, FAILURES_KEY],
+                [ingest.GROUP, "1" if failed_before else "0", _joined(entry_ids)],
+            )
         )
 
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:

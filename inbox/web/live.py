@@ -10,7 +10,7 @@ Cost once per business, not once per event:
   collected and pushed when the batch ends: the messages of one chat become one push (the row
   rendered once, every message's fragment in the same frame), and a change reported twice
   (`chat_updated` of one chat) is rendered once.
-- Nothing is rendered for a business with no inbox socket open (`online.any_socket_open`). Its
+- Nothing is rendered for a business with no inbox socket open (`realtime.open_or_skipped`). Its
   sequence number still moves, without a log entry: a page that reconnects later finds the log
   no longer reaches back to its number and re-renders its regions from the database, exactly as
   when the log was trimmed. A page opened later renders from the database anyway. So what is
@@ -60,25 +60,29 @@ class _Collected:
 @dataclass
 class _ByChat:
     """A batch's received messages for the businesses with a page open: the messages of a
-    chat under one key ("messages", chat), placed where the chat first appeared; and, for the
-    others, how many chats each would have pushed (a sequence step each)."""
+    chat under one key ("messages", chat), placed where the chat first appeared."""
 
     order: list[tuple[object, ...]]
     messages: dict[int, list[tuple[Message, Chat]]]
-    skipped_chats: dict[int, int]  # business → chats not pushed
+
+
+def _received_chats(collected: _Collected) -> dict[int, set[int]]:
+    """Business → the chats a batch received messages in (one push each, or one skip)."""
+    chats: dict[int, set[int]] = {}
+    for items, business_id in collected.received:
+        chats.setdefault(business_id, set()).update([chat.id for _m, chat in items])
+    return chats
 
 
 def _by_chat(collected: _Collected, present: set[int]) -> _ByChat:
     order: list[tuple[object, ...]] = []
     messages: dict[int, list[tuple[Message, Chat]]] = {}
-    hidden: dict[int, set[int]] = {}
     for key in collected.order:
         if key[0] != "received":
             order.append(key)
             continue
         items, business_id = collected.received[cast(int, key[1])]
-        if business_id not in present:  # nothing to render: only its chats counted
-            hidden.setdefault(business_id, set()).update([chat.id for _m, chat in items])
+        if business_id not in present:  # skipped with the presence check
             continue
         for message, chat in items:
             chat_messages = messages.get(chat.id)
@@ -86,7 +90,7 @@ def _by_chat(collected: _Collected, present: set[int]) -> _ByChat:
                 order.append(("messages", chat.id))
                 chat_messages = messages[chat.id] = []
             chat_messages.append((message, chat))
-    return _ByChat(order, messages, {b: len(c) for b, c in hidden.items()})
+    return _ByChat(order, messages)
 
 
 class _State(threading.local):
@@ -175,20 +179,21 @@ class DashboardPush(hooks.Listener):
 
 
 def push_collected(collected: _Collected) -> None:
-    """Push what a batch committed: one presence look-up for all its businesses, one push per
-    chat's messages, and one sequence step per business for everything skipped."""
+    """Push what a batch committed: one round trip for the presence of all its businesses
+    (which also skips the chats of those with no page open), one push per chat's messages,
+    and one sequence step per business for anything else skipped."""
     if not collected.order:
         return
-    businesses = {business_id for _items, business_id in collected.received}
-    present = online.any_socket_open(businesses)
-    _state.open_cache = {b: b in present for b in businesses}
+    received = _received_chats(collected)
+    present = realtime.open_or_skipped({b: len(chats) for b, chats in received.items()})
+    _state.open_cache = {b: b in present for b in received}
     by_chat = _by_chat(collected, present)
     shown = [chat_messages[-1][1] for chat_messages in by_chat.messages.values()]
     if shown:
         fragments.prepare_rows(shown)
-    # Skipped pushes counted per business (`_skipped`), a sequence step each at the end; a
-    # business with no page open has its chats counted by id, nothing else read of them.
-    skipped = by_chat.skipped_chats
+    # Pushes other than received messages skipped while pushing (`_skipped`), counted per
+    # business, a sequence step each at the end.
+    skipped: dict[int, int] = {}
     _state.skipped = skipped
     try:
         with realtime.batched():
@@ -202,8 +207,9 @@ def push_collected(collected: _Collected) -> None:
                     log.warning("live.push_failed", extra={"push": str(key[0])}, exc_info=True)
     finally:
         _state.skipped, _state.open_cache = None, None
-        if skipped:
-            _SKIPPED.inc(sum(skipped.values()))
+        hidden = sum(len(chats) for b, chats in received.items() if b not in present)
+        if hidden or skipped:
+            _SKIPPED.inc(hidden + sum(skipped.values()))
         for business_id, count in skipped.items():
             realtime.skip(business_id, count)
 

@@ -21,13 +21,15 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
 
-from inbox.conversations.redis import get_redis
+from inbox.conversations import online
+from inbox.conversations.redis import ScriptCall, get_redis, run
 
 if TYPE_CHECKING:
     from inbox.web.fragments import Fragment
@@ -217,6 +219,48 @@ def skip(business_id: int, count: int = 1) -> None:
         get_redis().incrby(_seq_key(business_id), count)
     except Exception:
         log.warning("realtime.skip_failed", extra={"business_id": business_id}, exc_info=True)
+
+
+# KEYS: per business, its presence set and its sequence key. ARGV: now (Unix s), then per
+# business the pushes to skip if no socket of it is open. Returns 1 or 0 per business: open.
+_OPEN_OR_SKIP_SCRIPT = """
+local out = {}
+for i = 1, #KEYS, 2 do
+  local j = (i + 1) / 2
+  if redis.call('ZCOUNT', KEYS[i], ARGV[1], '+inf') > 0 then
+    out[j] = 1
+  else
+    local count = tonumber(ARGV[j + 1])
+    if count > 0 then
+      redis.call('INCRBY', KEYS[i + 1], count)
+    end
+    out[j] = 0
+  end
+end
+return out
+"""
+
+
+def open_or_skipped(pushes: dict[int, int]) -> set[int]:
+    """Of these businesses (each with the pushes a batch has for it), those with an inbox
+    socket open (`online`), to render for; the others' pushes are skipped (`skip`) in the same
+    script. One round trip, which also carries what the caller's batch left pending
+    (`redis.sent_together`: the consumer's timers and acknowledgement)."""
+    ids = list(pushes)
+    if not ids:
+        return set()
+    keys: list[str] = []
+    for business_id in ids:
+        keys += [online.online_key(business_id), _seq_key(business_id)]
+    flags = run(
+        ScriptCall(
+            "realtime.open_or_skip",
+            _OPEN_OR_SKIP_SCRIPT,
+            keys,
+            [repr(time.time()), *(pushes[business_id] for business_id in ids)],
+        )
+    )
+    return {business_id for business_id, flag in zip(ids, flags, strict=True) if int(flag)}
 
 
 def replay(business_id: int, since: int) -> tuple[list[dict[str, Any]], int, bool]:
