@@ -624,11 +624,17 @@ def test_a_batch_of_many_chats_and_duplicates_stores_each_message_once(channel: 
     assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
 
 
-def _mixed_scenario(channel: Channel) -> tuple[list[InboundEvent | StatusEvent], dict[str, int]]:
-    """A resolved chat with a bot reply out, and the events of one batch for it and others."""
+def _mixed_scenario(
+    channel: Channel, ts: int
+) -> tuple[list[InboundEvent | StatusEvent], dict[str, int]]:
+    """A resolved chat with a bot reply out, and the events of one batch for it and others,
+    stamped from `ts` on, a second apart (two scenarios compared must not straddle a
+    clock second)."""
     from inbox.conversations import status
 
-    resolved = ingest.accept(_event(channel, provider_message_id="old", chat_key="77010000001"))
+    resolved = ingest.accept(
+        _event(channel, provider_ts=ts, provider_message_id="old", chat_key="77010000001")
+    )
     assert resolved.chat_id is not None
     status.resolve(resolved.chat_id, manager=None)
     bot = Message.objects.create(chat_id=resolved.chat_id, channel=channel, direction="out", author="bot",
@@ -636,15 +642,15 @@ def _mixed_scenario(channel: Channel) -> tuple[list[InboundEvent | StatusEvent],
                                  status="sent")  # fmt: skip
     outbound.remember_bot_sent(resolved.chat_id, "bot.1")
     events: list[InboundEvent | StatusEvent] = [
-        _event(channel, provider_message_id="new.1", chat_key="77010000002", text="new chat"),
-        _event(channel, provider_message_id="res.1", chat_key="77010000001", text="back again"),
-        _event(channel, provider_message_id="bot.1", chat_key="77010000001", from_me=True, text="hi"),
+        _event(channel, provider_ts=ts + 1, provider_message_id="new.1", chat_key="77010000002", text="new chat"),
+        _event(channel, provider_ts=ts + 2, provider_message_id="res.1", chat_key="77010000001", text="back again"),
+        _event(channel, provider_ts=ts + 3, provider_message_id="bot.1", chat_key="77010000001", from_me=True, text="hi"),
         StatusEvent(channel_id=channel.pk, provider_message_id="bot.1", status="read",
-                    provider_ts=int(time.time())),
-        _event(channel, provider_message_id="ph.1", chat_key="77010000003", text="hello"),
-        _event(channel, provider_message_id="ph.2", chat_key="77010000003", from_me=True, text="On it"),
-        _event(channel, provider_message_id="ph.3", chat_key="77010000003", text="thanks"),
-        _event(channel, provider_message_id="new.2", chat_key="77010000002", text="again"),
+                    provider_ts=ts + 4),
+        _event(channel, provider_ts=ts + 5, provider_message_id="ph.1", chat_key="77010000003", text="hello"),
+        _event(channel, provider_ts=ts + 6, provider_message_id="ph.2", chat_key="77010000003", from_me=True, text="On it"),
+        _event(channel, provider_ts=ts + 7, provider_message_id="ph.3", chat_key="77010000003", text="thanks"),
+        _event(channel, provider_ts=ts + 8, provider_message_id="new.2", chat_key="77010000002", text="again"),
     ]  # fmt: skip
     return events, {"bot": bot.pk}
 
@@ -662,10 +668,11 @@ def _conversation(channel: Channel) -> list[tuple[object, ...]]:
 
 def test_a_mixed_batch_behaves_exactly_like_its_events_one_by_one(channel: Channel) -> None:
     other = factories.channel(kind=Channel.Kind.CLOUD_API, debounce_seconds=4)
-    one_by_one, _ = _mixed_scenario(other)
+    ts = int(time.time())
+    one_by_one, _ = _mixed_scenario(other, ts)
     for event in one_by_one:
         ingest.accept(event)
-    batched, _ = _mixed_scenario(channel)
+    batched, _ = _mixed_scenario(channel, ts)
 
     outcomes = ingest.accept_batch(batched)
 
