@@ -45,7 +45,7 @@ from inbox.conversations import (
     voice,
 )
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
-from inbox.conversations.models import Channel, Chat, Message, Owner
+from inbox.conversations.models import Channel, Chat, ChatStatus, Message, Owner
 from inbox.conversations.redis import get_redis
 from inbox.conversations.transports import MediaBlob
 
@@ -453,7 +453,7 @@ def _accept_plain(
             continue
         seen.add(key)
         new.append((i, event, channel, chat))
-    messages = _store_plain([(event, chat) for _i, event, _c, chat in new])
+    messages, counted = _store_plain([(event, chat) for _i, event, _c, chat in new])
     per_chat: dict[int, tuple[Chat, _ChannelInfo, list[Message]]] = {}
     for (i, event, channel, chat), message in zip(new, messages, strict=True):
         if message is None:
@@ -467,10 +467,12 @@ def _accept_plain(
         entry[2].append(message)
         out.append((i, Accepted(message.id, chat.id, "stored")))
     timers: dict[int, float | None] = {}
+    # A chat the insert wrote the counters of needs no save (`_customer_wrote` sets the same
+    # values on the object); one with a message stored already gets its counters here.
     unsaved = [
         chat
         for chat, channel, chat_messages in per_chat.values()
-        if not _customer_wrote(chat, chat_messages, channel, timers)
+        if not _customer_wrote(chat, chat_messages, channel, timers) and chat.id not in counted
     ]
     _save_counters(unsaved)
     debounce.schedule_many_on_commit(timers)
@@ -482,21 +484,27 @@ def _accept_plain(
     return out
 
 
-def _store_plain(items: Sequence[tuple[InboundEvent, Chat]]) -> list[Message | None]:
+def _store_plain(
+    items: Sequence[tuple[InboundEvent, Chat]],
+) -> tuple[list[Message | None], set[int]]:
     """Store the plain customer messages of a batch (distinct provider ids); None for each
     one stored already. On PostgreSQL one INSERT … ON CONFLICT DO NOTHING RETURNING
-    (`ingest_sql`), the messages then built from what was inserted, as if loaded; elsewhere a
-    look-up of the stored ids and a `bulk_create`."""
+    (`ingest_sql`), the messages then built from what was inserted, as if loaded, and in the
+    same statement the counters of each chat all of whose messages it stored; elsewhere a
+    look-up of the stored ids and a `bulk_create`. Also returns the chats whose counters
+    were written."""
     if ingest_sql.available():
         at = timezone.now()
         limit = settings.INBOUND_TEXT_MAX_CHARS
         rows = [_message_columns(chat, event, limit) for event, chat in items]
-        ids = ingest_sql.insert_customer_messages(rows, at)
+        ids, counted = ingest_sql.insert_customer_messages(
+            rows, at, _counters_if_stored(items, rows)
+        )
         pks = [ids.get((event.channel_id, event.provider_message_id)) for event, _chat in items]
         loaded = iter(_loaded_messages(
             [(pk, row, chat) for pk, row, (_e, chat) in zip(pks, rows, items, strict=True)
              if pk is not None], at))  # fmt: skip
-        return [None if pk is None else next(loaded) for pk in pks]
+        return [None if pk is None else next(loaded) for pk in pks], counted
     stored = _stored_ids([event for event, _chat in items])
     pending = [
         None if (event.channel_id, event.provider_message_id) in stored
@@ -504,7 +512,33 @@ def _store_plain(items: Sequence[tuple[InboundEvent, Chat]]) -> list[Message | N
         for event, chat in items
     ]  # fmt: skip
     inserted = iter(_insert([m for m in pending if m is not None]))
-    return [None if m is None else next(inserted) for m in pending]
+    return [None if m is None else next(inserted) for m in pending], set()
+
+
+def _counters_if_stored(
+    items: Sequence[tuple[InboundEvent, Chat]], rows: Sequence[dict[str, Any]]
+) -> list[list[Any]]:
+    """Per open chat of the items: [id, *its counters once all its rows are stored, how many
+    rows that is], as `ingest_sql.insert_customer_messages` takes them; the counters as
+    `_customer_wrote` will count the same messages (`_count_customer_message`). A resolved or
+    snoozed chat reopens: its counters go with its status, in its own save."""
+    per_chat: dict[int, tuple[_Counters, list[int]]] = {}
+    for (_event, chat), row in zip(items, rows, strict=True):
+        if chat.status != _OPEN:
+            continue
+        entry = per_chat.get(chat.id)
+        if entry is None:
+            counters = _Counters(
+                chat.version, chat.customer_messages, chat.last_customer_at, chat.last_message_at
+            )
+            entry = per_chat[chat.id] = (counters, [0])
+        _count_customer_message(entry[0], row["provider_timestamp"])
+        entry[1][0] += 1
+    return [
+        [chat_id, counters.version, counters.customer_messages, counters.last_customer_at,
+         counters.last_message_at, n[0]]
+        for chat_id, (counters, n) in per_chat.items()
+    ]  # fmt: skip
 
 
 def _stored_ids(events: Sequence[InboundEvent]) -> set[tuple[int, str]]:
@@ -588,6 +622,7 @@ _FROM_PHONE = (Message.Direction.OUTBOUND.value, Message.Author.PHONE.value,
                Message.Status.SENT.value)  # fmt: skip
 _FROM_CUSTOMER = (Message.Direction.INBOUND.value, Message.Author.CUSTOMER.value,
                   Message.Status.RECEIVED.value)  # fmt: skip
+_OPEN = ChatStatus.OPEN.value
 _TRANSCRIPT_PENDING = Message.TranscriptStatus.PENDING.value
 _TRANSCRIPT_NONE = Message.TranscriptStatus.NONE.value
 
@@ -686,6 +721,25 @@ def _stored(message: Message, event: InboundEvent) -> None:
 _CHAT_COUNTERS = [name for name, _type in ingest_sql.COUNTER_COLUMNS]
 
 
+@dataclass
+class _Counters:
+    """A chat's `_CHAT_COUNTERS`, counted apart from the chat (`_counters_if_stored`)."""
+
+    version: int
+    customer_messages: int
+    last_customer_at: datetime | None
+    last_message_at: datetime | None
+
+
+def _count_customer_message(counters: Chat | _Counters, at: datetime) -> None:
+    """What one customer message, written at `at`, does to its chat's counters: the one
+    place for the rule (the batched insert writes its result ahead of `_customer_wrote`)."""
+    counters.version += 1
+    counters.customer_messages += 1
+    counters.last_customer_at = at
+    counters.last_message_at = at
+
+
 def _customer_wrote(
     chat: Chat,
     messages: Sequence[Message],
@@ -702,10 +756,7 @@ def _customer_wrote(
     schedule = False
     for message in messages:
         at = message.provider_timestamp or timezone.now()
-        chat.version += 1
-        chat.customer_messages += 1
-        chat.last_customer_at = at
-        chat.last_message_at = at
+        _count_customer_message(chat, at)
         # A resolved or snoozed chat is open again: part of this same save (no query when open).
         reopening = status.reopen_on_customer_message(chat, at)
         if reopening:

@@ -1,8 +1,9 @@
-"""The ingest consumer's three statements per batch, on PostgreSQL: lock the chats, insert the
-customer messages, write the chats' counters.
+"""The ingest consumer's statements per batch, on PostgreSQL: lock the chats, then insert the
+customer messages and write the chats' counters in one statement.
 
 Each is one fixed statement whose rows travel as one JSON parameter (`jsonb_to_recordset`),
-bound on the server, so a batch of a hundred events costs three round trips and no SQL is
+bound on the server, so a batch of a hundred events costs two round trips (three when a
+message was stored already: its chat's counters follow in `save_counters`) and no SQL is
 built or quoted per batch in Python. Django's `bulk_create` spent more time compiling 28
 columns per row than the database spent storing them (docs/performance.md). The column lists
 come from the models (`_meta`), and the columns a customer message leaves at their defaults
@@ -197,7 +198,30 @@ def _insert_sql() -> str:
         f"SELECT v.*, %s::timestamptz{constants} "
         f"FROM jsonb_to_recordset(%s::jsonb) AS v({record}) "
         "ON CONFLICT (channel_id, provider_message_id) WHERE provider_message_id <> '' "
-        "DO NOTHING RETURNING id, channel_id, provider_message_id"
+        "DO NOTHING RETURNING id, channel_id, provider_message_id, chat_id"
+    )
+
+
+@cache
+def _insert_counting_sql() -> str:
+    """The insert, and in the same statement the counters of each chat every one of whose
+    rows it stored (a round trip fewer per batch than `save_counters` after it). A chat with a
+    row stored already keeps its counters: the caller writes them from what was stored."""
+    table = _quote(Chat._meta.db_table)
+    assignments = ", ".join(
+        f"{_quote(name)} = (v.r->>{n})::{sql_type}"
+        for n, (name, sql_type) in enumerate(COUNTER_COLUMNS, start=1)
+    )
+    expected = len(COUNTER_COLUMNS) + 1  # each chat's array: [id, *counters, its rows]
+    return (
+        f"WITH ins AS ({_insert_sql()}), "  # noqa: S608 - names from _meta, not input
+        "stored AS (SELECT chat_id, count(*) AS n FROM ins GROUP BY chat_id), "
+        f"upd AS (UPDATE {table} AS c SET {assignments} "
+        "FROM jsonb_array_elements(%s::jsonb) AS v(r) "
+        "JOIN stored ON stored.chat_id = (v.r->>0)::bigint "
+        f"WHERE c.id = stored.chat_id AND stored.n = (v.r->>{expected})::bigint RETURNING c.id) "
+        "SELECT id, channel_id, provider_message_id, NULL::bigint FROM ins "
+        "UNION ALL SELECT NULL, NULL, NULL, id FROM upd"
     )
 
 
@@ -225,19 +249,33 @@ def _json(rows: Sequence[Any]) -> Jsonb:
 
 
 def insert_customer_messages(
-    rows: Sequence[dict[str, Any]], at: datetime
-) -> dict[tuple[int, str], int]:
+    rows: Sequence[dict[str, Any]], at: datetime, counters: Sequence[Sequence[Any]] = ()
+) -> tuple[dict[tuple[int, str], int], set[int]]:
     """Insert plain customer messages (each a dict of `CUSTOMER_MESSAGE_COLUMNS`; no two with
     the same channel and provider id, none with an empty one), created `at`, in one statement.
-    Returns (channel, provider id) → new message id for those stored; a message stored
-    already is left out."""
+    Returns (channel, provider id) → new message id for those stored (a message stored
+    already is left out), and the chats whose counters the statement wrote.
+
+    `counters`: per chat of the rows, [id, *`COUNTER_COLUMNS` values, how many of the rows
+    are its]: the values it gets when all of its rows are stored, written in the same
+    statement then. A chat with a row stored already is left alone (not in the set)."""
     if not rows:
-        return {}
+        return {}, set()
     _columns, constants = _defaults()
+    stored: dict[tuple[int, str], int] = {}
+    counted: set[int] = set()
     with _cursor() as cursor:
         # Parameters in the order they appear in the text.
-        cursor.execute(_insert_sql(), [at, *constants, _json(rows)])
-        return {(channel_id, provider_id): pk for pk, channel_id, provider_id in cursor.fetchall()}
+        if counters:
+            cursor.execute(_insert_counting_sql(), [at, *constants, _json(rows), _json(counters)])
+        else:
+            cursor.execute(_insert_sql(), [at, *constants, _json(rows)])
+        for pk, channel_id, provider_id, chat_id in cursor.fetchall():
+            if pk is None:
+                counted.add(chat_id)
+            else:
+                stored[(channel_id, provider_id)] = pk
+    return stored, counted
 
 
 @cache
