@@ -29,10 +29,15 @@ def test_a_script_waits_inside_the_block_and_goes_with_the_next_reply_read() -> 
         assert run(ScriptCall("get", _GET, ["greeting"], [])) == b"salem"
 
 
-def test_what_waits_is_sent_even_when_the_block_fails() -> None:
-    with pytest.raises(RuntimeError), sent_together():
+def _acknowledge_then_break() -> None:
+    with sent_together():
         run_later(ScriptCall("set", _SET, ["acknowledged"], ["yes"]))
         raise RuntimeError("the batch after it broke")
+
+
+def test_what_waits_is_sent_even_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError, match="the batch after it broke"):
+        _acknowledge_then_break()
 
     assert get_redis().get("acknowledged") == b"yes"
 
