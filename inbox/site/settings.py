@@ -145,6 +145,13 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # The chat row and the message: rendered per push and 50 to a page (inbox/web/jinja.py).
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "jinja_templates"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "inbox.web.jinja.environment"},
+    },
 ]
 
 # --- Database -------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 A fragment is the outer HTML of one element with a stable id. The page render includes these
 templates; the websocket push (`inbox/web/realtime.py`) and the replay endpoint send the same HTML,
 and the browser replaces the element with that id (or inserts it into `container`, ordered by
-its `data-sort`). Rendering goes through Django's autoescaping templates, so customer text is
-always text, never markup.
+its `data-sort`). Rendering goes through autoescaping templates (Django's; Jinja2's for the chat
+row and the message, the two rendered for every stored burst: inbox/web/jinja.py), so customer
+text is always text, never markup.
 
 Fragments are rendered without a request: they never contain a CSRF token (the page sends it
 as an htmx header) nor anything that depends on who is looking.
@@ -19,7 +20,7 @@ from django.template.loader import render_to_string
 
 from inbox.conversations import access
 from inbox.conversations.models import Chat, Handoff, Message
-from inbox.web import dashboard
+from inbox.web import dashboard, jinja
 from inbox.web.local_time import business_time
 
 
@@ -40,6 +41,12 @@ def _render(template: str, context: dict[str, object], business_id: int) -> str:
         return render_to_string(template, context)
 
 
+def _render_jinja(template: str, business_id: int, **context: object) -> str:
+    """The chat row and the message: Jinja2 templates (inbox/web/jinja.py), the hot path."""
+    with business_time(business_id):
+        return jinja.render(template, **context)
+
+
 def header_context(chat: Chat) -> dict[str, object]:
     return {"chat": chat, "assignees": list(access.assignable_memberships(chat))}
 
@@ -51,7 +58,7 @@ def row(chat: Chat) -> Fragment:
     for name in ("my_read", "my_unread"):
         if not hasattr(chat, name):
             setattr(chat, name, None)
-    html = _render("inbox/_chat_row.html", {"chat": chat}, chat.channel.business_id)
+    html = _render_jinja("inbox/_chat_row.html", chat.channel.business_id, chat=chat)
     return _fragment(f"chat-row-{chat.pk}", html, scope="list", container="chat-list-items")
 
 
@@ -77,7 +84,7 @@ def history(chat: Chat) -> Fragment:
 
 
 def message(item: Message) -> Fragment:
-    html = _render("inbox/_message.html", {"message": item}, item.channel.business_id)
+    html = _render_jinja("inbox/_message.html", item.channel.business_id, message=item)
     return _fragment(f"msg-{item.pk}", html, scope="chat", container=f"messages-{item.chat_id}")
 
 

@@ -261,7 +261,9 @@ class TestChatView:
             page = client.get(url).content.decode()
             assert "<script>alert" not in page
             assert "<img src=x" not in page
-            assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+            # The row's preview and the message are Jinja2's (markupsafe writes ' as &#39;).
+            assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page
+            assert "&lt;img src=x onerror=alert(1)&gt;" in page
 
     def test_opening_a_chat_clears_its_unread_count_for_that_manager(self, a: Tenant) -> None:
         Chat.objects.filter(pk=a.chat.pk).update(customer_messages=4)
