@@ -12,11 +12,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from inbox.site.routing import websocket_urlpatterns  # noqa: E402
+from inbox.site.websocket_auth import websocket_auth_stack  # noqa: E402
 from integrations.whatsapp import webhooks  # noqa: E402
 
 BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
@@ -42,7 +42,7 @@ application = ProtocolTypeRouter(
         # Session auth (the same login as the pages) and an Origin check against ALLOWED_HOSTS,
         # so another site cannot open a socket with a manager's cookies.
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            websocket_auth_stack(URLRouter(websocket_urlpatterns))
         ),
     }
 )

@@ -116,6 +116,30 @@ async def test_anonymous_and_foreign_origin_sockets_are_refused(
     assert (await foreign.connect(timeout=5))[0] is False
 
 
+def _ended_session_cookie(user: Any) -> tuple[bytes, bytes]:
+    """The cookie of a session the manager then logged out of."""
+    client = Client()
+    client.force_login(user)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    client.logout()
+    return cookie
+
+
+@pytest.mark.asyncio
+async def test_a_socket_with_the_cookie_of_an_ended_session_is_refused(
+    a: Tenant, sockets: list[WebsocketCommunicator]
+) -> None:
+    cookie = await sync_to_async(_ended_session_cookie)(a.manager)
+    stale = WebsocketCommunicator(application, "/ws/inbox/", headers=[cookie, ORIGIN])
+    assert (await stale.connect(timeout=5))[0] is False
+
+    # The session is read at connect, and the frames of an open socket still arrive.
+    page = await connect(a.manager)
+    sockets.append(page)
+    await sync_to_async(ownership.take_over)(a.chat.pk, manager=a.manager)
+    assert (await next_event(page, "chat.changed"))["chat"] == a.chat.pk
+
+
 @pytest.mark.asyncio
 async def test_accepted_message_reaches_open_pages_with_consecutive_numbers(
     a: Tenant, b: Tenant, sockets: list[WebsocketCommunicator]
