@@ -4,8 +4,9 @@ Every stored burst renders a row and a message fragment per chat, in the ingest 
 the push, and the inbox page renders 50 of each. Django's template language spent most of a
 row's 465 µs resolving its 30 variables node by node; the same row compiled to Python by Jinja2
 takes about 200 µs (docs/performance.md). The two templates (and the voice note a message
-includes) live in `jinja_templates/inbox/`; pages written in Django's language include them with the
-`chat_row` and `message_item` tags (`inbox_ui`), so the page and the push render the same HTML.
+includes) live in `jinja_templates/inbox/`; pages written in Django's language include them
+with the `chat_row` and `message_item` tags (`inbox_fragments`), so a page and a push render
+the same HTML.
 
 Autoescaping is on, as in Django's templates: customer text is always text. Values Django's
 filters mark safe (`linebreaksbr`) carry `__html__`, which Jinja2 respects. Times are converted
@@ -14,6 +15,7 @@ to the current zone (the business's, `local_time.business_time`) as Django's tem
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -66,6 +68,13 @@ def _percent(value: float | None) -> str:
         return ""
 
 
+def _truncatechars(value: object, length: int) -> str:
+    """Django's `truncatechars`, without its loop over every character for a text that fits,
+    as most chats' previews do (30 µs a row)."""
+    text = unicodedata.normalize("NFC", str(value))
+    return text if len(text) <= length else defaultfilters.truncatechars(text, length)
+
+
 def _url(name: str, *args: object) -> str:
     return reverse(name, args=args)
 
@@ -84,14 +93,13 @@ def environment(**options: Any) -> Environment:
         display_name=inbox_workday.display_name,
         floatformat=_floatformat,
         iso=_iso,
-        label_ids=inbox_workday.label_ids,
         linebreaksbr=defaultfilters.linebreaksbr,
         media_url=inbox_ui.media_url,
         percent=_percent,
         preview=inbox_ui.preview,
         sort_key=inbox_ui.sort_key,
         timesince=_timesince,
-        truncatechars=defaultfilters.truncatechars,
+        truncatechars=_truncatechars,
     )
     return env
 

@@ -26,11 +26,6 @@ def shown_key(chat: Chat) -> str:
 
 
 @register.filter
-def label_ids(chat: Chat) -> str:
-    return " ".join(str(label.pk) for label in chat.labels.all())
-
-
-@register.filter
 def display_name(chat: Chat) -> str:
     """What a row or header calls the customer: the name, else the (maybe masked) number."""
     return chat.customer_name or shown_phone(chat) or shown_key(chat)

@@ -40,6 +40,30 @@ def test_every_typed_text_in_a_row_is_escaped() -> None:
     # The name, the search text, the preview, the label chip and the assignee.
     assert html.count(ESCAPED[0]) == 5
     assert f'<span class="row-name">{ESCAPED[0]}</span>' in html
+    assert f'data-labels="{label.pk}"' in html
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Do you deliver to Almaty?", "Do you deliver to Almaty?"),
+        ("x" * 90, "x" * 90),
+        (
+            "Is the Loft bookshelf still available? " * 3,
+            ("Is the Loft bookshelf still available? " * 3)[:89] + "…",
+        ),
+        ("Cafe\u0301 " * 18, "Café " * 18),  # 108 code points, 90 characters once composed
+    ],
+    ids=["short", "exactly-90", "long", "combining"],
+)
+def test_a_rows_preview_is_cut_to_90_characters(text: str, shown: str) -> None:
+    chat = factories.chat()
+    chat = Chat.objects.select_related("channel__business", "assigned_to").get(pk=chat.pk)
+    chat.last_message = _message(chat, text=text)  # type: ignore[attr-defined]
+
+    html = fragments.row(chat)["html"]
+
+    assert f'<span class="row-preview">{shown}</span>' in html
 
 
 @pytest.mark.parametrize(
