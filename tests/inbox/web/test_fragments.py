@@ -116,3 +116,12 @@ def test_a_voice_note_without_a_confidence_still_renders() -> None:
     assert "No speech heard." in html
     assert "Transcript confidence %" in html
     assert "below this channel's threshold" not in html
+
+
+def test_a_message_whose_payload_is_not_an_object_still_renders() -> None:
+    chat = factories.chat()
+    odd = _message(chat, text="still here", payload=["not", "an", "object"])
+
+    html = fragments.message(odd)["html"]
+
+    assert '<p class="msg-text">still here</p>' in html
