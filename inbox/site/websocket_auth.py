@@ -18,9 +18,9 @@ from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionM
 
 
 class WebsocketSessionMiddleware(SessionMiddleware):  # type: ignore[misc]
+    """For the websocket route only (`asgi.py`): an HTTP response would need the wrapper."""
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        if scope["type"] != "websocket":
-            return await super().__call__(scope, receive, send)
         wrapper = InstanceSessionWrapper(scope, send)
         await wrapper.resolve_session()
         return await self.inner(wrapper.scope, receive, send)

@@ -52,12 +52,8 @@ def header_context(chat: Chat) -> dict[str, object]:
 
 
 def row(chat: Chat) -> Fragment:
-    # A pushed row is every manager's: it carries no one's read count (status.js works the
-    # badge out per manager). Set, not missing: a missing attribute costs the template four
-    # failed look-ups each time it is named.
-    for name in ("my_read", "my_unread"):
-        if not hasattr(chat, name):
-            setattr(chat, name, None)
+    # A pushed row is every manager's: it carries no one's read count (the chat has no
+    # `my_read`; status.js works the badge out per manager).
     html = _render_jinja("inbox/_chat_row.html", chat.channel.business_id, chat=chat)
     return _fragment(f"chat-row-{chat.pk}", html, scope="list", container="chat-list-items")
 
