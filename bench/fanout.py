@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/fanout.py [--clients 10,100,500] [--mode auto|product|layer] [--out F]
 
-Real processes: daphne serving the webhook and the websockets (`--webhook-server uvicorn`: the
-webhook on a uvicorn process of its own, daphne for the sockets), the ingest consumer storing
+Real processes: daphne serving the websockets and the webhook server taking the webhooks, as
+deployed (`--webhook-server own`, `inbox.site.webhook_server`; `daphne`: the webhooks on the
+sockets' daphne too, as `make run` serves them), the ingest consumer storing
 each message and publishing it through `inbox.web.realtime` over the channel layer (Redis
 pub/sub). N websocket clients, all of one business, are open while signed Cloud API webhooks
 arrive from bench/poster.py, a sender in a child process (`--sender inline`: httpx in this
@@ -317,10 +318,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     server, base_url = common.start_server("daphne", app, env, name=f"fanout-{mode}")
     hook_server = None
     hook_url = base_url
-    if args.webhook_server != "daphne":
-        hook_server, hook_url = common.start_server(
-            args.webhook_server, app, env, name="fanout-hooks"
-        )
+    if args.webhook_server == "own" and mode == "product":
+        port = common.free_port()
+        hook_server = common.start(
+            "fanout-hooks",
+            [sys.executable, "-m", "inbox.site.webhook_server", "-p", str(port),
+             "--no-access-log"],
+            env,
+        )  # fmt: skip
+        common.wait_listening(hook_server, port)
+        hook_url = f"http://127.0.0.1:{port}"
+    elif args.webhook_server == "own":  # a tree without the webhook server: the app on uvicorn
+        hook_server, hook_url = common.start_server("uvicorn", app, env, name="fanout-hooks")
     consumer = common.start("fanout-ingest", [sys.executable, "manage.py", "ingest_worker"], env)
     levels = []
     try:
@@ -396,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sender", choices=["process", "inline"], default="process",
                    help="process: bench/poster.py in a child process; inline: httpx in the "
                    "clients' event loop")  # fmt: skip
-    p.add_argument("--webhook-server", choices=["daphne", "uvicorn"], default="daphne")
+    p.add_argument("--webhook-server", choices=["own", "daphne"], default="own",
+                   help="own: the webhook server, as deployed; daphne: the sockets' "
+                   "daphne")  # fmt: skip
     p.add_argument("--no-migrate", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     return p

@@ -4,7 +4,8 @@
 
 For each server (uvicorn, daphne) it runs, back to back on the same server command line:
   * the floor (bench/floor_app.py: read body, SET NX EX, XADD, 200), then
-  * the product (inbox.site.asgi:application, route /webhooks/whatsapp/: signature check, JSON,
+  * the product (on uvicorn the webhook server's app, inbox.site.webhook_app; on daphne the whole
+    app, inbox.site.asgi; route /webhooks/whatsapp/: signature check, JSON,
     normalise, dedup + stream in Redis, with PostgreSQL behind the channel lookup),
 each with a corpus of signed one-message Cloud API bodies (unique ids) and a duplicate-heavy
 variant (each body delivered `--dup-copies` times, copies close together like the platform's
@@ -49,7 +50,12 @@ from bench import common
 APP_SECRET = "bench-app-secret"
 PHONE_NUMBER_ID = "190000000000001"
 DISPLAY_NUMBER = "15550001234"
-PRODUCT_APP = "inbox.site.asgi:application"
+# The product as deployed: uvicorn runs the webhook server's app (inbox.site.webhook_server),
+# daphne the whole app, as a single-process install (`make run`) takes webhooks.
+PRODUCT_APPS = {
+    "uvicorn": "inbox.site.webhook_app:application",
+    "daphne": "inbox.site.asgi:application",
+}
 FLOOR_APP = "bench.floor_app:app"
 WEBHOOK_PATH = "/webhooks/whatsapp/"
 TEXTS = [
@@ -366,7 +372,7 @@ def rate_run(args: argparse.Namespace, env: dict[str, str], tmp: Path) -> dict[s
     corpus = tmp / "rate.tsv"
     shape = write_corpus(corpus, unique=int(rate * duration * 1.2) + 10, customers=500)
     proc, base_url = common.start_server(
-        "uvicorn", PRODUCT_APP, env, workers=args.workers, name="ingest-rate-uvicorn"
+        "uvicorn", PRODUCT_APPS["uvicorn"], env, workers=args.workers, name="ingest-rate-uvicorn"
     )
     consumers = [
         common.start(
@@ -656,7 +662,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         for server in servers:
             result["servers"][server] = server_runs(
-                server, {"floor": FLOOR_APP, "product": PRODUCT_APP}, corpora, args, env
+                server, {"floor": FLOOR_APP, "product": PRODUCT_APPS[server]}, corpora, args, env
             )
         if args.rate > 0:
             result["rate_run"] = rate_run(args, env, tmp)

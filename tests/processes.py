@@ -124,20 +124,21 @@ class ProcessGroup:
         return proc
 
     def start_daphne(self, name: str = "web", port: int | None = None) -> str:
+        """daphne serving the whole app (pages, API, websockets, webhooks); its base URL."""
         port = port or free_port()
-        self.start(
-            name,
-            [
-                sys.executable,
-                "-m",
-                "inbox.site.web_server",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "inbox.site.asgi:application",
-            ],
-        )
+        argv = [sys.executable, "-m", "inbox.site.web_server", "-b", "127.0.0.1", "-p", str(port),
+                "inbox.site.asgi:application"]  # fmt: skip
+        return self._start_listening(name, argv, port, "daphne")
+
+    def start_webhook_server(self, name: str = "webhooks", port: int | None = None) -> str:
+        """The webhook server (uvicorn, the webhook routes only); its base URL."""
+        port = port or free_port()
+        argv = [sys.executable, "-m", "inbox.site.webhook_server", "-b", "127.0.0.1", "-p",
+                str(port)]  # fmt: skip
+        return self._start_listening(name, argv, port, "the webhook server")
+
+    def _start_listening(self, name: str, argv: list[str], port: int, what: str) -> str:
+        self.start(name, argv)
         import socket
 
         def listening() -> bool:
@@ -149,7 +150,7 @@ class ProcessGroup:
             except OSError:
                 return False
 
-        wait_for(listening, 30, 0.1, f"daphne on port {port}")
+        wait_for(listening, 30, 0.1, f"{what} on port {port}")
         return f"http://127.0.0.1:{port}"
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:

@@ -1,5 +1,6 @@
-"""End to end with real processes: daphne serving the webhooks, the ingest consumer, a Celery
-worker running turns, the Graph API, bridge and OpenAI-compatible emulators over HTTP."""
+"""End to end with real processes: the webhook server (as deployed behind nginx's `/webhooks/`),
+the ingest consumer, a Celery worker running turns, the Graph API, bridge and OpenAI-compatible
+emulators over HTTP."""
 
 from __future__ import annotations
 
@@ -54,13 +55,13 @@ def stack(
         "LLM_MODEL": "assistant",
     }
     group = ProcessGroup(env)
-    base = group.start_daphne("pipeline-web")
+    hooks = group.start_webhook_server("pipeline-webhooks")
     group.start(
         "pipeline-ingest", [sys.executable, "manage.py", "ingest_worker", "--claim-idle-ms", "2000"]
     )
     group.start_celery_worker("pipeline-worker")
-    graph.webhook_url = f"{base}/webhooks/whatsapp/"
-    yield base
+    graph.webhook_url = f"{hooks}/webhooks/whatsapp/"
+    yield hooks
     group.stop_all()
 
 

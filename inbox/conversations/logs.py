@@ -15,14 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import unquote_plus
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 correlation_id: ContextVar[str] = ContextVar("correlation_id", default="")
 
-# Seven or more digits, optionally with +, spaces, dashes or brackets between them: phone
+# Seven or more digits, with a + and up to two spaces, dashes or brackets between them: phone
 # numbers, wa_ids, JIDs. The last two digits are kept so operators can still tell chats apart.
-PHONE = re.compile(r"(?<![\w.])\+?\d(?:[\s\-()]?\d){6,}(?![\w.])")
+PHONE = re.compile(r"(?<![\w.])\+?\d(?:[\s\-()]{0,2}\d){6,}(?![\w.])")
 # Extra fields whose values are customer content, never logged as they are.
 CONTENT_KEYS = frozenset(
     {"text", "body", "reply", "transcript", "message_text", "content", "summary"}
@@ -56,6 +58,23 @@ def mask_phone_numbers(text: str) -> str:
     return PHONE.sub(mask, text)
 
 
+# A query parameter that carries a secret (the webhook handshake's `hub.verify_token`, a token
+# in a link): its value never reaches an access log.
+SECRET_PARAMETERS = re.compile(
+    r"((?:verify_token|token|secret|password|api_key|key|signature|auth)=)[^&\s]*", re.IGNORECASE
+)
+
+
+def mask_request_line(request: str) -> str:
+    """`GET /inbox/?q=77010000001&hub.verify_token=x` → `GET /inbox/?q=…01&hub.verify_token=***`.
+
+    Secrets are masked in the line as sent; the line is then decoded, so that a number typed
+    with spaces or a plus (`q=%2B7+701+555+12+34`) is seen and masked as one, and anything that
+    is not printable in it (an encoded newline) becomes `?`."""
+    decoded = unquote_plus(SECRET_PARAMETERS.sub(r"\1***", request), errors="replace")
+    return mask_phone_numbers("".join(c if c.isprintable() else "?" for c in decoded))
+
+
 def _masked(value: Any) -> Any:
     if isinstance(value, str):
         return mask_phone_numbers(value)
@@ -85,6 +104,18 @@ class PrivacyFilter(logging.Filter):
         return True
 
 
+class AccessLogFilter(logging.Filter):
+    """For a server's access logger (uvicorn's `uvicorn.access`): its request line, path and
+    query string included, is masked like daphne's (`inbox/site/web_server.py`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                mask_request_line(a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
 class JsonLines(JsonFormatter):
     """One JSON object per line: time, level, logger, event, correlation id, extra fields."""
 
@@ -93,6 +124,8 @@ class JsonLines(JsonFormatter):
             "rename_fields", {"levelname": "level", "name": "logger", "message": "event"}
         )
         kwargs.setdefault("timestamp", True)
+        # uvicorn repeats its own lines with terminal colour codes in `color_message`.
+        kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, "color_message"])
         super().__init__("%(levelname)s %(name)s %(message)s", *args, **kwargs)
 
     def formatException(self, ei: Any) -> str:

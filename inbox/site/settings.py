@@ -390,7 +390,10 @@ LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"privacy": {"()": "inbox.conversations.logs.PrivacyFilter"}},
+    "filters": {
+        "privacy": {"()": "inbox.conversations.logs.PrivacyFilter"},
+        "access_log": {"()": "inbox.conversations.logs.AccessLogFilter"},
+    },
     "formatters": {
         "json": {"()": "inbox.conversations.logs.JsonLines"},
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(correlation_id)s] %(message)s"},
@@ -406,6 +409,9 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # The webhook server's access log (inbox/site/webhook_server.py): secrets in the query
+        # string masked before the console's privacy filter masks phone numbers.
+        "uvicorn.access": {"filters": ["access_log"]},
         # httpx logs every request URL at INFO; CRM webhook URLs carry a secret.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},

@@ -10,22 +10,12 @@ the command line builds it.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from daphne import cli
 from daphne.access import AccessLogGenerator
 
-from inbox.conversations.logs import mask_phone_numbers
-
-SECRET_PARAMETERS = re.compile(
-    r"((?:verify_token|token|secret|password|api_key|key|signature|auth)=)[^&\s]*", re.IGNORECASE
-)
-
-
-def masked_request(request: str) -> str:
-    """`GET /inbox/?q=77010000001&hub.verify_token=x` → `GET /inbox/?q=…01&hub.verify_token=***`."""
-    return mask_phone_numbers(SECRET_PARAMETERS.sub(r"\1***", request))
+from inbox.conversations.logs import mask_request_line
 
 
 class MaskedAccessLog(AccessLogGenerator):  # type: ignore[misc]
@@ -39,7 +29,7 @@ class MaskedAccessLog(AccessLogGenerator):  # type: ignore[misc]
         ident: str | None = None,
         user: str | None = None,
     ) -> None:
-        super().write_entry(host, date, masked_request(request), status, length, ident, user)
+        super().write_entry(host, date, mask_request_line(request), status, length, ident, user)
 
 
 def main() -> None:

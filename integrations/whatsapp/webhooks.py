@@ -17,6 +17,7 @@ import dataclasses
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from functools import partial
@@ -326,3 +327,17 @@ async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: 
     if skipped:
         log.info("webhook.skipped", extra={"transport": "bridge", "what": skipped[:10]})
     await _queue(send, "bridge", list(events))
+
+
+_BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
+
+
+def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]] | None:
+    """The handler for a webhook path, or None: one routing table for every server that mounts
+    the webhooks (`inbox/site/asgi.py` in front of Django, `inbox/site/webhook_app.py` alone)."""
+    if path in ("/webhooks/whatsapp/", "/webhooks/whatsapp"):
+        return cloud_api
+    bridge_path = _BRIDGE_PATH.match(path)
+    if bridge_path:
+        return partial(bridge_events, channel_id=int(bridge_path.group(1)))
+    return None

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.urls import resolve
 
 from inbox.site.celery import app
+from integrations.whatsapp import webhooks
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -89,3 +91,41 @@ def test_nginx_upgrades_websockets_and_the_model_server_reserves_a_gpu() -> None
     assert "proxy_http_version 1.1;" in nginx
     assert device["capabilities"] == ["gpu"]
     assert _compose()["services"]["vllm"]["profiles"] == ["gpu"]
+
+
+def test_nginx_sends_webhooks_to_the_webhook_servers_that_compose_and_systemd_run() -> None:
+    nginx = (DEPLOY / "nginx.conf").read_text()
+    regex = re.search(r"location ~ (\S+) \{([^}]*)\}", nginx)
+    assert regex is not None
+    whatsapp, block = re.compile(regex.group(1)), regex.group(2)
+    other = nginx[nginx.index("location /webhooks/ {") :]
+    other = other[: other.index("}")]
+    upstream = nginx[nginx.index("upstream webhooks") :]
+    upstream = upstream[: upstream.index("}")]
+    service = _compose()["services"]["webhooks"]
+    unit = (DEPLOY / "systemd" / "webhooks@.service").read_text()
+    docs = (DEPLOY.parent / "docs" / "deploy.md").read_text()
+
+    # What nginx sends to the webhook servers is exactly what they serve; the CRM's events,
+    # a Django view, stay on daphne.
+    for path in ("/webhooks/whatsapp/", "/webhooks/whatsapp", "/webhooks/bridge/12/"):
+        assert webhooks.route(path) is not None
+        assert whatsapp.match(path), path
+    for path in ("/webhooks/bitrix24/", "/webhooks/whatsappx/"):
+        assert webhooks.route(path) is None
+        assert not whatsapp.match(path), path
+    assert resolve("/webhooks/bitrix24/").url_name == "bitrix24_events"
+    assert "proxy_pass http://webhooks;" in block
+    assert "proxy_request_buffering off;" in block
+    assert "proxy_pass http://daphne;" in other
+    port = re.search(r"server webhooks:(\d+)", upstream)
+    assert port is not None
+    assert port.group(1) == _option(service["command"], "-p")
+    assert service["command"][:3] == ["python", "-m", "inbox.site.webhook_server"]
+    assert service["deploy"]["replicas"] >= 2
+    assert service["restart"] == "unless-stopped"
+    assert "-m inbox.site.webhook_server" in unit
+    assert "-p %i" in unit
+    assert re.search(r"webhooks@\d+", docs)
+    # The sockets and pages stay on daphne.
+    assert "proxy_pass http://daphne;" in nginx[nginx.index("location /ws/") :]

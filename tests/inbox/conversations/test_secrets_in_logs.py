@@ -112,3 +112,31 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
     assert "alert.webhook_failed" in logged
     for secret in (TOKEN, LLM_KEY, HOOK_TOKEN, PHONE, "701 123"):
         assert secret not in logged, f"{secret!r} leaked into the logs"  # ...without secrets
+
+
+@pytest.mark.parametrize(
+    ("line", "hidden", "shown"),
+    [
+        # The webhook handshake's token; the challenge is a number and is masked like one.
+        ("GET /webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=s3cr3t&hub.challenge=1158201444 HTTP/1.1",
+         ["s3cr3t", "1158201444"], ["hub.verify_token=***", "…44"]),
+        # A manager searching for a customer, the number typed as people write it.
+        ("GET /inbox/?q=%2B7+701+555+12+34 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8%20(701)%20555-12-34 HTTP/1.1", ["555"], ["q=…34"]),
+        # A secret with an encoded & in it is masked whole, before the line is decoded.
+        ("GET /x/?token=abc%26def HTTP/1.1", ["abc", "def"], ["token=***"]),
+        # An encoded line break cannot start a forged line in a plain-text log.
+        ("GET /inbox/?q=a%0Aforged-entry HTTP/1.1", ["\n"], ["q=a?forged-entry"]),
+    ],
+)  # fmt: skip
+def test_request_lines_in_access_logs_are_masked(
+    line: str, hidden: list[str], shown: list[str]
+) -> None:
+    from inbox.conversations.logs import mask_request_line
+
+    masked = mask_request_line(line)
+
+    for text in hidden:
+        assert text not in masked
+    for text in shown:
+        assert text in masked

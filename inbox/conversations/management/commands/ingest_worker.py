@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import gc
 import signal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from inbox.conversations import heap
 from inbox.conversations.ingest_worker import IngestWorker
 
 
@@ -35,14 +35,5 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        # What is loaded by now (Django, the apps, the models) lives as long as the process:
-        # frozen, a full collection no longer walks it. The consumer allocates model objects
-        # by the thousand; without this it spent ~35 µs per event in generation-2 collections.
-        gc.collect()
-        gc.freeze()
-        # A young collection every 20,000 allocations instead of 700: a batch of a hundred
-        # events makes tens of thousands of short-lived objects (rows, models, dicts), and at
-        # the default most collections found nothing to free (4 % of the instructions per
-        # event, counted by valgrind at 1,000 chats). What lives on is still collected.
-        gc.set_threshold(20_000, 20, 20)
+        heap.freeze_startup_heap()
         worker.run()
