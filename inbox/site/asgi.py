@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP (Django, with the webhook endpoints in front of it) and websockets.
 
-Production can send `/webhooks/` to a server of its own (`inbox/site/webhook_app.py`); this app
-still answers them, so one process is a whole web tier (`make run`, a small install)."""
+Production sends WhatsApp's webhooks to a server of their own (`inbox/site/webhook_app.py`,
+deploy/nginx.conf); this app still answers them, so one process is a whole web tier (`make run`,
+a small install without nginx)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The webhook endpoints as an ASGI app of their own, for a server that takes only webhooks
-(`python -m inbox.site.webhook_server`, behind nginx's `/webhooks/` location).
+(`python -m inbox.site.webhook_server`, behind nginx's `/webhooks/whatsapp/` and
+`/webhooks/bridge/` locations).
 
 Why a server of their own: a burst of webhooks is answered on other cores than the sockets of
 the open dashboards, and uvicorn spends about half of daphne's CPU on each (bench/ingest.py).
