@@ -1,4 +1,4 @@
-"""End to end with real processes: the webhook server (as deployed behind nginx's `/webhooks/`),
+"""End to end with real processes: the webhook server (as deployed behind nginx's WhatsApp routes),
 the ingest consumer, a Celery worker running turns, the Graph API, bridge and OpenAI-compatible
 emulators over HTTP."""
 
