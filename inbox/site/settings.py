@@ -409,8 +409,8 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
-        # The webhook server's access log (inbox/site/webhook_server.py): secrets in the query
-        # string masked before the console's privacy filter masks phone numbers.
+        # The webhook server's access log (inbox/site/webhook_server.py): its request lines
+        # masked as daphne's are (secrets in the query string, phone numbers once decoded).
         "uvicorn.access": {"filters": ["access_log"]},
         # httpx logs every request URL at INFO; CRM webhook URLs carry a secret.
         "httpx": {"level": "WARNING"},
