@@ -15,8 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from inbox.conversations.fields import EncryptedTextField
 from inbox.conversations.models import Business, Channel, Chat, Handoff, Turn
+from inbox.platform.fields import EncryptedTextField
 
 # Reasons the model (or the catalogue assistant) may choose, with what each means. A business
 # edits the descriptions, removes reasons or adds its own in AssistantSettings.handoff_reasons.

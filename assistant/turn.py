@@ -24,10 +24,11 @@ from django.utils import timezone
 from assistant.decision import brain, escalation, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox.conversations import hooks, metrics, turns
+from inbox.conversations import hooks, turns
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
 from inbox.conversations.outbound import SendOutcome, send_reply
+from inbox.platform import metrics
 
 log = logging.getLogger(__name__)
 

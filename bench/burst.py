@@ -45,7 +45,7 @@ def wait_ready(graph: Any, procs: list[common.Proc], timeout: float = 90) -> Non
     """Before the clock starts: the Celery worker has announced itself and one webhook went all
     the way through the consumer (process start-up would otherwise stretch the first bursts)."""
     from inbox.conversations.models import Message
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
     from inbox.site.celery import HEARTBEAT_KEY
     from tests.emulators.graph_api import envelope, text_message
 

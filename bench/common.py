@@ -419,7 +419,7 @@ def machine_info() -> dict[str, Any]:
         "load_generator": _wrk_version() if wrk_available() else PYTHON_GENERATOR,
     }
     with contextlib.suppress(Exception):
-        from inbox.conversations.redis import get_redis
+        from inbox.platform.redis import get_redis
 
         info["redis_server"] = get_redis().info("server").get("redis_version")
     with contextlib.suppress(Exception):
@@ -450,7 +450,7 @@ def _wrk_version() -> str:
 
 def delete_keys(pattern: str) -> int:
     """UNLINK every key matching `pattern` in the benchmark's Redis database."""
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     removed = 0

@@ -45,7 +45,7 @@ def _child(kind: str, chats: int, events: int, drain: bool) -> None:
     from bench.ingest import _fill, consumer_events, ensure_channel, reset_redis
     from inbox.conversations import ingest
     from inbox.conversations.ingest_worker import IngestWorker
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     channel_id = ensure_channel()
     reset_redis()

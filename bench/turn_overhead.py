@@ -95,7 +95,7 @@ def watch_dispatch(chat_id: int, fire: float, timeout: float) -> tuple[float, fl
     """When a scheduler claimed the chat's timer (its score moved to a lease) and when it
     released it (the task published), watched in Redis from just before the timer is due."""
     from inbox.conversations import debounce
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     member = str(chat_id)

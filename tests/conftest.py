@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests.processes import ProcessGroup, database_url_for_subprocesses
 
 

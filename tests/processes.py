@@ -100,7 +100,7 @@ class ProcessGroup:
     ) -> subprocess.Popen[bytes]:
         """`manage.py debounce_scheduler`, returned once it listens for new timers."""
         from inbox.conversations import debounce
-        from inbox.conversations.redis import get_redis
+        from inbox.platform.redis import get_redis
 
         def listeners() -> int:
             return int(dict(get_redis().pubsub_numsub(debounce.WAKE_CHANNEL))[
@@ -179,7 +179,7 @@ class ProcessGroup:
 def ingest_drained() -> bool:
     """Everything the webhooks queued has been accepted by the ingest consumer."""
     from inbox.conversations import ingest
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     client = get_redis()
     if client.xlen(ingest.STREAM):

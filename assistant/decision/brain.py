@@ -35,7 +35,7 @@ from assistant.llm.client import (
 from assistant.llm.prompt import build_messages
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
-from inbox.conversations import egress
+from inbox.platform import egress
 
 log = logging.getLogger(__name__)
 ALERT_CHECK_TASK = "inbox.check_alerts"  # inbox.upkeep.tasks (a layer above: by name only)

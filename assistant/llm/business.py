@@ -20,7 +20,7 @@ from django.conf import settings
 
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.models import AssistantSettings
-from inbox.conversations import egress
+from inbox.platform import egress
 
 # The metrics' `endpoint` label for a business's own endpoint: one bounded value next to
 # "primary"/"secondary" (the `replica` label names its host, as for the installation's).

@@ -51,8 +51,8 @@ from assistant.llm import metrics
 from assistant.llm.prompt import inline_schema, repair_message
 from assistant.llm.resilience import STATE_VALUES, Guard, Lease, Permit, RedisGuard, replica_label
 from assistant.schema import Action, Decision
-from inbox.conversations import egress
-from inbox.conversations.redis import get_redis
+from inbox.platform import egress
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class Endpoint:
     structured_output: str = "json_schema"
     send_cache_salt: bool = True
     # A URL a business admin typed (not the operator's): connections go through the egress
-    # allow-list's pinned client (`inbox.conversations.egress`).
+    # allow-list's pinned client (`inbox.platform.egress`).
     egress_checked: bool = False
 
 

@@ -30,7 +30,7 @@ from assistant.llm.business import business_endpoint
 from assistant.llm.client import Endpoint, LLMClient, endpoints_from_settings
 from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings, split_aliases
-from inbox.conversations import egress
+from inbox.platform import egress
 
 # The LLM client's metrics label calls by endpoint name: a replay's calls are never counted
 # as a real chat's ("primary"/"secondary").

@@ -25,9 +25,9 @@ from typing import Any
 
 from django.db import transaction
 
-from inbox.conversations import logs
 from inbox.conversations.models import Chat
-from inbox.conversations.redis import ScriptCall, get_redis, run, run_later
+from inbox.platform import logs
+from inbox.platform.redis import ScriptCall, get_redis, run, run_later
 
 log = logging.getLogger(__name__)
 

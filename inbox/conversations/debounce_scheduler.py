@@ -21,8 +21,9 @@ from celery import current_app
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from inbox.conversations import debounce, logs
-from inbox.conversations.redis import get_redis
+from inbox.conversations import debounce
+from inbox.platform import logs
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from django.db import transaction
 
-from inbox.conversations import hooks, metrics, ownership
+from inbox.conversations import hooks, ownership
 from inbox.conversations.models import Chat, Handoff, Message, Owner
 from inbox.conversations.outbound import deliver_recorded, record_outbound
+from inbox.platform import metrics
 
 log = logging.getLogger(__name__)
 

@@ -46,8 +46,8 @@ from inbox.conversations import (
 )
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
 from inbox.conversations.models import Channel, Chat, ChatStatus, Message, Owner
-from inbox.conversations.redis import get_redis
 from inbox.conversations.transports import MediaBlob
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

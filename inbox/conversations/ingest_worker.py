@@ -19,9 +19,10 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from inbox.conversations import hooks, ingest, logs
+from inbox.conversations import hooks, ingest
 from inbox.conversations.events import Event, InboundEvent, event_from_json
-from inbox.conversations.redis import ScriptCall, get_redis, run_later, sent_together
+from inbox.platform import logs
+from inbox.platform.redis import ScriptCall, get_redis, run_later, sent_together
 
 log = logging.getLogger(__name__)
 

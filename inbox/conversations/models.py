@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from inbox.conversations.fields import EncryptedTextField
+from inbox.platform.fields import EncryptedTextField
 
 
 def default_business_language() -> str:

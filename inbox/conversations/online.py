@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 
 HEARTBEAT_SECONDS = 20.0
 TTL_SECONDS = 60.0

@@ -26,10 +26,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from inbox.conversations import hooks, metrics, ownership
+from inbox.conversations import hooks, ownership
 from inbox.conversations.events import StatusEvent, provider_datetime
 from inbox.conversations.models import Chat, Message, Owner
-from inbox.conversations.redis import get_redis
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
     OutgoingMedia,
@@ -38,6 +37,8 @@ from inbox.conversations.transports import (
     TransientSendError,
     Transport,
 )
+from inbox.platform import metrics
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from inbox.conversations import heap  # noqa: E402
+from inbox.platform import heap  # noqa: E402
 from inbox.site.routing import websocket_urlpatterns  # noqa: E402
 from inbox.site.websocket_auth import websocket_auth_stack  # noqa: E402
 from integrations.whatsapp import webhooks  # noqa: E402

@@ -18,8 +18,8 @@ from celery import Celery, signals
 from django.db import close_old_connections
 from kombu import Queue
 
-from inbox.conversations.logs import correlation_id, new_correlation_id
-from inbox.conversations.redis import get_redis
+from inbox.platform.logs import correlation_id, new_correlation_id
+from inbox.platform.redis import get_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
 

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from assistant.llm.health import llm_status
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.celery import HEARTBEAT_KEY, HEARTBEAT_SECONDS
 
 

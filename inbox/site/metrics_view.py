@@ -24,7 +24,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.upkeep import queues
 
 

@@ -1,7 +1,7 @@
 """A business's own model endpoint as its admin edits it on the Assistant settings page.
 
 Blank base URL: the installation's model (LLM_BASE_URL). The URL must pass the egress allow-list
-(`inbox.conversations.egress`) to be saved; the API key is write-only (the page says whether one
+(`inbox.platform.egress`) to be saved; the API key is write-only (the page says whether one
 is set, never any of it; empty keeps it; "Remove" clears it). `assistant.llm.business` uses it.
 """
 
@@ -13,7 +13,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from assistant.models import AssistantSettings
-from inbox.conversations import egress
+from inbox.platform import egress
 from inbox.web.forms import WriteOnlySecrets, secret_field
 
 

@@ -20,9 +20,10 @@ from assistant.knowledge.effective import assistant_settings
 from assistant.models import ReplayRun, ReplayTurn
 from assistant.replay import engine
 from assistant.replay.candidate import Candidate, CandidateModel
-from inbox.conversations import access, egress
-from inbox.conversations.logs import mask_phone_numbers
+from inbox.conversations import access
 from inbox.conversations.models import Business
+from inbox.platform import egress
+from inbox.platform.logs import mask_phone_numbers
 from inbox.site.admin_pages import AssistantSettingsForm, _require_admin
 
 

@@ -334,7 +334,7 @@ WHATSAPP_ROUTE_CACHE_SECONDS = env_float("WHATSAPP_ROUTE_CACHE_SECONDS", 5.0)
 WHATSAPP_ROUTE_STALE_SECONDS = env_float("WHATSAPP_ROUTE_STALE_SECONDS", 60.0)
 # Hosts (names or networks) outside the public internet that URLs typed by business admins may
 # name: a bridge on this machine (127.0.0.1) or a private network (10.0.5.0/24). Anything else
-# private, loopback or link-local is refused (inbox/conversations/egress.py). The tests' emulators
+# private, loopback or link-local is refused (inbox/platform/egress.py). The tests' emulators
 # listen on 127.0.0.1.
 OUTBOUND_ALLOWED_HOSTS = env_list(
     "OUTBOUND_ALLOWED_HOSTS", "127.0.0.1,localhost,::1" if TESTING else ""
@@ -384,18 +384,18 @@ SPEECH_MODEL_CACHE_DIR = Path(env_str("SPEECH_MODEL_CACHE_DIR") or VAR_DIR / "mo
 
 # --- Logging --------------------------------------------------------------------------------
 # JSON lines with a correlation id; phone numbers and message text masked
-# (inbox/conversations/logs.py).
+# (inbox/platform/logs.py).
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
-        "privacy": {"()": "inbox.conversations.logs.PrivacyFilter"},
-        "access_log": {"()": "inbox.conversations.logs.AccessLogFilter"},
+        "privacy": {"()": "inbox.platform.logs.PrivacyFilter"},
+        "access_log": {"()": "inbox.platform.logs.AccessLogFilter"},
     },
     "formatters": {
-        "json": {"()": "inbox.conversations.logs.JsonLines"},
+        "json": {"()": "inbox.platform.logs.JsonLines"},
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(correlation_id)s] %(message)s"},
     },
     "handlers": {

@@ -1,7 +1,7 @@
 """`python -m inbox.site.web_server …`: daphne, with an access log masked like every other log.
 
 Daphne writes its access log straight to a stream, past Python's logging and so past the privacy
-filter (`inbox/conversations/logs.py`): a search for a phone number (`/inbox/?q=7701…`) or the
+filter (`inbox/platform/logs.py`): a search for a phone number (`/inbox/?q=7701…`) or the
 webhook handshake's `hub.verify_token` would be written in full. This runs daphne's own command
 line, with the same arguments, and an access log that masks phone numbers and secret query
 parameters. Daphne offers no option for its access logger, so its class is swapped here, before
@@ -15,7 +15,7 @@ from datetime import datetime
 from daphne import cli
 from daphne.access import AccessLogGenerator
 
-from inbox.conversations.logs import mask_request_line
+from inbox.platform.logs import mask_request_line
 
 
 class MaskedAccessLog(AccessLogGenerator):  # type: ignore[misc]

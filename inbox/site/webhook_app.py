@@ -18,7 +18,7 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "inbox.site.settings")
 django.setup(set_prefix=False)
 
-from inbox.conversations import heap  # noqa: E402
+from inbox.platform import heap  # noqa: E402
 from integrations.whatsapp import webhooks  # noqa: E402
 
 

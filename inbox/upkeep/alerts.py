@@ -44,9 +44,9 @@ from django.utils import timezone
 
 from assistant.llm.health import breaker_states, misconfigured_replicas
 from assistant.llm.resilience import OPEN
-from inbox.conversations import metrics
 from inbox.conversations.models import Alert, Channel
-from inbox.conversations.redis import get_redis
+from inbox.platform import metrics
+from inbox.platform.redis import get_redis
 from inbox.upkeep import queues
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from inbox.conversations import ingest, progress
 from inbox.conversations.models import Business, Handoff, Job, Message, Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from inbox.conversations import (
     reading,
 )
 from inbox.conversations.models import Chat, Owner
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

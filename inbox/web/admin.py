@@ -12,7 +12,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from inbox.conversations import egress
 from inbox.conversations.models import (
     Alert,
     ApiToken,
@@ -24,6 +23,7 @@ from inbox.conversations.models import (
     Message,
     OwnershipTransition,
 )
+from inbox.platform import egress
 from inbox.upkeep import alerts
 from inbox.web import api_tokens, login_limit
 from inbox.web.forms import WriteOnlySecrets, secret_field

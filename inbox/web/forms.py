@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from inbox.conversations.fields import mask_secret
+from inbox.platform.fields import mask_secret
 
 
 def secret_field(help_text: str = "") -> forms.CharField:

@@ -31,8 +31,8 @@ from typing import cast
 from django.db import transaction
 
 from inbox.conversations import hooks, online
-from inbox.conversations.metrics import DASHBOARD_PUSHES
 from inbox.conversations.models import Chat, Handoff, Message, Owner
+from inbox.platform.metrics import DASHBOARD_PUSHES
 from inbox.web import contact, dashboard, fragments, realtime
 from inbox.web.realtime import publish
 

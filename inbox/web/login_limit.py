@@ -22,7 +22,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import json
 import time
 from typing import TypedDict, cast
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 
 VIEWER_TTL_SECONDS = 45  # the page's heartbeat comes every 15 s
 KEY_TTL_SECONDS = 3600

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from channels.layers import get_channel_layer
 
 from inbox.conversations import online
-from inbox.conversations.redis import ScriptCall, get_redis, run
+from inbox.platform.redis import ScriptCall, get_redis, run
 
 if TYPE_CHECKING:
     from inbox.web.fragments import Fragment

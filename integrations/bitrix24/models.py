@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from inbox.conversations.fields import EncryptedTextField
 from inbox.conversations.models import Business, Chat, Handoff, Message
+from inbox.platform.fields import EncryptedTextField
 
 ENTITY_TYPE_IDS = {"lead": 1, "deal": 2, "contact": 3}
 

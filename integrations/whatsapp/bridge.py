@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from inbox.conversations import egress
 from inbox.conversations.events import MESSAGE_KINDS, InboundEvent, MediaRef
 from inbox.conversations.transports import (
     MediaBlob,
@@ -38,6 +37,7 @@ from inbox.conversations.transports import (
     PermanentSendError,
     TransientSendError,
 )
+from inbox.platform import egress
 from integrations.whatsapp import payloads
 from integrations.whatsapp.cloud_events import MalformedWebhook
 

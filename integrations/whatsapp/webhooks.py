@@ -29,9 +29,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from inbox.conversations import ingest, logs, metrics
-from inbox.conversations.logs import correlation_id
+from inbox.conversations import ingest
 from inbox.conversations.models import Channel
+from inbox.platform import logs, metrics
+from inbox.platform.logs import correlation_id
 from integrations.whatsapp import bridge, cloud_events
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import pytest
 
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.llm.resilience import RedisGuard
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests.emulators.openai_server import OpenAIEmulator
 
 

@@ -70,7 +70,7 @@ def test_consumer_instructions_counts_only_the_drain(kind, drain, subprocess_env
         pytest.skip("the bare consumer writes to PostgreSQL only")
     from bench.ingest import FLOOR_CONSUMER_STREAM
     from inbox.conversations import ingest
-    from inbox.conversations.redis import get_redis
+    from inbox.platform.redis import get_redis
 
     argv = [sys.executable, "bench/consumer_instructions.py", "--child", kind, "--chats", "3",
             "--events", "30"] + ([] if drain else ["--no-drain"])  # fmt: skip

@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 from assistant.models import PriceList
 from inbox.conversations import ingest
 from inbox.conversations.ingest_worker import IngestWorker
-from inbox.conversations.logs import JsonLines, PrivacyFilter
 from inbox.conversations.models import Channel, Chat, Message
-from inbox.conversations.redis import get_redis
+from inbox.platform.logs import JsonLines, PrivacyFilter
+from inbox.platform.redis import get_redis
 from inbox.site.asgi import application
 from integrations.whatsapp.webhooks import routes
 from tests import factories

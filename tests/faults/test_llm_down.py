@@ -21,7 +21,7 @@ from assistant.decision import replies
 from assistant.llm.health import breaker_states
 from assistant.llm.resilience import replica_id
 from inbox.conversations.models import Chat, Handoff, Owner, Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.upkeep import alerts
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import OpenAIEmulator, Step

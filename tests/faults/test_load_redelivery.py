@@ -24,7 +24,7 @@ from django.db.models import Max
 
 from inbox.conversations import ownership
 from inbox.conversations.models import Chat, Message, OwnershipTransition
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, sign
 from tests.emulators.openai_server import OpenAIEmulator

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from inbox.conversations.models import Chat, Message, Owner, Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.embedded_redis import free_port, start_redis, stop
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import OpenAIEmulator

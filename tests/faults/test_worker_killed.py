@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from inbox.conversations.models import Chat, Message, Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import OpenAIEmulator, Step
 from tests.faults.helpers import (

@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from inbox.conversations import egress
-from inbox.conversations.redis import get_redis
+from inbox.platform import egress
+from inbox.platform.redis import get_redis
 from integrations.bitrix24.rest import phpquery
 from integrations.bitrix24.rest.errors import (
     AuthError,

@@ -17,7 +17,7 @@ import time
 
 import redis
 
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from integrations.bitrix24.rest.errors import RateLimited
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 
-from inbox.conversations import egress
 from inbox.conversations.models import Business, Chat, Handoff
+from inbox.platform import egress
 from integrations.bitrix24.models import Bitrix24Settings, HandoffSync
 from integrations.bitrix24.sync import full_sync, outbox
 

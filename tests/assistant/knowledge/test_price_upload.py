@@ -11,7 +11,7 @@ from assistant.knowledge import price_upload
 from assistant.knowledge.price_import import ImportRejected, apply_price_list, parse_price_file
 from assistant.models import PriceList, PriceListVersion
 from inbox.conversations.models import Membership
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests import factories
 
 pytestmark = pytest.mark.django_db

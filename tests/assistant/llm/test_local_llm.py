@@ -37,7 +37,7 @@ from assistant.llm.resilience import RedisGuard
 from assistant.models import AssistantSettings
 from assistant.schema import Decision
 from inbox.conversations.models import Chat, Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.local_llm import LocalLLM, start_local_llm
 from tests.assistant.builders import knowledge, turn
 from tests.emulators.graph_api import GraphApiEmulator

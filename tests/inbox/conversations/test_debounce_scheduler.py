@@ -18,7 +18,7 @@ from django.db import transaction
 
 from inbox.conversations import debounce
 from inbox.conversations.models import Turn
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.embedded_redis import free_port
 from tests import factories
 from tests.processes import ProcessGroup, wait_for

@@ -12,7 +12,7 @@ from inbox.conversations import debounce, ingest, outbound
 from inbox.conversations.events import InboundEvent, MediaRef, StatusEvent
 from inbox.conversations.ingest_worker import IngestWorker
 from inbox.conversations.models import Channel, Chat, Message, Owner, OwnershipTransition
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,9 +16,9 @@ from inbox.conversations import ingest
 from inbox.conversations.debounce_scheduler import DebounceScheduler
 from inbox.conversations.events import event_from_json
 from inbox.conversations.ingest_worker import IngestWorker
-from inbox.conversations.logs import JsonLines, PrivacyFilter, bound
 from inbox.conversations.models import Channel
-from inbox.conversations.redis import get_redis
+from inbox.platform.logs import JsonLines, PrivacyFilter, bound
+from inbox.platform.redis import get_redis
 from inbox.site.asgi import application
 from inbox.site.celery import HEARTBEAT_KEY
 from tests import factories

@@ -18,7 +18,7 @@ from websockets.exceptions import InvalidStatus
 
 from inbox.conversations import ingest
 from inbox.conversations.models import Channel, Message
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
 from tests.processes import LOG_DIR, ProcessGroup, wait_for

@@ -20,7 +20,7 @@ from assistant.llm.resilience import OPEN, Permit, RedisGuard
 from inbox.conversations import ingest
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import Alert, Channel
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.upkeep import alerts
 from tests import factories
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from inbox.conversations import ingest
 from inbox.conversations.models import Chat, Handoff, Message, OwnershipTransition, Turn
 from inbox.conversations.ownership import request_human
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.upkeep import retention
 from tests import factories
 

@@ -13,7 +13,7 @@ import pytest
 from django.db import transaction
 
 from inbox.conversations.models import Channel, Chat, Handoff, Message
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.embedded_redis import free_port
 from integrations.bitrix24 import hooks
 from integrations.bitrix24.inbound import reconcile

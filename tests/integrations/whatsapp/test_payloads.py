@@ -17,7 +17,7 @@ import pytest
 from inbox.conversations import ingest
 from inbox.conversations.events import InboundEvent, StatusEvent
 from inbox.conversations.models import Channel
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.asgi import application
 from integrations.whatsapp import bridge, payloads
 from integrations.whatsapp.cloud_events import (

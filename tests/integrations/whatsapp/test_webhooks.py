@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from inbox.conversations import ingest
 from inbox.conversations.models import Channel
-from inbox.conversations.redis import get_redis
+from inbox.platform.redis import get_redis
 from inbox.site.asgi import application
 from integrations.whatsapp.webhooks import routes
 from tests import factories

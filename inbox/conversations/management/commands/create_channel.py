@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from inbox.conversations import egress
 from inbox.conversations.models import Business, Channel
+from inbox.platform import egress
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inbox.conversations import heap
 from inbox.conversations.ingest_worker import IngestWorker
+from inbox.platform import heap
 
 
 class Command(BaseCommand):

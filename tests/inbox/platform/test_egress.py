@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from inbox.conversations import egress
 from inbox.conversations.models import Channel
 from inbox.conversations.transports import PermanentSendError
+from inbox.platform import egress
 from integrations.bitrix24.rest.client import Bitrix24Client, WebhookAuth
 from integrations.bitrix24.rest.errors import PermanentError
 from integrations.bitrix24.rest.limiter import LeakyBucket

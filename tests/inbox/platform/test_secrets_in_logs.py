@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from assistant.decision import brain
-from inbox.conversations.logs import JsonLines, PrivacyFilter
 from inbox.conversations.models import Channel, Chat, Message
 from inbox.conversations.outbound import send_reply
+from inbox.platform.logs import JsonLines, PrivacyFilter
 from inbox.upkeep import alerts
 from tests import factories
 from tests.assistant.builders import turn
@@ -132,7 +132,7 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
 def test_request_lines_in_access_logs_are_masked(
     line: str, hidden: list[str], shown: list[str]
 ) -> None:
-    from inbox.conversations.logs import mask_request_line
+    from inbox.platform.logs import mask_request_line
 
     masked = mask_request_line(line)
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from inbox.conversations import egress
+from inbox.platform import egress
 from tests.emulators.http import EmulatorServer
 
 

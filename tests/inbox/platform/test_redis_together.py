@@ -12,7 +12,7 @@ from inbox.conversations import debounce, ingest
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.ingest_worker import IngestWorker
 from inbox.conversations.models import Channel, Message
-from inbox.conversations.redis import ScriptCall, get_redis, run, run_later, sent_together
+from inbox.platform.redis import ScriptCall, get_redis, run, run_later, sent_together
 from tests import factories
 
 _SET = "return redis.call('SET', KEYS[1], ARGV[1])"
