@@ -439,6 +439,36 @@ class ReadMarker(models.Model):
         return f"{self.user} read chat #{self.chat_id} to {self.last_read_id}"
 
 
+class HandoffReason(models.TextChoices):
+    """Why a chat went to a person: the reasons the product itself knows, with the label a manager
+    reads. A business may add reasons of its own (AssistantSettings.handoff_reasons), so
+    `Handoff.reason` stays a free code and `label_for` falls back to the code's words."""
+
+    ASKS_FOR_HUMAN = "asks_for_human", "Customer asked for a person"
+    READY_TO_BUY = "ready_to_buy", "Ready to buy"
+    NON_STANDARD_TERMS = "non_standard_terms", "Asks for special terms"
+    COMPLAINT = "complaint", "Complaint"
+    OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base", "Outside the price list"
+    AMBIGUOUS = "ambiguous", "Several items match"
+    LATE = "late", "Answer would be late"
+    GUARDRAIL = "guardrail", "Reply blocked by a guardrail"
+    MODEL_ERROR = "model_error", "Assistant's answer was invalid"
+    MODEL_UNAVAILABLE = "model_unavailable", "Assistant unavailable"
+    MODEL_MISCONFIGURED = "model_misconfigured", "Model server refuses the configuration"
+    VOICE_UNCLEAR = "voice_unclear", "Voice note unclear"
+    TRANSCRIPTION_FAILED = "transcription_failed", "Voice note could not be transcribed"
+    SEND_FAILED = "send_failed", "Bot reply could not be sent"
+    SEND_UNKNOWN = "send_unknown", "Bot reply may not have been sent"
+    TURN_FAILED = "turn_failed", "Assistant failed on this chat"
+
+    @classmethod
+    def label_for(cls, code: str) -> str:
+        """The manager's words for a reason code, a business's own included."""
+        if code in cls.values:
+            return str(cls(code).label)
+        return code.replace("_", " ").capitalize()
+
+
 class Handoff(models.Model):
     """The assistant's hand-over of a chat to a human: why, a summary, and what was collected.
     The summary is generated once and kept, so every manager reads the same one."""
