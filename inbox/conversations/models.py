@@ -1,6 +1,16 @@
 """The conversation core: businesses, their channels, chats, messages and who owns each chat.
 
-`Chat.owner` is written only by `inbox/conversations/ownership.py`. Everything else reads it.
+`Chat.owner` is written only by `inbox/conversations/ownership.py`, `Chat.status` only by
+`inbox/conversations/status.py`, and each change of either leaves a `ChatTransition` row
+(`inbox/conversations/audit.py`). Everything else reads them.
+
+Why one long module: these are every model of the app labelled "inbox" (apps.py), and Django
+finds an app's models in its `models` module. They reference one another (a chat's channel,
+business, messages, transitions, handoffs, turns, labels), the migrations name them by that
+label, and most of the length is field declarations and their closed sets (`Owner`,
+`ChatStatus`, `OwnershipCause`, `StatusCause`, `HandoffReason`, each model's `TextChoices`),
+which are the vocabulary the rest of the code imports from here. Splitting them into a
+`models/` package would only add a re-exporting `__init__` for the same classes.
 """
 
 from __future__ import annotations
@@ -378,15 +388,44 @@ class Message(models.Model):
         return self.text
 
 
-class OwnershipTransition(models.Model):
-    """Audit row for every change of `Chat.owner` (written by `inbox/conversations/ownership.py`)
-    and of `Chat.status` (by `inbox/conversations/status.py`; `from_owner` = `to_owner` there,
-    and `from_status`/`to_status` say what changed)."""
+class OwnershipCause(models.TextChoices):
+    """Why `Chat.owner` changed: the transitions of `inbox/conversations/ownership.py`."""
+
+    REQUEST_HUMAN = "request_human", "Assistant handed over"
+    TAKE_OVER = "take_over", "Manager took over"
+    MANAGER_REPLIED = "manager_replied", "Manager replied"
+    RELEASE = "release", "Released to the bot"
+    IDLE_RELEASE = "idle_release", "Released: no manager message"
+
+
+class StatusCause(models.TextChoices):
+    """Why `Chat.status` changed: the changes of `inbox/conversations/status.py`."""
+
+    RESOLVE = "resolve", "Resolved"
+    SNOOZE = "snooze", "Snoozed"
+    REOPEN = "reopen", "Reopened"
+    SNOOZE_ENDED = "snooze_ended", "Snooze ended"
+    CUSTOMER_WROTE = "customer_wrote", "Customer wrote"
+
+
+# Every cause a `ChatTransition` row may carry, grouped as the admin's filter shows them.
+TRANSITION_CAUSES = [("Owner", OwnershipCause.choices), ("Status", StatusCause.choices)]
+
+
+class ChatTransition(models.Model):
+    """Audit row for every change of a chat's owner (`Chat.owner`, written by
+    `inbox/conversations/ownership.py`) and of its status (`Chat.status`, by
+    `inbox/conversations/status.py`), both through `inbox/conversations/audit.py`.
+
+    An owner change has `cause` in `OwnershipCause` and `from_owner` ≠ `to_owner`; a status change
+    has `cause` in `StatusCause`, `from_owner` = `to_owner` and `from_status`/`to_status` set
+    (`is_status_change`). The table keeps the name it had as `OwnershipTransition` (migration
+    0013 renamed the model only), and `OwnershipTransition` below stays an alias."""
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
     from_owner = models.CharField(max_length=16, choices=Owner.choices)
     to_owner = models.CharField(max_length=16, choices=Owner.choices)
-    cause = models.CharField(max_length=32)
+    cause = models.CharField(max_length=32, choices=TRANSITION_CAUSES)
     reason = models.CharField(max_length=64, blank=True)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -401,6 +440,7 @@ class OwnershipTransition(models.Model):
     at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
+        db_table = "inbox_ownershiptransition"
         ordering = ["id"]
         indexes = [models.Index(fields=["chat", "at"], name="transition_report_chat")]
 
@@ -412,6 +452,11 @@ class OwnershipTransition(models.Model):
     @property
     def is_status_change(self) -> bool:
         return bool(self.to_status)
+
+
+# The model's name before it held status changes too: the inbox's web layer, its reports and
+# older tests still import it by this name.
+OwnershipTransition = ChatTransition
 
 
 class ReadMarker(models.Model):

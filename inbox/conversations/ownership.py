@@ -6,10 +6,10 @@
     HUMAN ──idle_release (no manager message for the channel's idle hours)──▶ BOT
 
 Every transition locks the chat row, checks the current state, bumps `Chat.version` (so a reply
-generated before it is never sent), writes an `OwnershipTransition` row and, after commit,
-tells the open dashboards. A transition to the state the chat is already in changes nothing and
-returns `False`; a transition that is not allowed from the current state raises
-`InvalidTransition` and changes nothing.
+generated before it is never sent), writes a `ChatTransition` row (`audit.record`, cause an
+`OwnershipCause`) and, after commit, tells the open dashboards. A transition to the state the
+chat is already in changes nothing and returns `False`; a transition that is not allowed from
+the current state raises `InvalidTransition` and changes nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from inbox.conversations import auto_assign, hooks
-from inbox.conversations.models import Chat, Message, Owner, OwnershipTransition
+from inbox.conversations import audit, auto_assign, hooks
+from inbox.conversations.models import Chat, Message, Owner, OwnershipCause
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 class InvalidTransition(Exception):
     """The chat is in a state this transition does not start from."""
 
-    def __init__(self, chat: Chat, cause: str, detail: str = "") -> None:
+    def __init__(self, chat: Chat, cause: OwnershipCause, detail: str = "") -> None:
         self.chat = chat
         self.cause = cause
         message = f"cannot {cause} chat #{chat.pk} while its owner is {chat.owner}"
@@ -46,17 +46,10 @@ class Result:
     changed: bool
 
 
-def _actor_label(actor: User | None, fallback: str) -> str:
-    if actor is None:
-        return fallback
-    full_name = getattr(actor, "get_full_name", lambda: "")()
-    return str(full_name or actor.get_username())
-
-
 def _transition(
     chat_id: int,
     *,
-    cause: str,
+    cause: OwnershipCause,
     allowed_from: Iterable[str],
     to: str,
     actor: User | None = None,
@@ -78,7 +71,7 @@ def _transition(
 def _apply(
     chat: Chat,
     *,
-    cause: str,
+    cause: OwnershipCause,
     to: str,
     actor: User | None,
     actor_label: str,
@@ -98,15 +91,8 @@ def _apply(
         chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
         fields.append("answered_up_to")
     chat.save(update_fields=fields)
-    OwnershipTransition.objects.create(
-        chat=chat,
-        from_owner=from_owner,
-        to_owner=to,
-        cause=cause,
-        reason=reason,
-        actor=actor if actor is not None and actor.pk else None,
-        actor_label=actor_label,
-        version=chat.version,
+    audit.record(
+        chat, cause, actor=actor, actor_label=actor_label, from_owner=from_owner, reason=reason
     )
     log.info(
         "ownership.changed",
@@ -120,7 +106,7 @@ def request_human(chat_id: int, *, reason: str) -> Result:
     on, the next manager in turn gets it in the same transaction."""
     result = _transition(
         chat_id,
-        cause="request_human",
+        cause=OwnershipCause.REQUEST_HUMAN,
         allowed_from=[Owner.BOT],
         to=Owner.PENDING_HUMAN,
         actor_label="bot",
@@ -135,11 +121,11 @@ def take_over(chat_id: int, *, manager: User) -> Result:
     """A manager takes the chat from the inbox before writing (BOT | PENDING_HUMAN → HUMAN)."""
     return _transition(
         chat_id,
-        cause="take_over",
+        cause=OwnershipCause.TAKE_OVER,
         allowed_from=[Owner.BOT, Owner.PENDING_HUMAN],
         to=Owner.HUMAN,
         actor=manager,
-        actor_label=_actor_label(manager, "manager"),
+        actor_label=audit.label_for(manager, "manager"),
     )
 
 
@@ -157,10 +143,10 @@ def manager_replied(
         if changed:
             _apply(
                 chat,
-                cause="manager_replied",
+                cause=OwnershipCause.MANAGER_REPLIED,
                 to=Owner.HUMAN,
                 actor=manager,
-                actor_label=_actor_label(manager, "phone"),
+                actor_label=audit.label_for(manager, "phone"),
                 reason="",
                 at=at,
             )
@@ -175,11 +161,11 @@ def release(chat_id: int, *, manager: User | None) -> Result:
     The bot stays silent until the customer writes again."""
     return _transition(
         chat_id,
-        cause="release",
+        cause=OwnershipCause.RELEASE,
         allowed_from=[Owner.HUMAN, Owner.PENDING_HUMAN],
         to=Owner.BOT,
         actor=manager,
-        actor_label=_actor_label(manager, "system"),
+        actor_label=audit.label_for(manager, "system"),
     )
 
 
@@ -192,16 +178,16 @@ def idle_release(chat_id: int, *, now: datetime | None = None) -> Result:
         if chat.owner == Owner.BOT:
             return Result(chat, changed=False)
         if chat.owner != Owner.HUMAN:
-            raise InvalidTransition(chat, "idle_release")
+            raise InvalidTransition(chat, OwnershipCause.IDLE_RELEASE)
         idle_since = chat.last_manager_at or chat.owner_changed_at or chat.created_at
         limit = timedelta(hours=chat.channel.idle_release_hours)
         if now - idle_since < limit:
             raise InvalidTransition(
-                chat, "idle_release", f"a manager was active {now - idle_since} ago"
+                chat, OwnershipCause.IDLE_RELEASE, f"a manager was active {now - idle_since} ago"
             )
         _apply(
             chat,
-            cause="idle_release",
+            cause=OwnershipCause.IDLE_RELEASE,
             to=Owner.BOT,
             actor=None,
             actor_label="system",

@@ -7,8 +7,9 @@
 
 Separate from the owner (`inbox.conversations.ownership`: who speaks) and from the assignee
 (`inbox.conversations.assignment`: who looks after it): the status says whether a manager still
-has work to do. Each change locks the chat row, writes an `OwnershipTransition` audit row (who,
-when, from and to which status) and tells the dashboards through `hooks.chat_status_changed`.
+has work to do. Each change locks the chat row, writes a `ChatTransition` audit row
+(`audit.record`, cause a `StatusCause`: who, when, from and to which status) and tells the
+dashboards through `hooks.chat_status_changed`.
 `Chat.version` is not bumped: a status change does not make a prepared reply stale.
 """
 
@@ -22,8 +23,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from inbox.conversations import hooks
-from inbox.conversations.models import Chat, ChatStatus, OwnershipTransition
+from inbox.conversations import audit, hooks
+from inbox.conversations.models import Chat, ChatStatus, StatusCause
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +39,11 @@ class Result:
     changed: bool
 
 
-def _label(actor: User | None, fallback: str) -> str:
-    if actor is None:
-        return fallback
-    return str(actor.get_full_name() or actor.get_username())
-
-
 def _record(
     chat: Chat,
     *,
     to: str,
-    cause: str,
+    cause: StatusCause,
     actor: User | None,
     actor_label: str,
     until: datetime | None,
@@ -60,18 +55,7 @@ def _record(
     chat.status = to
     chat.snoozed_until = until
     chat.status_changed_at = at
-    OwnershipTransition.objects.create(
-        chat=chat,
-        from_owner=chat.owner,
-        to_owner=chat.owner,
-        from_status=from_status,
-        to_status=to,
-        snoozed_until=until,
-        cause=cause,
-        actor=actor if actor is not None and actor.pk else None,
-        actor_label=actor_label,
-        version=chat.version,
-    )
+    audit.record(chat, cause, actor=actor, actor_label=actor_label, from_status=from_status)
     log.info(
         "status.changed",
         extra={"chat_id": chat.pk, "from": from_status, "to": to, "cause": cause},
@@ -85,7 +69,7 @@ def _change(
     chat_id: int,
     *,
     to: str,
-    cause: str,
+    cause: StatusCause,
     allowed_from: tuple[str, ...],
     actor: User | None,
     actor_label: str,
@@ -111,10 +95,10 @@ def resolve(chat_id: int, *, manager: User | None) -> Result:
     return _change(
         chat_id,
         to=ChatStatus.RESOLVED,
-        cause="resolve",
+        cause=StatusCause.RESOLVE,
         allowed_from=(ChatStatus.OPEN, ChatStatus.SNOOZED),
         actor=manager,
-        actor_label=_label(manager, "system"),
+        actor_label=audit.label_for(manager, "system"),
     )
 
 
@@ -126,10 +110,10 @@ def snooze(chat_id: int, *, until: datetime, manager: User | None) -> Result:
     return _change(
         chat_id,
         to=ChatStatus.SNOOZED,
-        cause="snooze",
+        cause=StatusCause.SNOOZE,
         allowed_from=(ChatStatus.OPEN, ChatStatus.SNOOZED, ChatStatus.RESOLVED),
         actor=manager,
-        actor_label=_label(manager, "system"),
+        actor_label=audit.label_for(manager, "system"),
         until=until,
     )
 
@@ -139,10 +123,10 @@ def reopen(chat_id: int, *, manager: User | None) -> Result:
     return _change(
         chat_id,
         to=ChatStatus.OPEN,
-        cause="reopen",
+        cause=StatusCause.REOPEN,
         allowed_from=(ChatStatus.SNOOZED, ChatStatus.RESOLVED),
         actor=manager,
-        actor_label=_label(manager, "system"),
+        actor_label=audit.label_for(manager, "system"),
     )
 
 
@@ -156,7 +140,7 @@ def wake(chat_id: int, *, now: datetime | None = None) -> Result:
         if chat.status != ChatStatus.SNOOZED or not due:
             return Result(chat, changed=False)
         _record(
-            chat, to=ChatStatus.OPEN, cause="snooze_ended", actor=None,
+            chat, to=ChatStatus.OPEN, cause=StatusCause.SNOOZE_ENDED, actor=None,
             actor_label="system", until=None, at=now,
         )  # fmt: skip
         chat.save(update_fields=STATUS_FIELDS)
@@ -181,7 +165,7 @@ def reopen_on_customer_message(chat: Chat, at: datetime) -> list[str]:
     if chat.status == ChatStatus.OPEN:
         return []
     _record(
-        chat, to=ChatStatus.OPEN, cause="customer_wrote", actor=None,
+        chat, to=ChatStatus.OPEN, cause=StatusCause.CUSTOMER_WROTE, actor=None,
         actor_label="customer", until=None, at=at,
     )  # fmt: skip
     hooks.chat_status_changed(chat.pk, woke=False)

@@ -12,15 +12,16 @@ shown to every business. A newly opened alert is announced after commit to ALERT
 (a JSON POST) and ALERT_EMAILS, rate-limited (see `notify`); `inbox_alerts_active{kind}` counts
 the open ones.
 
-Kinds checked here every minute: a channel silent for longer than its window during its working
-hours, a queue whose oldest job waited too long, an LLM replica whose circuit breaker is open,
-and `model_misconfigured`, a replica that refused requests as configured (wrong key, unknown
-model, context too small, schema refused), with the cause; the assistant also queues this check
-the moment it hands a chat off for that reason.
-`crm_sync_failing` is raised and resolved by the Bitrix24 sync itself:
+A kind is an `Alert.Kind` (a closed set: the model's choices, the metric's label values).
+Kinds checked here every minute: CHANNEL_SILENT, a channel silent for longer than its window
+during its working hours; QUEUE_BACKLOG, a queue whose oldest job waited too long;
+LLM_BREAKER_OPEN, an LLM replica whose circuit breaker is open; and MODEL_MISCONFIGURED, a
+replica that refused requests as configured (wrong key, unknown model, context too small, schema
+refused), with the cause; the assistant also queues this check the moment it hands a chat off
+for that reason. CRM_SYNC_FAILING is raised and resolved by the Bitrix24 sync itself:
 
-    alerts.raise_alert(business_id, "crm_sync_failing", "Bitrix24 answers 503 since 10:42")
-    alerts.resolve_alert(business_id, "crm_sync_failing")
+    alerts.raise_alert(business_id, Alert.Kind.CRM_SYNC_FAILING, "Bitrix24 answers 503")
+    alerts.resolve_alert(business_id, Alert.Kind.CRM_SYNC_FAILING)
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ from inbox.upkeep import queues
 log = logging.getLogger(__name__)
 
 NOTIFY_TASK = "inbox.notify_alert"
-# The model server refuses the inbox's requests as configured (key, model, context, schema).
-MODEL_MISCONFIGURED = Alert.Kind.MODEL_MISCONFIGURED
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Silence is measured over at most this much calendar time (a longer silence alerts anyway).
 SILENCE_LOOKBACK = timedelta(days=14)
@@ -72,7 +71,9 @@ def _open(business_id: int | None, kind: str, subject: str) -> QuerySet[Alert]:
     )
 
 
-def raise_alert(business_id: int | None, kind: str, message: str, *, subject: str = "") -> Alert:
+def raise_alert(
+    business_id: int | None, kind: Alert.Kind, message: str, *, subject: str = ""
+) -> Alert:
     """Open the alert, or refresh the message of the one already open. Notifies (after commit,
     rate-limited) only when this call opened it. Safe to call from any process, as often as
     the condition is seen."""
@@ -100,7 +101,8 @@ def raise_alert(business_id: int | None, kind: str, message: str, *, subject: st
 
 
 def resolve_alert(business_id: int | None, kind: str, *, subject: str = "") -> bool:
-    """Close the open alert, if any. Returns True when one was open."""
+    """Close the open alert, if any. Returns True when one was open. `kind` is an `Alert.Kind`,
+    or the `kind` of a stored row (the admin's "mark resolved" passes the row's own)."""
     closed = _open(business_id, kind, subject).update(resolved_at=timezone.now())
     if closed:
         log.info(
@@ -137,7 +139,7 @@ def publish_counts(kinds: Iterable[str] | None = None) -> None:
         metrics.ALERTS_ACTIVE.labels(kind=kind).set(counts.get(kind, 0))
 
 
-def sync(kind: str, wanted: dict[tuple[int | None, str], str]) -> None:
+def sync(kind: Alert.Kind, wanted: dict[tuple[int | None, str], str]) -> None:
     """Make the open alerts of `kind` exactly `wanted` ((business id, subject) → message)."""
     for (business_id, subject), message in wanted.items():
         raise_alert(business_id, kind, message, subject=subject)
@@ -359,8 +361,8 @@ def check_queues() -> None:
 
 
 def check_llm() -> None:
-    """An open breaker alerts as `llm_breaker_open`; one that a configuration error tripped
-    (the server answered 401/403/404/422/400) alerts as `model_misconfigured`, with the cause,
+    """An open breaker alerts as LLM_BREAKER_OPEN; one that a configuration error tripped
+    (the server answered 401/403/404/422/400) alerts as MODEL_MISCONFIGURED, with the cause,
     until a request succeeds again."""
     causes = misconfigured_replicas()
     misconfigured: dict[tuple[int | None, str], str] = {
@@ -379,7 +381,7 @@ def check_llm() -> None:
         for label, state in breaker_states().items()
         if state == OPEN and label not in causes
     }
-    sync(MODEL_MISCONFIGURED, misconfigured)
+    sync(Alert.Kind.MODEL_MISCONFIGURED, misconfigured)
     sync(Alert.Kind.LLM_BREAKER_OPEN, wanted)
 
 
@@ -387,10 +389,10 @@ def check_all(now: datetime | None = None) -> None:
     """Raise and resolve every alert the inbox checks by itself. A check that cannot run (Redis
     down) leaves its alerts as they are; the others still run."""
     now = now or timezone.now()
-    checks: tuple[tuple[str, Callable[[], None]], ...] = (
-        ("channel_silent", lambda: check_silent_channels(now)),
-        ("queue_backlog", check_queues),
-        ("llm_breaker_open", check_llm),
+    checks: tuple[tuple[Alert.Kind, Callable[[], None]], ...] = (
+        (Alert.Kind.CHANNEL_SILENT, lambda: check_silent_channels(now)),
+        (Alert.Kind.QUEUE_BACKLOG, check_queues),
+        (Alert.Kind.LLM_BREAKER_OPEN, check_llm),  # and MODEL_MISCONFIGURED
     )
     for name, check in checks:
         try:

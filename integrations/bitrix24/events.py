@@ -48,7 +48,8 @@ def _operator_messages(event: payloads.Event, connector: str) -> list[dict[str, 
 def _dispatch(business_id: int, parsed: payloads.Event) -> bool:
     """Enqueue what this event asks for. Returns False if it could not be recorded anywhere."""
     event = parsed.event
-    if pull.entity_of_event(event):
+    entity = payloads.entity_of_event(event)
+    if entity is not None:
         entity_id = parsed.entity_id
         if entity_id is None:
             return True
@@ -57,14 +58,12 @@ def _dispatch(business_id: int, parsed: payloads.Event) -> bool:
         except Exception:
             log.exception("bitrix24.event_enqueue_failed", extra={"event": event})
             # The broker is down: keep it in the database for the sweep.
-            pull.mark_remote_change(
-                business_id, str(pull.entity_of_event(event)), entity_id, event=event
-            )
+            pull.mark_remote_change(business_id, entity, entity_id, event=event)
         return True
-    if event == "ONOFFLINEEVENT":
+    if event == payloads.EventName.OFFLINE_EVENT:
         tasks.offline_task.delay(business_id)
         return True
-    if event == "ONIMCONNECTORMESSAGEADD":
+    if event == payloads.EventName.CONNECTOR_MESSAGE_ADD:
         cfg = Bitrix24Settings.objects.filter(business_id=business_id).first()
         messages = _operator_messages(parsed, cfg.connector_id if cfg else "")
         if messages:
@@ -81,7 +80,7 @@ def receive(body: bytes) -> int:
     form = phpquery.decode(body.decode("utf-8", "replace"))
     parsed = payloads.parse(form)
     event, portal = parsed.event, parsed.auth.domain
-    if event == "ONAPPINSTALL":
+    if event == payloads.EventName.APP_INSTALL:
         business_id = install.record_install(form)
         if business_id is None:
             log.warning("bitrix24.app_install_unmatched", extra={"portal": portal})

@@ -1,5 +1,6 @@
 """Bitrix24 sync state: per-business settings, the CRM link of each chat, and the outbox rows
-that make every sync retryable and idempotent."""
+that make every sync retryable and idempotent; and the closed sets the sync compares against
+(`CrmEntity`, each model's choices), so no module spells one of them as a bare string."""
 
 from __future__ import annotations
 
@@ -12,7 +13,22 @@ from django.db.models import Q
 from inbox.conversations.models import Business, Chat, Handoff, Message
 from inbox.platform.fields import EncryptedTextField
 
-ENTITY_TYPE_IDS = {"lead": 1, "deal": 2, "contact": 3}
+
+class CrmEntity(models.TextChoices):
+    """The CRM objects the sync reads and writes. The value is how the inbox stores and logs
+    one (`CrmLink.entity_type`, `PendingPull.entity_type`); `type_id` is its `entityTypeId` in
+    Bitrix24's `crm.item.*` methods."""
+
+    LEAD = "lead", "Lead"
+    DEAL = "deal", "Deal"
+    CONTACT = "contact", "Contact"
+
+    @property
+    def type_id(self) -> int:
+        return ENTITY_TYPE_IDS[self]
+
+
+ENTITY_TYPE_IDS: dict[str, int] = {CrmEntity.LEAD: 1, CrmEntity.DEAL: 2, CrmEntity.CONTACT: 3}
 
 
 class Bitrix24Settings(models.Model):
@@ -24,8 +40,10 @@ class Bitrix24Settings(models.Model):
         APP = "app", "Local application (server-side, no UI)"
 
     class Entity(models.TextChoices):
-        DEAL = "deal", "Deal"
-        LEAD = "lead", "Lead"
+        """What a new chat creates: the `CrmEntity` values a business may choose."""
+
+        DEAL = CrmEntity.DEAL.value, "Deal"
+        LEAD = CrmEntity.LEAD.value, "Lead"
 
     business = models.OneToOneField(Business, on_delete=models.CASCADE, related_name="bitrix24")
     is_active = models.BooleanField(default=True)
@@ -148,7 +166,9 @@ class CrmLink(models.Model):
 
     chat = models.OneToOneField(Chat, on_delete=models.CASCADE, related_name="crm_link")
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="crm_links")
-    entity_type = models.CharField(max_length=8, blank=True, help_text="deal or lead")
+    entity_type = models.CharField(
+        max_length=8, choices=Bitrix24Settings.Entity.choices, blank=True, help_text="deal or lead"
+    )
     entity_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     contact_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     category_id = models.PositiveIntegerField(null=True, blank=True)
@@ -225,11 +245,17 @@ class PendingPull(models.Model):
     """An entity Bitrix24 said changed (event, offline queue, reconciliation): re-read it.
     One row per entity; a newer request while a worker holds the row keeps it for another pass."""
 
+    class Source(models.TextChoices):
+        """Who said the entity changed."""
+
+        EVENT = "event", "Outbound event"
+        OFFLINE = "offline", "Offline event queue"
+
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="+")
-    entity_type = models.CharField(max_length=8)
+    entity_type = models.CharField(max_length=8, choices=CrmEntity.choices)
     entity_id = models.PositiveBigIntegerField()
     event = models.CharField(max_length=64, blank=True)
-    source = models.CharField(max_length=16, blank=True, help_text="event, offline, reconcile")
+    source = models.CharField(max_length=16, choices=Source.choices, blank=True)
     requested_at = models.DateTimeField(auto_now=True)
     # Bumped by every request; a pass deletes the row only if nothing came since it claimed it.
     seq = models.PositiveIntegerField(default=1)

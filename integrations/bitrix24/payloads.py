@@ -7,17 +7,64 @@ list. One declaration says what the intake reads; everything else is ignored
 read them (`str(value or "")`, cut to the stored length); a sub-object of the wrong type reads
 as empty, so a mangled event is acknowledged and does nothing rather than failing. The request
 never fails on the form's shape: Bitrix24 does not retry, so an error would only lose events.
+
+The event names the sync binds and acts on are closed sets here too: `EventName` for the
+events it handles by name, and `crm_event`/`entity_of_event` for the CRM ones, which are
+spelled `ONCRM{ENTITY}{ACTION}` (`ONCRMDEALUPDATE`).
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["Event", "OperatorMessage", "parse"]
+from integrations.bitrix24.models import CrmEntity
+
+__all__ = [
+    "CrmAction",
+    "Event",
+    "EventName",
+    "OperatorMessage",
+    "crm_event",
+    "entity_of_event",
+    "parse",
+]
 
 MAX_REPLY_CHARS = 4096
+
+
+class EventName(StrEnum):
+    """Outbound events handled by name (the CRM ones are `crm_event`'s)."""
+
+    APP_INSTALL = "ONAPPINSTALL"  # a local application's first tokens (setup/install.py)
+    OFFLINE_EVENT = "ONOFFLINEEVENT"  # the offline queue has records (inbound/offline.py)
+    CONNECTOR_MESSAGE_ADD = "ONIMCONNECTORMESSAGEADD"  # an operator replied in Open Channels
+
+
+class CrmAction(StrEnum):
+    """What happened to a CRM entity, the tail of its event's name."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    MOVE_TO_CATEGORY = "MOVETOCATEGORY"
+
+
+def crm_event(entity: CrmEntity, action: CrmAction) -> str:
+    """The event Bitrix24 sends when `action` happens to an `entity`: `ONCRMDEALUPDATE`."""
+    return f"ONCRM{entity.value.upper()}{action.value}"
+
+
+def entity_of_event(event: str) -> CrmEntity | None:
+    """`ONCRMDEALUPDATE` → `CrmEntity.DEAL`; None for events that are not about a synced
+    entity."""
+    name = event.upper()
+    for entity in CrmEntity:
+        if any(name == crm_event(entity, action) for action in CrmAction):
+            return entity
+    return None
 
 
 def _text(limit: int) -> Any:

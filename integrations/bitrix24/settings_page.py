@@ -8,6 +8,7 @@ Secrets (webhook URL, application token, client secret) are write-only: the form
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -28,6 +29,15 @@ from integrations.bitrix24.setup.forms import Bitrix24SettingsForm
 TEST_WAIT_SECONDS = 120
 
 
+class Action(StrEnum):
+    """The page's buttons (`name="action"` in templates/inbox/settings/bitrix24.html)."""
+
+    SAVE = "save"
+    TEST = "test"
+    RECONCILE = "reconcile"
+    FULL_SYNC = "full_sync"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def bitrix24_settings(request: HttpRequest) -> HttpResponse:
@@ -43,19 +53,19 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
         return _status(request, current, business.pk)
     form = Bitrix24SettingsForm(request.POST or None, instance=current)
     here = f"{request.path}?business={business.pk}"
-    action = request.POST.get("action", "save")
-    if request.method == "POST" and action == "test" and current.pk:
+    action = request.POST.get("action", Action.SAVE)
+    if request.method == "POST" and action == Action.TEST and current.pk:
         asked = time.time()
         tasks.test_connection_task.delay(business.pk)
         if getattr(request, "htmx", False):
             return _status(request, current, business.pk, asked=asked)
         messages.info(request, "Testing the connection… the result appears below in a moment.")
         return redirect(here)
-    if request.method == "POST" and action == "reconcile" and current.pk:
+    if request.method == "POST" and action == Action.RECONCILE and current.pk:
         tasks.reconcile_task.delay(business.pk)
         messages.success(request, "A reconciliation pass is queued; its progress shows below.")
         return redirect(here)
-    if request.method == "POST" and action == "full_sync" and current.pk:
+    if request.method == "POST" and action == Action.FULL_SYNC and current.pk:
         count = config.request_full_sync(business.pk)
         messages.success(request, f"A checking sync of {count} chats is queued.")
         return redirect(here)

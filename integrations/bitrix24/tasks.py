@@ -24,6 +24,7 @@ from integrations.bitrix24.inbound import pull as pulling
 from integrations.bitrix24.inbound import reconcile as reconciliation
 from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, CrmLink, PendingPull
 from integrations.bitrix24.openlines import imconnector
+from integrations.bitrix24.payloads import entity_of_event
 from integrations.bitrix24.rest.errors import PermanentError, TransientError
 from integrations.bitrix24.setup import check, install
 from integrations.bitrix24.sync import outbox
@@ -135,7 +136,7 @@ def pull(self: Task, business_id: int) -> dict[str, Any]:  # type: ignore[type-a
 @shared_task(name="bitrix24.event_received", acks_late=True, time_limit=60)
 def event_received(business_id: int, event: str, entity_id: int) -> None:
     """An outbound event named an entity: record it, then re-read it (batched with others)."""
-    entity = pulling.entity_of_event(event)
+    entity = entity_of_event(event)
     if entity is None:
         return
     pulling.mark_remote_change(business_id, entity, entity_id, event=event)

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,14 @@ from inbox.conversations.models import Chat, Handoff
 DEAL_FIELDS = ("stageId", "categoryId", "assignedById")
 LEAD_FIELDS = ("stageId", "assignedById")
 CONTACT_FIELDS = ("name", "lastName")
+
+
+class Origin(StrEnum):
+    """What of ours a Bitrix24 record stands for: the part of its `originId` (`chat-12`) and of
+    its comment's marker (`[inbox:handoff:7]`) that names the inbox's object."""
+
+    CHAT = "chat"
+    HANDOFF = "handoff"
 
 
 def phone_digits(value: str) -> str:
@@ -38,7 +47,7 @@ def masked_phone(phone: str) -> str:
     return f"+{digits[:3]}…{digits[-2:]}" if len(digits) > 5 else "…"
 
 
-def origin_id(kind: str, pk: int) -> str:
+def origin_id(kind: Origin, pk: int) -> str:
     """`originId` of entities we create: how a retry finds what an earlier attempt wrote."""
     return f"{kind}-{pk}"
 
@@ -66,7 +75,7 @@ def split_name(name: str) -> tuple[str, str]:
     return parts[0], (parts[1] if len(parts) > 1 else "")
 
 
-def marker(kind: str, pk: int) -> str:
+def marker(kind: Origin, pk: int) -> str:
     """A line in each comment we write; finding it proves the comment exists already."""
     return f"[inbox:{kind}:{pk}]"
 
@@ -74,7 +83,7 @@ def marker(kind: str, pk: int) -> str:
 def link_comment(chat: Chat) -> str:
     return (
         f"WhatsApp conversation with {customer_label(chat)} ({chat.channel.name}).\n"
-        f"Open in the inbox: {chat_url(chat)}\n{marker('chat', chat.pk)}"
+        f"Open in the inbox: {chat_url(chat)}\n{marker(Origin.CHAT, chat.pk)}"
     )
 
 
@@ -113,7 +122,7 @@ def handoff_comment(handoff: Handoff) -> str:
         parts.append(f"Summary: {handoff.summary.strip()}")
     parts.extend(_facts_lines(handoff.facts or {}))
     parts.append(f"Chat: {chat_url(handoff.chat)}")
-    parts.append(marker("handoff", handoff.pk))
+    parts.append(marker(Origin.HANDOFF, handoff.pk))
     return "\n".join(parts)
 
 

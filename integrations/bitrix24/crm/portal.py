@@ -14,22 +14,27 @@ from typing import Any
 
 from django.core.cache import cache
 
-from integrations.bitrix24.models import ENTITY_TYPE_IDS, Bitrix24Settings
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, CrmLink
 from integrations.bitrix24.rest.client import Bitrix24Client, Command
 from integrations.bitrix24.rest.errors import Bitrix24Error, PermanentError
 
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 600
-SEMANTICS = {"S": "won", "F": "lost"}
-USERFIELD_METHODS = {1: "crm.lead.userfield.list", 2: "crm.deal.userfield.list"}
+SEMANTICS = {"S": CrmLink.Semantics.WON, "F": CrmLink.Semantics.LOST}
+# entityTypeId of the two things a new chat may create (stage lists and user fields differ).
+LEAD_TYPE_ID, DEAL_TYPE_ID = CrmEntity.LEAD.type_id, CrmEntity.DEAL.type_id
+USERFIELD_METHODS = {
+    LEAD_TYPE_ID: "crm.lead.userfield.list",
+    DEAL_TYPE_ID: "crm.deal.userfield.list",
+}
 
 
 @dataclass(frozen=True)
 class Stage:
     id: str
     name: str
-    semantics: str  # won | lost | in_progress
+    semantics: str  # a CrmLink.Semantics: won | lost | in_progress
     sort: int
 
 
@@ -51,7 +56,11 @@ class Pipeline:
         wanted = configured.strip()
         if not wanted:
             return self.first()
-        prefix = f"C{self.category_id}:" if self.entity_type_id == 2 and self.category_id else ""
+        prefix = (
+            f"C{self.category_id}:"
+            if self.entity_type_id == DEAL_TYPE_ID and self.category_id
+            else ""
+        )
         candidates = [wanted, prefix + wanted.split(":", 1)[-1]]
         for stage in self.stages:
             if stage.id in candidates:
@@ -99,18 +108,18 @@ class UserField:
 @dataclass(frozen=True)
 class PortalInfo:
     leads_enabled: bool
-    entity: str  # deal | lead, after the leads-disabled fallback
+    entity: str  # a CrmEntity, deal or lead, after the leads-disabled fallback
     pipeline: Pipeline
     userfields: dict[str, UserField] = field(default_factory=dict)
     current_user_id: int | None = None
 
     @property
     def entity_type_id(self) -> int:
-        return ENTITY_TYPE_IDS[self.entity]
+        return CrmEntity(self.entity).type_id
 
 
 def stage_list_entity(entity_type_id: int, category_id: int) -> str:
-    if entity_type_id == 1:
+    if entity_type_id == LEAD_TYPE_ID:
         return "STATUS"
     return "DEAL_STAGE" if category_id == 0 else f"DEAL_STAGE_{category_id}"
 
@@ -123,7 +132,7 @@ def pipeline_from_rows(entity_type_id: int, category_id: int, rows: Any) -> Pipe
             Stage(
                 id=str(row["STATUS_ID"]),
                 name=str(row.get("NAME") or row["STATUS_ID"]),
-                semantics=SEMANTICS.get(raw, "in_progress"),
+                semantics=SEMANTICS.get(raw, CrmLink.Semantics.IN_PROGRESS),
                 sort=int(row.get("SORT") or 0),
             )
         )
@@ -155,7 +164,7 @@ def _to_cache(info: PortalInfo) -> dict[str, Any]:
         "pipeline": [
             info.pipeline.entity_type_id,
             info.pipeline.category_id,
-            [[s.id, s.name, s.semantics, s.sort] for s in info.pipeline.stages],
+            [[s.id, s.name, str(s.semantics), s.sort] for s in info.pipeline.stages],
         ],
         "userfields": {
             k: [v.name, v.type, [list(o) for o in v.options]] for k, v in info.userfields.items()
@@ -195,11 +204,11 @@ def portal_info(client: Bitrix24Client, cfg: Bitrix24Settings) -> PortalInfo:
             "deal_stages",
             "crm.status.list",
             {
-                "filter": {"ENTITY_ID": stage_list_entity(2, cfg.pipeline_id)},
+                "filter": {"ENTITY_ID": stage_list_entity(DEAL_TYPE_ID, cfg.pipeline_id)},
                 "order": {"SORT": "ASC"},
             },
         ),
-        Command("deal_fields", USERFIELD_METHODS[2], {"order": {"SORT": "ASC"}}),
+        Command("deal_fields", USERFIELD_METHODS[DEAL_TYPE_ID], {"order": {"SORT": "ASC"}}),
     ]
     if cfg.entity == Bitrix24Settings.Entity.LEAD:
         commands += [
@@ -208,7 +217,7 @@ def portal_info(client: Bitrix24Client, cfg: Bitrix24Settings) -> PortalInfo:
                 "crm.status.list",
                 {"filter": {"ENTITY_ID": "STATUS"}, "order": {"SORT": "ASC"}},
             ),
-            Command("lead_fields", USERFIELD_METHODS[1], {"order": {"SORT": "ASC"}}),
+            Command("lead_fields", USERFIELD_METHODS[LEAD_TYPE_ID], {"order": {"SORT": "ASC"}}),
         ]
     outcome = client.batch(commands)
     for key_name in ("mode", "deal_stages"):
@@ -227,10 +236,12 @@ def portal_info(client: Bitrix24Client, cfg: Bitrix24Settings) -> PortalInfo:
         error: Bitrix24Error | None = outcome.errors.get("lead_stages")
         if error is not None:
             raise error
-        pipeline = pipeline_from_rows(1, 0, outcome.results.get("lead_stages"))
+        pipeline = pipeline_from_rows(LEAD_TYPE_ID, 0, outcome.results.get("lead_stages"))
         fields = _userfields(outcome.results.get("lead_fields"))
     else:
-        pipeline = pipeline_from_rows(2, cfg.pipeline_id, outcome.results.get("deal_stages"))
+        pipeline = pipeline_from_rows(
+            DEAL_TYPE_ID, cfg.pipeline_id, outcome.results.get("deal_stages")
+        )
         fields = _userfields(outcome.results.get("deal_fields"))
     me = outcome.results.get("me")
     user_id = int(me["ID"]) if isinstance(me, dict) and str(me.get("ID", "")).isdigit() else None

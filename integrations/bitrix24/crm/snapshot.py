@@ -8,7 +8,7 @@ from typing import Any
 
 from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm.portal import PortalInfo
-from integrations.bitrix24.models import Bitrix24Settings, CrmLink, UserLink
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, CrmLink, UserLink
 
 SEMANTIC_IDS = {"S": CrmLink.Semantics.WON, "F": CrmLink.Semantics.LOST}
 # What we read of a lead/deal (plus the mapped user fields): always an explicit select.
@@ -26,7 +26,7 @@ CONTACT_SELECT = ["id", "name", "lastName", "updatedBy", "updatedTime"]
 
 
 def hash_fields(entity: str) -> tuple[str, ...]:
-    return f.DEAL_FIELDS if entity == "deal" else f.LEAD_FIELDS
+    return f.DEAL_FIELDS if entity == CrmEntity.DEAL else f.LEAD_FIELDS
 
 
 def synced_userfields(cfg: Bitrix24Settings, info: PortalInfo) -> list[str]:
@@ -47,7 +47,7 @@ def record_entity(
     link.remote_state = state
     link.synced_hash = f.state_hash(state)
     link.entity_type = entity
-    link.category_id = int(item.get("categoryId") or 0) if entity == "deal" else None
+    link.category_id = int(item.get("categoryId") or 0) if entity == CrmEntity.DEAL else None
     stage_id = str(item.get("stageId") or "")
     stage = info.pipeline.get(stage_id) if info.entity == entity else None
     link.stage_id = stage_id

@@ -14,7 +14,8 @@ import logging
 from typing import Any
 
 from integrations.bitrix24.inbound import pull
-from integrations.bitrix24.models import Bitrix24Settings
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, PendingPull
+from integrations.bitrix24.payloads import entity_of_event
 from integrations.bitrix24.rest.connection import active_settings, client_for
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,8 @@ LIMIT = 50
 MAX_PAGES = 20
 
 
-def _event_target(event: dict[str, Any]) -> tuple[str, int] | None:
-    entity = pull.entity_of_event(str(event.get("EVENT_NAME") or ""))
+def _event_target(event: dict[str, Any]) -> tuple[CrmEntity, int] | None:
+    entity = entity_of_event(str(event.get("EVENT_NAME") or ""))
     data = event.get("EVENT_DATA")
     fields = data.get("FIELDS") if isinstance(data, dict) else None
     raw_id = fields.get("ID") if isinstance(fields, dict) else None
@@ -70,7 +71,7 @@ def process_offline(business_id: int) -> int:
                     target[0],
                     target[1],
                     event=str(event.get("EVENT_NAME")),
-                    source="offline",
+                    source=PendingPull.Source.OFFLINE,
                 )
                 usable.append(event["ID"])
             if unusable:

@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -26,7 +27,7 @@ from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm import snapshot
 from integrations.bitrix24.crm.portal import PortalInfo, portal_info
 from integrations.bitrix24.inbound import customers
-from integrations.bitrix24.models import ENTITY_TYPE_IDS, Bitrix24Settings, CrmLink, PendingPull
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, CrmLink, PendingPull
 from integrations.bitrix24.rest.client import Bitrix24Client, Command
 from integrations.bitrix24.rest.connection import active_settings, client_for
 from integrations.bitrix24.rest.errors import Bitrix24Error
@@ -36,21 +37,25 @@ log = logging.getLogger(__name__)
 
 CLAIM = 50
 LEASE = timedelta(seconds=300)
-EVENT_PREFIXES = {"ONCRMDEAL": "deal", "ONCRMLEAD": "lead", "ONCRMCONTACT": "contact"}
-EVENT_ACTIONS = {"ADD", "UPDATE", "DELETE", "MOVETOCATEGORY"}
 
 
-def entity_of_event(event: str) -> str | None:
-    """`ONCRMDEALUPDATE` → "deal"; None for events that are not about a synced entity."""
-    name = event.upper()
-    for prefix, entity in EVENT_PREFIXES.items():
-        if name.startswith(prefix) and name[len(prefix) :] in EVENT_ACTIONS:
-            return entity
-    return None
+class PullOutcome(StrEnum):
+    """What reading an entity back did (logged as `outcome`; only APPLIED changes anything)."""
+
+    APPLIED = "applied"  # a manager's change, now on the chat's link (and customer name)
+    ECHO = "echo"  # the synced fields hash to what we last wrote or read
+    OWN_CHANGE = "own_change"  # made by the integration's technical user
+    NOT_LINKED = "not_linked"  # no chat of ours is linked to it
+    DELETED = "deleted"  # gone from Bitrix24: the link is marked deleted
 
 
 def mark_remote_change(
-    business_id: int, entity: str, entity_id: int, *, event: str = "", source: str = "event"
+    business_id: int,
+    entity: CrmEntity | str,
+    entity_id: int,
+    *,
+    event: str = "",
+    source: PendingPull.Source = PendingPull.Source.EVENT,
 ) -> None:
     """Record that Bitrix24 says this entity changed (idempotent; bumps the row's seq)."""
     match = PendingPull.objects.filter(
@@ -98,9 +103,11 @@ class PullReport:
     failed: int = 0
 
 
-def apply_entity(cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dict[str, Any]) -> str:
-    """Apply a lead/deal as read from Bitrix24. Returns "applied", "echo", "own_change" or
-    "not_linked"; only "applied" changes anything."""
+def apply_entity(
+    cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dict[str, Any]
+) -> PullOutcome:
+    """Apply a lead/deal as read from Bitrix24. Returns APPLIED, ECHO, OWN_CHANGE or
+    NOT_LINKED; only APPLIED changes anything."""
     with transaction.atomic():
         link = (
             CrmLink.objects.select_for_update()
@@ -108,12 +115,12 @@ def apply_entity(cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dic
             .first()
         )
         if link is None:
-            return "not_linked"
+            return PullOutcome.NOT_LINKED
         state = snapshot.entity_state(item, entity, cfg, info)
         if f.state_hash(state) == link.synced_hash:
-            return "echo"
+            return PullOutcome.ECHO
         if cfg.technical_user_id and str(item.get("updatedBy")) == str(cfg.technical_user_id):
-            return "own_change"
+            return PullOutcome.OWN_CHANGE
         before = (link.stage_id, link.responsible_id)
         snapshot.record_entity(link, item, entity, cfg, info)
         link.remote_deleted = False
@@ -132,16 +139,16 @@ def apply_entity(cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dic
             },
         )
         hooks.chat_changed(link.chat_id)  # the chat header shows the CRM stage
-    return "applied"
+    return PullOutcome.APPLIED
 
 
-def apply_contact(cfg: Bitrix24Settings, item: dict[str, Any]) -> str:
+def apply_contact(cfg: Bitrix24Settings, item: dict[str, Any]) -> PullOutcome:
     """Apply a contact as read from Bitrix24: a new name renames the customer on every chat
     linked to it."""
     state = f.relevant_state(item, f.CONTACT_FIELDS)
     digest = f.state_hash(state)
     name = " ".join(p for p in (state["name"], state["lastName"]) if p)
-    outcome = "not_linked"
+    outcome = PullOutcome.NOT_LINKED
     with transaction.atomic():
         links = list(
             CrmLink.objects.select_for_update().filter(
@@ -150,21 +157,21 @@ def apply_contact(cfg: Bitrix24Settings, item: dict[str, Any]) -> str:
         )
         for link in links:
             if link.contact_hash == digest:
-                outcome = "echo" if outcome == "not_linked" else outcome
+                outcome = PullOutcome.ECHO if outcome == PullOutcome.NOT_LINKED else outcome
                 continue
             if cfg.technical_user_id and str(item.get("updatedBy")) == str(cfg.technical_user_id):
-                outcome = "own_change" if outcome != "applied" else outcome
+                outcome = PullOutcome.OWN_CHANGE if outcome != PullOutcome.APPLIED else outcome
                 continue
             link.contact_hash = digest
             link.contact_name = name
             link.save(update_fields=["contact_hash", "contact_name"])
             customers.update_customer_name(link.chat_id, name)
-            outcome = "applied"
+            outcome = PullOutcome.APPLIED
     return outcome
 
 
 def mark_deleted(cfg: Bitrix24Settings, entity: str, entity_id: int) -> bool:
-    if entity == "contact":
+    if entity == CrmEntity.CONTACT:
         return False
     gone = CrmLink.objects.filter(
         business_id=cfg.business_id, entity_type=entity, entity_id=entity_id, remote_deleted=False
@@ -177,8 +184,10 @@ def mark_deleted(cfg: Bitrix24Settings, entity: str, entity_id: int) -> bool:
     return bool(gone)
 
 
-def apply_item(cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dict[str, Any]) -> str:
-    if entity == "contact":
+def apply_item(
+    cfg: Bitrix24Settings, info: PortalInfo, entity: str, item: dict[str, Any]
+) -> PullOutcome:
+    if entity == CrmEntity.CONTACT:
         return apply_contact(cfg, item)
     return apply_entity(cfg, info, entity, item)
 
@@ -190,13 +199,14 @@ def fetch(
     ufs = snapshot.synced_userfields(cfg, info)
     commands = []
     for entity, ids in sorted(wanted.items()):
-        select = snapshot.CONTACT_SELECT if entity == "contact" else snapshot.ENTITY_SELECT + ufs
+        contact = entity == CrmEntity.CONTACT
+        select = snapshot.CONTACT_SELECT if contact else snapshot.ENTITY_SELECT + ufs
         commands.append(
             Command(
                 f"p_{entity}",
                 "crm.item.list",
                 {
-                    "entityTypeId": ENTITY_TYPE_IDS[entity],
+                    "entityTypeId": CrmEntity(entity).type_id,
                     "filter": {"@id": sorted(ids)},
                     "select": select,
                     "order": {"id": "ASC"},
@@ -240,12 +250,12 @@ def pull_claimed(
         item = found.get((entity, entity_id))
         if item is None:
             mark_deleted(cfg, entity, entity_id)
-            outcome = "deleted"
+            outcome = PullOutcome.DELETED
         else:
             outcome = apply_item(cfg, info, entity, item)
-        if outcome == "applied":
+        if outcome == PullOutcome.APPLIED:
             report.applied += 1
-        elif outcome == "echo":
+        elif outcome == PullOutcome.ECHO:
             report.echoes += 1
         else:
             report.ignored += 1

@@ -23,7 +23,7 @@ from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm import snapshot
 from integrations.bitrix24.crm.portal import portal_info
 from integrations.bitrix24.inbound import pull
-from integrations.bitrix24.models import ENTITY_TYPE_IDS, Bitrix24Settings, CrmLink
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, CrmLink
 from integrations.bitrix24.rest.connection import active_settings, client_for
 
 log = logging.getLogger(__name__)
@@ -80,14 +80,14 @@ def _reconcile(
         ufs = snapshot.synced_userfields(cfg, info)
         for entity in sorted(entities):
             params: dict[str, Any] = {
-                "entityTypeId": ENTITY_TYPE_IDS[entity],
+                "entityTypeId": CrmEntity(entity).type_id,
                 "filter": {">updatedTime": since.isoformat(), "=originatorId": cfg.originator_id},
                 "select": snapshot.ENTITY_SELECT + ufs,
                 "useOriginalUfNames": "Y",
             }
             for item in client.iterate("crm.item.list", params, id_field="id", items_key="items"):
                 report.seen += 1
-                if pull.apply_item(cfg, info, entity, item) == "applied":
+                if pull.apply_item(cfg, info, entity, item) == pull.PullOutcome.APPLIED:
                     report.applied += 1
                 progress.advance(job_id, done=1)
                 newest = _later(newest, f.parse_datetime(item.get("updatedTime")))
@@ -95,7 +95,7 @@ def _reconcile(
         linked = set(links.exclude(contact_id=None).values_list("contact_id", flat=True))
         newest_contact: datetime | None = None
         contact_params = {
-            "entityTypeId": ENTITY_TYPE_IDS["contact"],
+            "entityTypeId": CrmEntity.CONTACT.type_id,
             "filter": {">updatedTime": contact_since.isoformat()},
             "select": snapshot.CONTACT_SELECT,
         }
@@ -106,7 +106,7 @@ def _reconcile(
             if int(item["id"]) not in linked:
                 continue
             report.seen += 1
-            if pull.apply_contact(cfg, item) == "applied":
+            if pull.apply_contact(cfg, item) == pull.PullOutcome.APPLIED:
                 report.applied += 1
             progress.advance(job_id, done=1)
     floor = started - overlap

@@ -1,0 +1,1 @@
+"""Management commands of the Bitrix24 sync (see `commands/`)."""

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 CLAIM = 20
 LEASE = timedelta(seconds=300)
 SOURCE = "bitrix24"
+PENDING, SENT = ConnectorMessage.State.PENDING, ConnectorMessage.State.SENT
 
 
 def external_chat_id(chat: Chat) -> str:
@@ -68,7 +69,9 @@ def _connector_ready(cfg: Bitrix24Settings | None) -> bool:
     )
 
 
-def _claim(business_id: int, direction: str, states: list[str]) -> list[ConnectorMessage]:
+def _claim(
+    business_id: int, direction: ConnectorMessage.Direction, states: list[ConnectorMessage.State]
+) -> list[ConnectorMessage]:
     now = timezone.now()
     with transaction.atomic():
         rows = list(
@@ -101,7 +104,7 @@ def send_pending(business_id: int) -> int:
     assert cfg is not None
     sent = 0
     with client_for(cfg) as client:
-        while rows := _claim(business_id, ConnectorMessage.Direction.TO_BITRIX, ["pending"]):
+        while rows := _claim(business_id, ConnectorMessage.Direction.TO_BITRIX, [PENDING]):
             messages = []
             for row in rows:
                 assert row.chat is not None
@@ -250,9 +253,7 @@ def deliver_pending(business_id: int) -> int:
         row.save(update_fields=["state", "reason"])
     acked = 0
     with client_for(cfg) as client:
-        while rows := _claim(
-            business_id, ConnectorMessage.Direction.FROM_BITRIX, ["pending", "sent"]
-        ):
+        while rows := _claim(business_id, ConnectorMessage.Direction.FROM_BITRIX, [PENDING, SENT]):
             for row in rows:
                 if row.state == ConnectorMessage.State.PENDING:
                     _send_to_customer(row)

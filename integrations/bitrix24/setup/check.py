@@ -12,7 +12,13 @@ from typing import Any
 
 from django.utils import timezone
 
-from integrations.bitrix24.crm.portal import Pipeline, pipeline_from_rows, stage_list_entity
+from integrations.bitrix24.crm.portal import (
+    DEAL_TYPE_ID,
+    LEAD_TYPE_ID,
+    Pipeline,
+    pipeline_from_rows,
+    stage_list_entity,
+)
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.rest.client import Command
 from integrations.bitrix24.rest.connection import NotConfigured, client_for
@@ -66,6 +72,11 @@ def explain(error: Bitrix24Error, portal: str) -> str:
     return f"Bitrix24 answered with an error ({detail})."
 
 
+def _type_id(cfg: Bitrix24Settings) -> int:
+    """The entityTypeId of what a new chat creates: a deal unless leads are chosen."""
+    return DEAL_TYPE_ID if cfg.entity == Bitrix24Settings.Entity.DEAL else LEAD_TYPE_ID
+
+
 def test_connection(business_id: int) -> ConnectionReport:
     """Ask the portal who we are, which scopes we have, and whether the configured pipeline,
     handoff stage and entity exist. Makes read-only calls only."""
@@ -81,14 +92,14 @@ def test_connection(business_id: int) -> ConnectionReport:
                 Command("me", "user.current"),
                 Command("scope", "scope"),
                 Command("mode", "crm.settings.mode.get"),
-                Command("pipelines", "crm.category.list", {"entityTypeId": 2}),
+                Command("pipelines", "crm.category.list", {"entityTypeId": DEAL_TYPE_ID}),
                 Command(
                     "stages",
                     "crm.status.list",
                     {
                         "filter": {
                             "ENTITY_ID": stage_list_entity(
-                                2 if settings_row.entity == "deal" else 1, settings_row.pipeline_id
+                                _type_id(settings_row), settings_row.pipeline_id
                             )
                         }
                     },
@@ -147,16 +158,14 @@ def _warnings(
         if isinstance(results.get("pipelines"), dict)
         else None
     )
-    if cfg.entity == "deal" and isinstance(pipelines, list):
+    if cfg.entity == Bitrix24Settings.Entity.DEAL and isinstance(pipelines, list):
         ids = {int(p.get("id", -1)) for p in pipelines}
         if cfg.pipeline_id not in ids:
             report.warnings.append(f"Pipeline {cfg.pipeline_id} does not exist on this portal.")
     pipeline: Pipeline | None = None
     if "stages" not in errors:
         try:
-            pipeline = pipeline_from_rows(
-                2 if cfg.entity == "deal" else 1, cfg.pipeline_id, results.get("stages")
-            )
+            pipeline = pipeline_from_rows(_type_id(cfg), cfg.pipeline_id, results.get("stages"))
         except Bitrix24Error:
             pipeline = None
     if pipeline is not None and cfg.handoff_stage:

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
-from integrations.bitrix24.models import Bitrix24Settings
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity
+from integrations.bitrix24.payloads import CrmAction, EventName, crm_event
 from integrations.bitrix24.rest.client import AppAuth, Bitrix24Client, Command
 from integrations.bitrix24.rest.connection import client_for
 from integrations.bitrix24.rest.errors import AuthError
@@ -83,12 +84,12 @@ def bind_commands(cfg: Bitrix24Settings) -> list[Command]:
     """event.bind calls: offline events for the synced entities (our own writes, made with
     `auth_connector`, are not queued back), a ping when the offline queue fills, and the
     operator replies of the Open Channels connector."""
-    entity = "LEAD" if cfg.entity == Bitrix24Settings.Entity.LEAD else "DEAL"
+    entity = CrmEntity.LEAD if cfg.entity == Bitrix24Settings.Entity.LEAD else CrmEntity.DEAL
     offline = [
-        f"ONCRM{entity}ADD",
-        f"ONCRM{entity}UPDATE",
-        f"ONCRM{entity}DELETE",
-        "ONCRMCONTACTUPDATE",
+        crm_event(entity, CrmAction.ADD),
+        crm_event(entity, CrmAction.UPDATE),
+        crm_event(entity, CrmAction.DELETE),
+        crm_event(CrmEntity.CONTACT, CrmAction.UPDATE),
     ]
     commands = []
     for index, event in enumerate(offline):
@@ -97,14 +98,14 @@ def bind_commands(cfg: Bitrix24Settings) -> list[Command]:
             params["auth_connector"] = cfg.auth_connector
         commands.append(Command(f"off{index}", "event.bind", params))
     commands.append(
-        Command("ping", "event.bind", {"event": "ONOFFLINEEVENT", "handler": handler_url()})
+        Command("ping", "event.bind", {"event": EventName.OFFLINE_EVENT, "handler": handler_url()})
     )
     if cfg.sync_open_channels and cfg.connector_id:
         commands.append(
             Command(
                 "reply",
                 "event.bind",
-                {"event": "ONIMCONNECTORMESSAGEADD", "handler": handler_url()},
+                {"event": EventName.CONNECTOR_MESSAGE_ADD, "handler": handler_url()},
             )
         )
     return commands

@@ -34,7 +34,8 @@ from integrations.bitrix24.rest.client import BATCH_LIMIT, Bitrix24Client, Comma
 from integrations.bitrix24.rest.connection import active_settings, client_for
 from integrations.bitrix24.rest.errors import Bitrix24Error, TransientError
 from integrations.bitrix24.sync import full_sync, outbox
-from integrations.bitrix24.sync.steps import LinkSync, Work
+from integrations.bitrix24.sync.steps import LinkSync
+from integrations.bitrix24.sync.work import Work
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,14 @@ import pytest
 from inbox.conversations import debounce, ingest, outbound
 from inbox.conversations.events import InboundEvent, MediaRef, StatusEvent
 from inbox.conversations.ingest_worker import IngestWorker
-from inbox.conversations.models import Channel, Chat, Message, Owner, OwnershipTransition
+from inbox.conversations.models import (
+    Channel,
+    Chat,
+    Message,
+    Owner,
+    OwnershipCause,
+    OwnershipTransition,
+)
 from inbox.platform.redis import get_redis
 from tests import factories
 
@@ -81,7 +88,7 @@ def test_phone_message_from_the_manager_takes_the_chat_over(channel: Channel) ->
     message = Message.objects.get(pk=result.message_id)
     assert (message.author, message.from_me, message.sent_by_bot) == ("phone", True, False)
     transition = OwnershipTransition.objects.get(chat=chat)
-    assert (transition.cause, transition.actor_label) == ("manager_replied", "phone")
+    assert (transition.cause, transition.actor_label) == (OwnershipCause.MANAGER_REPLIED, "phone")
 
 
 def test_echo_of_the_bots_own_message_leaves_the_owner_alone(channel: Channel) -> None:

@@ -11,7 +11,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Owner, OwnershipTransition
+from inbox.conversations.models import Chat, ChatTransition, Owner, OwnershipCause
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def _chat_in(owner: str) -> Chat:
 
 def _audit(chat: Chat) -> list[tuple[str, str, str]]:
     return list(
-        OwnershipTransition.objects.filter(chat=chat).values_list("from_owner", "to_owner", "cause")
+        ChatTransition.objects.filter(chat=chat).values_list("from_owner", "to_owner", "cause")
     )
 
 
@@ -40,11 +40,11 @@ class TestAllowedTransitions:
         chat.refresh_from_db()
         assert chat.owner == Owner.PENDING_HUMAN
         assert chat.version == 1
-        row = OwnershipTransition.objects.get(chat=chat)
+        row = ChatTransition.objects.get(chat=chat)
         assert (row.from_owner, row.to_owner, row.cause, row.reason) == (
             Owner.BOT,
             Owner.PENDING_HUMAN,
-            "request_human",
+            OwnershipCause.REQUEST_HUMAN,
             "ready_to_buy",
         )
         assert row.actor_label == "bot"
@@ -59,7 +59,7 @@ class TestAllowedTransitions:
 
         chat.refresh_from_db()
         assert chat.owner == Owner.HUMAN
-        row = OwnershipTransition.objects.get(chat=chat)
+        row = ChatTransition.objects.get(chat=chat)
         assert row.actor == manager
         assert row.actor_label == "aigerim"
 
@@ -75,7 +75,7 @@ class TestAllowedTransitions:
         assert chat.last_manager_at == at
         assert result.changed is (start != Owner.HUMAN)
         if start != Owner.HUMAN:
-            assert OwnershipTransition.objects.get(chat=chat).actor_label == "phone"
+            assert ChatTransition.objects.get(chat=chat).actor_label == "phone"
 
     @pytest.mark.parametrize("start", [Owner.HUMAN, Owner.PENDING_HUMAN])
     def test_release_gives_the_chat_back_to_the_bot(self, start: str) -> None:
@@ -86,7 +86,7 @@ class TestAllowedTransitions:
 
         chat.refresh_from_db()
         assert chat.owner == Owner.BOT
-        assert _audit(chat) == [(start, Owner.BOT, "release")]
+        assert _audit(chat) == [(start, Owner.BOT, OwnershipCause.RELEASE)]
 
     def test_release_marks_messages_written_during_human_ownership_as_answered(self) -> None:
         chat = _chat_in(Owner.HUMAN)
@@ -106,7 +106,7 @@ class TestAllowedTransitions:
 
         chat.refresh_from_db()
         assert chat.owner == Owner.BOT
-        assert _audit(chat) == [(Owner.HUMAN, Owner.BOT, "idle_release")]
+        assert _audit(chat) == [(Owner.HUMAN, Owner.BOT, OwnershipCause.IDLE_RELEASE)]
 
 
 class TestRefusedTransitions:
@@ -213,7 +213,7 @@ def test_concurrent_transitions_end_in_one_consistent_state_with_a_full_audit_tr
 
     assert errors == []
     chat.refresh_from_db()
-    trail = list(OwnershipTransition.objects.filter(chat=chat).order_by("version"))
+    trail = list(ChatTransition.objects.filter(chat=chat).order_by("version"))
     assert trail, "some transitions must have happened"
     assert [t.version for t in trail] == list(range(1, len(trail) + 1))
     assert chat.version == len(trail)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from inbox.conversations import ingest, ownership, status
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.models import Chat, ChatStatus, Owner, OwnershipTransition
+from inbox.conversations.models import Chat, ChatStatus, ChatTransition, Owner, StatusCause
 from inbox.upkeep.tasks import wake_snoozed_chats
 from tests import factories
 
@@ -33,7 +33,7 @@ def _customer_writes(chat: Chat, text: str = "Hello again") -> None:
 
 def _status_rows(chat: Chat) -> list[tuple[str, str, str, str]]:
     return list(
-        OwnershipTransition.objects.filter(chat=chat)
+        ChatTransition.objects.filter(chat=chat)
         .exclude(to_status="")
         .values_list("from_status", "to_status", "cause", "actor_label")
     )
@@ -56,10 +56,10 @@ def test_resolve_then_reopen_is_audited_with_the_manager_and_keeps_the_owner() -
     chat.refresh_from_db()
     assert chat.status == ChatStatus.OPEN
     assert _status_rows(chat) == [
-        ("open", "resolved", "resolve", "Anna"),
-        ("resolved", "open", "reopen", "Anna"),
+        ("open", "resolved", StatusCause.RESOLVE, "Anna"),
+        ("resolved", "open", StatusCause.REOPEN, "Anna"),
     ]
-    resolved = OwnershipTransition.objects.filter(chat=chat, cause="resolve").get()
+    resolved = ChatTransition.objects.filter(chat=chat, cause=StatusCause.RESOLVE).get()
     assert (resolved.from_owner, resolved.to_owner, resolved.actor) == ("human", "human", anna)
 
 
@@ -90,7 +90,7 @@ def test_a_resolved_or_snoozed_chat_reopens_when_the_customer_writes(how: str) -
     chat.refresh_from_db()
     assert (chat.status, chat.snoozed_until, chat.customer_messages) == ("open", None, 1)
     assert _status_rows(chat)[-1] == (
-        "resolved" if how == "resolve" else "snoozed", "open", "customer_wrote", "customer",
+        "resolved" if how == "resolve" else "snoozed", "open", StatusCause.CUSTOMER_WROTE, "customer",
     )  # fmt: skip
 
 
@@ -139,14 +139,14 @@ def test_the_beat_task_wakes_due_snoozes_only() -> None:
 
     assert Chat.objects.get(pk=due.pk).status == ChatStatus.OPEN
     assert Chat.objects.get(pk=later.pk).status == ChatStatus.SNOOZED
-    assert _status_rows(due)[-1] == ("snoozed", "open", "snooze_ended", "system")
-    assert _status_rows(reopened)[-1][2] == "reopen"
+    assert _status_rows(due)[-1] == ("snoozed", "open", StatusCause.SNOOZE_ENDED, "system")
+    assert _status_rows(reopened)[-1][2] == StatusCause.REOPEN
 
 
 def test_status_rows_do_not_disturb_the_handoff_shown_for_a_waiting_chat() -> None:
     chat = factories.chat()
     ownership.request_human(chat.pk, reason="customer_asked")
     status.resolve(chat.pk, manager=None)
-    last = OwnershipTransition.objects.filter(chat=chat, to_status="").order_by("-pk").first()
+    last = ChatTransition.objects.filter(chat=chat, to_status="").order_by("-pk").first()
     assert last is not None
     assert last.reason == "customer_asked"

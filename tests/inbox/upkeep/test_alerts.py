@@ -77,7 +77,7 @@ class TestSilentChannel:
         alerts.check_all(now=WED_NOON)
 
         (alert,) = alerts.active_alerts(channel.business_id)
-        assert (alert.kind, alert.subject) == ("channel_silent", f"channel:{channel.pk}")
+        assert (alert.kind, alert.subject) == (Alert.Kind.CHANNEL_SILENT, f"channel:{channel.pk}")
         assert "120 min of working hours" in alert.message
 
         _event_on(channel)
@@ -95,7 +95,9 @@ class TestSilentChannel:
         assert alerts.active_alerts(channel.business_id) == []
 
         alerts.check_all(now=datetime(2026, 11, 30, 10, 0, tzinfo=ALMATY))  # 65 working min
-        assert [a.kind for a in alerts.active_alerts(channel.business_id)] == ["channel_silent"]
+        assert [a.kind for a in alerts.active_alerts(channel.business_id)] == [
+            Alert.Kind.CHANNEL_SILENT
+        ]
 
     def test_sandbox_and_inactive_channels_never_alert(self) -> None:
         factories.channel(kind=Channel.Kind.SANDBOX, silent_alert_minutes=1)
@@ -118,7 +120,11 @@ def test_oldest_job_over_the_threshold_raises_a_global_alert_and_the_metric(
     alerts.check_all()
 
     (alert,) = alerts.active_alerts(biz.pk)  # installation-wide: every business sees it
-    assert (alert.kind, alert.subject, alert.business_id) == ("queue_backlog", "ingest", None)
+    assert (alert.kind, alert.subject, alert.business_id) == (
+        Alert.Kind.QUEUE_BACKLOG,
+        "ingest",
+        None,
+    )
     text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer t").content.decode()
     assert 'inbox_alerts_active{kind="queue_backlog"} 1.0' in text
 
@@ -143,7 +149,7 @@ def test_open_llm_breaker_raises_and_recovery_resolves(settings: Any) -> None:
     alerts.check_all()
 
     (alert,) = alerts.active_alerts(None)
-    assert (alert.kind, alert.subject) == ("llm_breaker_open", "127.0.0.1:9/v1")
+    assert (alert.kind, alert.subject) == (Alert.Kind.LLM_BREAKER_OPEN, "127.0.0.1:9/v1")
 
     guard.succeeded(permit)
     alerts.check_all()
@@ -154,21 +160,23 @@ class TestRaiseAndResolve:
     def test_one_open_alert_per_subject_and_the_crm_hook(self) -> None:
         biz, other = factories.business(), factories.business()
 
-        first = alerts.raise_alert(biz.pk, "crm_sync_failing", "Bitrix24 answers 503")
-        again = alerts.raise_alert(biz.pk, "crm_sync_failing", "Bitrix24 answers 503 for 5 min")
+        first = alerts.raise_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING, "Bitrix24 answers 503")
+        again = alerts.raise_alert(
+            biz.pk, Alert.Kind.CRM_SYNC_FAILING, "Bitrix24 answers 503 for 5 min"
+        )
 
         assert again.pk == first.pk
         assert Alert.objects.get(pk=first.pk).message == "Bitrix24 answers 503 for 5 min"
         assert alerts.active_alerts(other.pk) == []
-        assert alerts.resolve_alert(biz.pk, "crm_sync_failing") is True
-        assert alerts.resolve_alert(biz.pk, "crm_sync_failing") is False
-        reopened = alerts.raise_alert(biz.pk, "crm_sync_failing", "failing again")
+        assert alerts.resolve_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING) is True
+        assert alerts.resolve_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING) is False
+        reopened = alerts.raise_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING, "failing again")
         assert reopened.pk != first.pk
         assert Alert.objects.filter(business=biz).count() == 2
 
     def test_global_alerts_are_unique_too(self) -> None:
-        alerts.raise_alert(None, "queue_backlog", "slow", subject="assistant")
-        alerts.raise_alert(None, "queue_backlog", "slower", subject="assistant")
+        alerts.raise_alert(None, Alert.Kind.QUEUE_BACKLOG, "slow", subject="assistant")
+        alerts.raise_alert(None, Alert.Kind.QUEUE_BACKLOG, "slower", subject="assistant")
 
         assert Alert.objects.filter(resolved_at__isnull=True).count() == 1
 
@@ -220,7 +228,7 @@ class TestNotifications:
     ) -> None:
         biz = factories.business(name="Dana Furniture")
 
-        alert = alerts.raise_alert(biz.pk, "crm_sync_failing", "Bitrix24 answers 503")
+        alert = alerts.raise_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING, "Bitrix24 answers 503")
 
         queued = json.loads(get_redis().lindex("default", -1))
         assert queued["headers"]["task"] == "inbox.notify_alert"
@@ -240,37 +248,39 @@ class TestNotifications:
     def test_a_flapping_alert_notifies_once_per_interval(self, receiver: _Receiver) -> None:
         biz = factories.business()
         for _ in range(3):
-            alert = alerts.raise_alert(biz.pk, "crm_sync_failing", "503")
+            alert = alerts.raise_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING, "503")
             alerts.notify(alert.pk)
-            alerts.resolve_alert(biz.pk, "crm_sync_failing")
+            alerts.resolve_alert(biz.pk, Alert.Kind.CRM_SYNC_FAILING)
 
         assert len(receiver.bodies) == 1
 
     def test_at_most_the_hourly_cap_leaves_in_all(self, receiver: _Receiver) -> None:
         for n in range(5):
-            alert = alerts.raise_alert(None, "queue_backlog", "slow", subject=f"queue{n}")
+            alert = alerts.raise_alert(None, Alert.Kind.QUEUE_BACKLOG, "slow", subject=f"queue{n}")
             alerts.notify(alert.pk)
 
         assert len(receiver.bodies) == 3
         assert len(mail.outbox) == 3
 
     def test_a_resolved_alert_is_not_announced(self, receiver: _Receiver) -> None:
-        alert = alerts.raise_alert(None, "queue_backlog", "slow", subject="ingest")
-        alerts.resolve_alert(None, "queue_backlog", subject="ingest")
+        alert = alerts.raise_alert(None, Alert.Kind.QUEUE_BACKLOG, "slow", subject="ingest")
+        alerts.resolve_alert(None, Alert.Kind.QUEUE_BACKLOG, subject="ingest")
 
         assert alerts.notify(alert.pk) is False
         assert receiver.bodies == []
 
     def test_an_unreachable_receiver_does_not_fail_the_task(self, settings: Any) -> None:
         settings.ALERT_WEBHOOK_URL = "http://127.0.0.1:9/hooks"
-        alert = alerts.raise_alert(None, "queue_backlog", "slow", subject="ingest")
+        alert = alerts.raise_alert(None, Alert.Kind.QUEUE_BACKLOG, "slow", subject="ingest")
 
         assert alerts.notify(alert.pk) is True
         assert len(mail.outbox) == 1
 
 
 def test_the_admin_lists_alerts(admin_client: Any) -> None:
-    alerts.raise_alert(None, "queue_backlog", "The oldest job waited 400 s", subject="ingest")
+    alerts.raise_alert(
+        None, Alert.Kind.QUEUE_BACKLOG, "The oldest job waited 400 s", subject="ingest"
+    )
 
     page = admin_client.get("/admin/inbox/alert/")
 

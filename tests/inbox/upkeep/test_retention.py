@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from inbox.conversations import ingest
-from inbox.conversations.models import Chat, Handoff, Message, OwnershipTransition, Turn
+from inbox.conversations.models import Chat, ChatTransition, Handoff, Message, Turn
 from inbox.conversations.ownership import request_human
 from inbox.platform.redis import get_redis
 from inbox.upkeep import retention
@@ -91,7 +91,7 @@ def test_content_older_than_the_period_is_purged_and_the_rows_stay(settings: Any
     assert Message.objects.filter(chat=chat).count() == 3
     assert text.author == "customer"
     assert voice.kind == "voice"
-    assert OwnershipTransition.objects.filter(chat=chat).exists()
+    assert ChatTransition.objects.filter(chat=chat).exists()
     (report,) = reports
     assert (report.messages, report.media_files, report.handoffs, report.turns) == (2, 1, 1, 1)
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from inbox.conversations.models import Chat, Message, Owner, Turn
+from inbox.conversations.models import Alert, Chat, Message, Owner, Turn
 from inbox.upkeep.tasks import resume_stuck_transcriptions, settle_stuck_sends
 from tests import factories
 
@@ -90,8 +90,10 @@ def test_open_alerts_show_on_the_inbox_of_their_business_only(client) -> None:  
     from inbox.upkeep.alerts import raise_alert
 
     mine, other = factories.business(), factories.business()
-    raise_alert(mine.pk, "crm_sync_failing", "Bitrix24 sync is failing: NO_AUTH_FOUND")
-    raise_alert(None, "queue_backlog", "The oldest job in the assistant queue waits for 9 min")
+    raise_alert(mine.pk, Alert.Kind.CRM_SYNC_FAILING, "Bitrix24 sync is failing: NO_AUTH_FOUND")
+    raise_alert(
+        None, Alert.Kind.QUEUE_BACKLOG, "The oldest job in the assistant queue waits for 9 min"
+    )
 
     client.force_login(factories.manager(mine))
     page = client.get("/inbox/").content.decode()

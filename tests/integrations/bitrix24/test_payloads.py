@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from integrations.bitrix24 import payloads
+from integrations.bitrix24.models import CrmEntity
 from integrations.bitrix24.rest import phpquery
 from tests.emulators.bitrix24 import Bitrix24Emulator, encode_php
 from tests.integrations.bitrix24.conftest import connect
@@ -112,3 +113,28 @@ def test_a_valid_token_with_an_unusable_entity_id_is_acknowledged_and_queues_not
 
     assert response.status_code == 200
     assert [json.loads(raw) for raw in redis_client.lrange("integrations", 0, -1)] == []
+
+
+@pytest.mark.parametrize(
+    ("event", "entity"),
+    [
+        ("ONCRMDEALUPDATE", CrmEntity.DEAL),
+        ("onCrmLeadAdd", CrmEntity.LEAD),
+        ("ONCRMCONTACTDELETE", CrmEntity.CONTACT),
+        ("ONCRMDEALMOVETOCATEGORY", CrmEntity.DEAL),
+        ("ONCRMDEALUSERFIELDADD", None),  # not about an entity we sync
+        ("ONCRMCOMPANYUPDATE", None),
+        (payloads.EventName.OFFLINE_EVENT, None),
+        ("", None),
+    ],
+)
+def test_the_entity_an_event_is_about(event: str, entity: CrmEntity | None) -> None:
+    assert payloads.entity_of_event(event) == entity
+
+
+def test_crm_event_names_round_trip() -> None:
+    for entity in CrmEntity:
+        for action in payloads.CrmAction:
+            name = payloads.crm_event(entity, action)
+            assert name == f"ONCRM{entity.value.upper()}{action.value}"
+            assert payloads.entity_of_event(name) is entity

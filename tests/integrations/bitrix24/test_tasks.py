@@ -136,7 +136,7 @@ def test_a_failing_sync_raises_an_alert_for_the_business_and_clears_it_when_it_w
     tasks.push.apply(args=[cfg.business_id])  # the portal refuses the webhook: permanent
 
     (alert,) = active_alerts(cfg.business_id)
-    assert alert.kind == "crm_sync_failing"
+    assert alert.kind == Alert.Kind.CRM_SYNC_FAILING
     assert "NO_AUTH_FOUND" in alert.message
     assert "wrongcode123" not in alert.message  # the secret never shows
 

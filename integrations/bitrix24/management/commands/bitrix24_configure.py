@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inbox.conversations.models import Business
+from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import config
 
 
@@ -25,7 +26,9 @@ class Command(BaseCommand):
             "--application-token",
             help="Outbound webhook application token (checks events at /webhooks/bitrix24/).",
         )
-        parser.add_argument("--entity", choices=["deal", "lead"], help="What a new chat creates.")
+        parser.add_argument(
+            "--entity", choices=Bitrix24Settings.Entity.values, help="What a new chat creates."
+        )
         parser.add_argument(
             "--pipeline", type=int, help="Deal pipeline (category) ID; 0 = default."
         )
@@ -46,7 +49,7 @@ class Command(BaseCommand):
             metavar="FACT=UF_CRM_X",
             help="Map a handoff fact to a user field (repeatable), e.g. city=UF_CRM_CITY.",
         )
-        parser.add_argument("--mode", choices=["webhook", "app"], help="Connection mode.")
+        parser.add_argument("--mode", choices=Bitrix24Settings.Mode.values, help="Connection mode.")
         parser.add_argument("--portal-url", help="App mode: https://{portal}.")
         parser.add_argument("--client-id", help="App mode: the application's client_id.")
         parser.add_argument("--client-secret", help="App mode: client_secret ('-' for stdin).")
