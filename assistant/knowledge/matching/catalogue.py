@@ -1,284 +1,39 @@
-"""Lexical matching of what customers write against price-list names, across languages: no ML.
-
-Tokens are lower-cased words of Latin, Cyrillic (Russian and Kazakh letters) and digits, with a
-crude suffix-stripping stemmer (English plurals, Russian case endings) so "стулья", "стула" and
-"стул" meet. Each word is then reduced to a key that does not depend on the language: the
-meaning from a small bilingual vocabulary (`assistant.knowledge.vocabulary`: "sofa", "диван"
-→ #sofa) or else its transliterated skeleton (`assistant.knowledge.transliteration`: "Бостон",
-"Boston" → boston). A typo tolerance (one edit, two for long words, same first letter) applies
-only to words the price list does not contain. An item is named by its name or by one of its
-aliases (the price list's keywords column). Used by the catalogue assistant (which item did the
-customer mean, how many?), by the guardrail (which item does a sentence name?) and by the
-prompt's retrieval when the list is too big to send whole (BM25).
-"""
+"""`Catalogue`: an index over a price list's names, aliases and SKUs. `match` scores every item
+a text could name, `resolve` groups the matches by thing named (a group of several is
+ambiguous), `order_lines` pairs each thing named with its quantity, `retrieve` ranks items for
+the prompt when the list is too big to send whole (BM25)."""
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from assistant import language
-from assistant.knowledge.transliteration import skeleton
-from assistant.knowledge.vocabulary import ATTRIBUTES, NAME_COMPOUNDS, PRODUCTS, QUERY_WIDER
-
-WORD_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+", re.IGNORECASE)
-COMPOUND_RE = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:[-./][0-9a-zа-яёәғқңөұүһі]+)*", re.IGNORECASE)
-
-RU_ENDINGS = sorted(
-    ["иями", "ями", "ами", "иях", "ях", "ах", "ого", "его", "ому", "ему", "ыми", "ими", "ых",
-     "их", "ым", "им", "ой",
-     "ей", "ий", "ый", "ая", "яя", "ое", "ее", "ые", "ие", "ую", "юю", "ов", "ев", "ом", "ем",
-     "ам", "ям", "ью", "ья", "ье", "ьи", "а", "я", "ы", "и", "у", "ю", "е", "о", "ь", "й"],
-    key=len,
-    reverse=True,
-)  # fmt: skip
-
-# Words that carry the question, not the product; never used to match an item.
-_STOPWORD_LINES = (
-    "a an the is are am be do does did you your we our i me my it its this that these those",
-    "there here have has had how much many what which who where when why price prices cost costs",
-    "of for to from in on at by with and or but not no yes please pls can could would will shall",
-    "want need like looking get got buy some any one per each item items thing hi hello hey",
-    "thanks thank ok okay tell know about still also just only very available stock again sorry",
-    "сколько стоит стоят стоимость цена цены ценой почем есть ли у вас вам нас в во на и а",
-    "или но не нет да для мне меня нам нужно нужен нужна нужны хочу хотел хотела хотим можно",
-    "какая какой какие каков это этот эта эти что как по за с со от до из о об привет",
-    "здравствуйте добрый день вечер утро пожалуйста спасибо подскажите скажите наличии наличие",
-    "бар ма ме қанша бағасы сәлем салем сiз сіз сізде рахмет еще тоже уже вот там тут",
-    "шт штук штуки штука pcs pieces piece units unit x будет будут было был была надо",
-    "show send give write text me us so then if take order total much more else other same",
-    "стоить стоили цену цене напишите просто тогда также еще ещё беру возьму заказать купить",
-    "покажите скиньте пришлите стал стала стали хорошо ладно ок",
-    "тұрады керек маған бізге және ал алғым келеді ба бе па пе",
-    # the same question words in Latin letters ("utyug tefal skolko")
-    "skolko skoko stoit stoyat stoimost tsena cena tseny ceny est yest nuzhno nuzhen nuzhna",
-    "hochu kupit zakazat mozhno pozhaluista pozhalusta privet zdravstvuite u vas nalichii",
+from assistant.knowledge.matching.keys import (
+    ATTRIBUTE_KEYS,
+    COMPOUNDS,
+    WIDER,
+    content_tokens,
+    is_stopword,
+    keys_match,
+    latin_shapes,
+    meaning_by_typo,
+    stems_match,
+    word_key,
 )
-STOPWORDS = frozenset(" ".join(_STOPWORD_LINES).split())
-
-NUMBER_WORDS: dict[str, int] = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12, "couple": 2, "pair": 2,
-    "один": 1, "одна": 1, "одну": 1, "одно": 1, "два": 2, "две": 2, "пару": 2, "пара": 2,
-    "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7, "восемь": 8, "девять": 9,
-    "десять": 10, "дюжину": 12, "двух": 2, "двум": 2, "трех": 3, "трем": 3, "четырех": 4,
-    "пяти": 5, "шести": 6, "семи": 7, "восьми": 8, "девяти": 9, "десяти": 10,
-    "бір": 1, "екі": 2, "үш": 3, "төрт": 4, "бес": 5, "алты": 6, "жеті": 7, "сегіз": 8,
-    "тоғыз": 9,
-}  # fmt: skip
-
-
-def normalise(text: str) -> str:
-    return text.lower().replace("ё", "е")
-
-
-def stem(word: str) -> str:
-    w = normalise(word)
-    if w.isdigit() or len(w) <= 3:
-        return w
-    if language.is_cyrillic(w):
-        for ending in RU_ENDINGS:
-            if w.endswith(ending) and len(w) - len(ending) >= 3:
-                return w[: -len(ending)]
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith(("ches", "shes", "sses", "xes")):
-        return w[:-2]
-    if w.endswith("s") and not w.endswith("ss"):
-        return w[:-1]
-    return w
-
-
-_DIGIT_LETTER = re.compile(r"(?<=\d)(?=[^\W\d_])|(?<=[^\W\d_])(?=\d)")
-
-
-def words(text: str) -> list[str]:
-    """Words, with digits split from letters ("x2" → "x", "2"; "2шт" → "2", "шт")."""
-    return WORD_RE.findall(_DIGIT_LETTER.sub(" ", normalise(text)))
-
-
-def compact(text: str) -> str:
-    """A code with its separators removed: "CH-101" → "ch101"."""
-    return re.sub(r"[^0-9a-zа-яёәғқңөұүһі]", "", normalise(text))
-
-
-def edit_distance_at_most(a: str, b: str, limit: int) -> bool:
-    """Damerau–Levenshtein distance (adjacent transpositions) ≤ limit."""
-    if abs(len(a) - len(b)) > limit:
-        return False
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > limit:
-            return False
-        prev2, prev = prev, cur
-    return prev[-1] <= limit
-
-
-def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
-    if query_stem == name_stem:
-        return True
-    if query_stem.isdigit() or name_stem.isdigit():
-        return False
-    shorter = min(len(query_stem), len(name_stem))
-    if shorter >= 4 and (query_stem.startswith(name_stem) or name_stem.startswith(query_stem)):
-        return True
-    # Long words of one root ("металлокерамической", "металлокерамика") share most letters.
-    common = next(
-        (i for i, (a, b) in enumerate(zip(query_stem, name_stem, strict=False)) if a != b), shorter
-    )
-    if shorter >= 8 and common >= max(7, int(shorter * 0.75)):
-        return True
-    if not fuzzy or shorter < 5 or query_stem[0] != name_stem[0]:
-        return False
-    return edit_distance_at_most(query_stem, name_stem, 1 if shorter < 7 else 2)
-
-
-@dataclass(frozen=True)
-class QueryToken:
-    position: int
-    word: str
-    stem: str
-    number: int | None
-
-
-def analyse(text: str) -> list[QueryToken]:
-    tokens = []
-    for position, word in enumerate(words(text)):
-        number = int(word) if word.isdigit() and len(word) <= 9 else NUMBER_WORDS.get(word)
-        tokens.append(QueryToken(position, word, stem(word), number))
-    return tokens
-
-
-def content_tokens(tokens: Sequence[QueryToken]) -> list[QueryToken]:
-    """Tokens that could name a product: not a question word, not a bare number."""
-    return [
-        t
-        for t in tokens
-        if not is_stopword(t.word) and t.number is None and not t.word.isdigit() and len(t.word) > 1
-    ]
-
-
-@dataclass(frozen=True)
-class _Meaning:
-    key: str
-    attribute: bool
-
-
-def _vocabulary() -> dict[str, _Meaning]:
-    table: dict[str, _Meaning] = {}
-    for entries, attribute in ((PRODUCTS, False), (ATTRIBUTES, True)):
-        for meaning, forms in entries.items():
-            for form in forms:
-                for word in words(form):
-                    table.setdefault(stem(word), _Meaning("#" + meaning, attribute))
-    return table
-
-
-MEANINGS = _vocabulary()
-ATTRIBUTE_KEYS = frozenset(m.key for m in MEANINGS.values() if m.attribute)
-# The same meanings by spelling, for Russian and Kazakh typed in Latin letters ("kolodki").
-MEANINGS_BY_SHAPE = {skeleton(form): meaning for form, meaning in reversed(MEANINGS.items())}
-STOPWORD_SHAPES = frozenset(skeleton(w) for w in STOPWORDS if language.is_cyrillic(w))
-# Russian endings as they look in Latin letters: "zuba", "kolodki", "perednie".
-LATIN_RU_ENDINGS = ("ami", "ykh", "ikh", "ogo", "ego", "ie", "ye", "yi", "ii", "oi", "ei", "ov",
-                    "ev", "om", "em", "ah", "ax", "a", "y", "i", "u", "e", "o")  # fmt: skip
-WIDER = {stem(form): tuple("#" + m for m in meanings) for form, meanings in QUERY_WIDER.items()}
-COMPOUNDS = {("#" + a, "#" + b): "#" + c for (a, b), c in NAME_COMPOUNDS.items()}
-
-
-def is_stopword(word: str) -> bool:
-    """A question word, in either script ("skolko" is "сколько" typed in Latin letters)."""
-    if word in STOPWORDS:
-        return True
-    return (
-        not language.is_cyrillic(word)
-        and stem(word) not in MEANINGS
-        and (skeleton(word) in STOPWORD_SHAPES)
-    )
-
-
-def latin_shapes(word: str) -> list[str]:
-    """Spellings of a Latin-typed word with a Russian ending taken off ("zuba" → "zub")."""
-    if language.is_cyrillic(word) or word.isdigit():
-        return []
-    shape = skeleton(word)
-    return [
-        shape[: -len(e)] for e in LATIN_RU_ENDINGS if shape.endswith(e) and len(shape) - len(e) >= 3
-    ]
-
-
-# Kazakh plural, case and possessive endings, longest first: "тюльпандар", "диванды", "үстелге".
-KK_ENDINGS = sorted(
-    {f"{p}{c}" for p in ("лар", "лер", "дар", "дер", "тар", "тер")
-     for c in ("", "дың", "дің", "ға", "ге", "ды", "ді", "да", "де", "ы", "і", "ың", "ің")}
-    | {"ның", "нің", "дың", "дің", "тың", "тің", "ға", "ге", "қа", "ке", "ды", "ді", "ты", "ті",
-       "ны", "ні", "да", "де", "та", "те", "сы", "сі", "ын", "ін", "ы", "і"},
-    key=len,
-    reverse=True,
-)  # fmt: skip
-
-
-def word_key(word: str) -> str:
-    """The language-free key of one word: "#sofa" for "диванов", "boston" for "Бостон"."""
-    if word.isdigit():
-        return word
-    stemmed = stem(word)
-    meaning = MEANINGS.get(stemmed)
-    if meaning is None and language.is_cyrillic(word):
-        low = normalise(word)
-        for ending in KK_ENDINGS:
-            if low.endswith(ending) and len(low) - len(ending) >= 3:
-                meaning = MEANINGS.get(stem(low[: -len(ending)]))
-                if meaning is not None:
-                    break
-    if meaning is None and not language.is_cyrillic(word):
-        shape = skeleton(stemmed)
-        meaning = MEANINGS_BY_SHAPE.get(shape) or next(
-            (MEANINGS_BY_SHAPE[s] for s in latin_shapes(word) if s in MEANINGS_BY_SHAPE), None
-        )
-    if meaning:
-        return meaning.key
-    shape = skeleton(stemmed)
-    # A foreign name in Cyrillic loses too much to Russian endings ("Осстем" → "осст").
-    return shape if len(shape) >= 4 or len(shape) == len(skeleton(word)) else skeleton(word)
-
-
-def keys_match(query_key: str, name_key: str, fuzzy: bool) -> bool:
-    """Meanings match exactly; spellings by prefix and, when `fuzzy`, within a typo."""
-    if query_key.startswith("#") or name_key.startswith("#"):
-        return query_key == name_key
-    return stems_match(query_key, name_key, fuzzy)
-
-
-def _meaning_by_typo(stemmed: str) -> str:
-    """The vocabulary meaning a misspelt word stands for ("chiars" → #chair, "tulps" → #tulip),
-    or "". Short words must keep their first two letters."""
-    if len(stemmed) < 4:
-        return ""
-    limit = 1 if len(stemmed) < 7 else 2
-    head = 1 if len(stemmed) >= 5 else 2
-    for known, meaning in MEANINGS.items():
-        if (
-            len(known) >= 4
-            and known[:head] == stemmed[:head]
-            and not (head == 2 and meaning.attribute)
-            and edit_distance_at_most(stemmed, known, limit)
-        ):
-            return meaning.key
-    return ""
+from assistant.knowledge.matching.quantities import count_only, quantity_near, segments
+from assistant.knowledge.matching.tokens import (
+    COMPOUND_RE,
+    QueryToken,
+    analyse,
+    compact,
+    normalise,
+    stem,
+    words,
+)
+from assistant.knowledge.transliteration import skeleton
 
 
 @dataclass(frozen=True)
@@ -297,17 +52,6 @@ class ItemMatch:
 
 # Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
 MATCH_CACHE_SIZE = 4096
-
-SEPARATORS_RE = re.compile(
-    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
-    r"|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
-    re.IGNORECASE,
-)
-
-
-def segments(text: str) -> list[str]:
-    """The parts of a message that each name one thing: "a table and 4 chairs" → two parts."""
-    return [part.strip() for part in SEPARATORS_RE.split(f" {text} ") if part and part.strip()]
 
 
 class Catalogue:
@@ -403,7 +147,7 @@ class Catalogue:
             for shape in latin_shapes(word):
                 found |= {k for k in self.vocabulary if keys_match(shape, k, False)}
         if not found and not key.startswith("#"):
-            meaning = _meaning_by_typo(word_stem)
+            meaning = meaning_by_typo(word_stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
@@ -638,139 +382,3 @@ class Catalogue:
                 scores.append((score, i))
         scores.sort(key=lambda s: (-s[0], s[1]))
         return [i for _, i in scores[:k]]
-
-
-# A part that only gives a count for the thing named before it: "стулья дубовые, штук 6",
-# "chairs, 6 of them", "свечи, штуки 4", "6 pcs", "x6", "алты дана".
-COUNT_UNITS = frozenset(
-    [
-        "штук",
-        "штуки",
-        "штука",
-        "штучки",
-        "штучек",
-        "шт",
-        "pcs",
-        "pc",
-        "pieces",
-        "piece",
-        "units",
-        "unit",
-        "items",
-        "x",
-        "х",
-        "them",
-        "их",
-        "дана",
-        "данасы",
-    ]
-)
-_COUNT_FILLERS = frozenset(
-    [
-        "ну",
-        "и",
-        "and",
-        "of",
-        "about",
-        "around",
-        "approximately",
-        "all",
-        "in",
-        "total",
-        "примерно",
-        "около",
-        "где",
-        "то",
-        "где-то",
-        "всего",
-        "всех",
-        "все",
-        "нужно",
-        "надо",
-        "need",
-        "бы",
-        "мне",
-        "me",
-        "please",
-        "пожалуйста",
-    ]
-)
-
-
-def count_only(part: str) -> int | None:
-    """The count a part gives when it names nothing but a count ("штук 6", "6 of them"), or
-    None when the part says anything else."""
-    tokens = analyse(part)
-    numbers = [t.number for t in tokens if t.number is not None]
-    if len(numbers) != 1 or not 0 < numbers[0] < 1000:
-        return None
-    rest = [t.word for t in tokens if t.number is None]
-    if not any(w in COUNT_UNITS for w in rest):
-        return None
-    if any(w not in COUNT_UNITS and w not in _COUNT_FILLERS for w in rest):
-        return None
-    return numbers[0]
-
-
-# Words between an item and its count: "tires, a set of 4", "комплект из 4".
-COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "набор", "из", "упаковка"})
-
-
-def quantity_of_unit(text: str, unit: str) -> int | None:
-    """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
-    unit_keys = {word_key(w) for w in words(unit)}
-    tokens = analyse(text)
-    for this, after in itertools.pairwise(tokens):
-        if this.number is not None and 0 < this.number < 1000 and word_key(after.word) in unit_keys:
-            return this.number
-    return None
-
-
-# A number followed by one of these is a size, weight or amount, not how many the customer wants.
-_MEASURES = (
-    "cm mm m kg g l ml см мм м кг г л мл литр литра литров метр метра метров inch дюйм x х "
-    "тг тенге kzt k к тыс тысяч тысячи млн usd rub руб ah лет года год years year old жас жаста "
-    "жастағы месяцев months дней days этаж этаже floor floors"
-)
-MEASURE_WORDS = frozenset(_MEASURES.split())
-
-
-def quantity_near(
-    tokens: Sequence[QueryToken], positions: frozenset[int], exclude: set[int]
-) -> int:
-    """The quantity the customer put next to an item: "2 chairs", "chairs x2", "стул 3 шт"."""
-    if not positions:
-        return 1
-    first, last = min(positions), max(positions)
-    by_position = {t.position: t for t in tokens}
-
-    def count_at(p: int) -> int | None:
-        t = by_position.get(p)
-        if t is None or t.number is None or p in exclude or not 0 < t.number < 1000:
-            return None
-        after = by_position.get(p + 1)
-        if after is not None and after.word in MEASURE_WORDS and after.word != "x":
-            return None
-        if after is not None and len(after.word) == 3 and after.word.isdigit():
-            return None  # "30 000": an amount written in groups of thousands
-        return t.number
-
-    for p in range(first - 1, max(-1, first - 4), -1):
-        t = by_position.get(p)
-        if t is None:
-            break
-        number = count_at(p)
-        if number is not None:
-            return number
-        if not is_stopword(t.word) and t.number is None and p not in positions:
-            break
-    for p in range(last + 1, last + 7):
-        t = by_position.get(p)
-        if t is None:
-            break
-        number = count_at(p)
-        if number is not None:
-            return number
-        if not is_stopword(t.word) and t.number is None and t.word not in COUNT_WORDS:
-            break
-    return 1
