@@ -46,6 +46,7 @@ from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
+from inbox.conversations.models import HandoffReason
 
 __all__ = ["INTENTS", "decide", "detect_intent"]
 
@@ -114,7 +115,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     found = about_agreed(found, message, agreed, knowledge)
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
     intent = detect_intent(message)
-    if intent == "non_standard_terms" and rule and _rules_give_the_terms(message, rule):
+    if intent == HandoffReason.NON_STANDARD_TERMS and rule and _rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
     return _Reading(
         lang=language_for(turn),
@@ -135,7 +136,7 @@ def _order_status(r: _Reading) -> Decision | None:
     """Where a placed order is: the list and the rules cannot know, a person can."""
     if r.intent or not ORDER_STATUS_RE.search(normalise(r.message)):
         return None
-    return _handoff_asked(r, "outside_knowledge_base")
+    return _handoff_asked(r, HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
 
 
 def _intent(r: _Reading) -> Decision | None:
@@ -144,7 +145,7 @@ def _intent(r: _Reading) -> Decision | None:
     if not r.intent or r.intent not in r.codes:
         return None
     reply = handoff_message(r.intent, r.lang)
-    if r.quotes and r.intent == "ready_to_buy":
+    if r.quotes and r.intent == HandoffReason.READY_TO_BUY:
         reply += "\n" + _quote_lines(r.quotes, r.lang)
     return _handoff(r.intent, reply, r.quotes, r.lang, r.facts)
 
@@ -153,7 +154,7 @@ def _agreed_for_another_quantity(r: _Reading) -> Decision | None:
     """The manager's price was for another quantity: only a person can say what holds now."""
     if not any(agreed_for_another_quantity(q) for q in r.quotes):
         return None
-    return _handoff_asked(r, "non_standard_terms")
+    return _handoff_asked(r, HandoffReason.NON_STANDARD_TERMS)
 
 
 def _rules_answer(r: _Reading) -> Decision | None:
@@ -182,7 +183,7 @@ def _several_fit(r: _Reading) -> Decision | None:
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=r.facts)
     return Decision(
         action=Action.CLARIFY,
-        reason="ambiguous",
+        reason=HandoffReason.AMBIGUOUS,
         summary="",
         reply_to_customer=_options(ambiguous, r.lang),
         facts=r.facts,
@@ -214,14 +215,14 @@ def _missed_twice(r: _Reading) -> Decision | None:
     """Asked back once already and still nothing in the list ("swing chairs for a terrace")."""
     if not asked_back(r.last_bot):
         return None
-    return _handoff_asked(r, "outside_knowledge_base")
+    return _handoff_asked(r, HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
 
 
 def _ask_what_is_meant(r: _Reading) -> Decision:
     """Nothing in the list or the rules answers it yet: one clarifying question."""
     return Decision(
         action=Action.CLARIFY,
-        reason="outside_knowledge_base",
+        reason=HandoffReason.OUTSIDE_KNOWLEDGE_BASE,
         summary="",
         reply_to_customer=text("clarify.miss", r.lang),
         facts=r.facts,
@@ -319,7 +320,7 @@ def _only_closing(text: str) -> bool:
 def _rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
     """Whether the rule sentences speak of the terms asked for and of every number in the
     request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
-    if not any(shared_terms("non_standard_terms", message, s) for s in rule.sentences):
+    if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
         return False
     numbers = set(re.findall(r"\d+", message))
     written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
@@ -425,26 +426,29 @@ def _options(items: list[KnowledgeItem], lang: str) -> str:
     return text("clarify.ambiguous", lang, options=joined)
 
 
+# What a handoff's summary for the manager opens with, per language and reason.
+SUMMARIES: dict[str, dict[str, str]] = {
+    "en": {
+        HandoffReason.ASKS_FOR_HUMAN: "The customer asks for a manager.",
+        HandoffReason.READY_TO_BUY: "The customer wants to buy.",
+        HandoffReason.NON_STANDARD_TERMS: "The customer asks about special terms "
+        "(discount, credit, wholesale or custom).",
+        HandoffReason.COMPLAINT: "The customer complains or is unhappy.",
+        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "The question is not answered by the price list.",
+    },
+    "ru": {
+        HandoffReason.ASKS_FOR_HUMAN: "Клиент просит менеджера.",
+        HandoffReason.READY_TO_BUY: "Клиент хочет купить.",
+        HandoffReason.NON_STANDARD_TERMS: "Клиент спрашивает об особых условиях "
+        "(скидка, рассрочка, опт или заказ).",
+        HandoffReason.COMPLAINT: "Клиент жалуется или недоволен.",
+        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "На вопрос нет ответа в прайс-листе.",
+    },
+}
+
+
 def _summary(reason: str, quotes: list[Quote], lang: str, asked: str = "") -> str:
-    parts = {
-        "en": {
-            "asks_for_human": "The customer asks for a manager.",
-            "ready_to_buy": "The customer wants to buy.",
-            "non_standard_terms": "The customer asks about special terms (discount, credit, "
-            "wholesale or custom).",
-            "complaint": "The customer complains or is unhappy.",
-            "outside_knowledge_base": "The question is not answered by the price list.",
-        },
-        "ru": {
-            "asks_for_human": "Клиент просит менеджера.",
-            "ready_to_buy": "Клиент хочет купить.",
-            "non_standard_terms": "Клиент спрашивает об особых условиях (скидка, рассрочка, "
-            "опт или заказ).",
-            "complaint": "Клиент жалуется или недоволен.",
-            "outside_knowledge_base": "На вопрос нет ответа в прайс-листе.",
-        },
-    }[lang if lang in ("en", "ru") else "en"]
-    summary = parts.get(reason, "")
+    summary = SUMMARIES[lang if lang in ("en", "ru") else "en"].get(reason, "")
     if quotes:
         summary += " " + "; ".join(f"{q.qty} × {q.item.name}" for q in quotes) + "."
         summary += "".join(f" «{q.agreed.words[:200]}»" for q in quotes if q.agreed)
