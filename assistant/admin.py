@@ -23,7 +23,7 @@ from assistant.models import (
     PriceList,
     PriceListVersion,
 )
-from inbox.conversations.models import Business, Channel
+from inbox.conversations.models import Business, Channel, HandoffReason
 
 
 @admin.register(AssistantSettings)
@@ -211,7 +211,7 @@ class KnowledgeGapAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_select_related = ("chat__channel__business",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        return super().get_queryset(request).filter(reason="outside_knowledge_base")
+        return super().get_queryset(request).filter(reason=HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
 
     @admin.display(description="business")
     def business(self, obj: KnowledgeGap) -> str:

@@ -15,37 +15,49 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from inbox.conversations.models import Business, Channel, Chat, Handoff, Turn
+from inbox.conversations.models import Business, Channel, Chat, Handoff, HandoffReason, Turn
 from inbox.platform.fields import EncryptedTextField
 
 # Reasons the model (or the catalogue assistant) may choose, with what each means. A business
 # edits the descriptions, removes reasons or adds its own in AssistantSettings.handoff_reasons.
 DEFAULT_HANDOFF_REASONS: list[dict[str, str]] = [
-    {"code": "asks_for_human", "description": "The customer asks for a person or a manager."},
-    {"code": "ready_to_buy", "description": "The customer wants to buy, order, book or pay."},
     {
-        "code": "non_standard_terms",
+        "code": HandoffReason.ASKS_FOR_HUMAN,
+        "description": "The customer asks for a person or a manager.",
+    },
+    {
+        "code": HandoffReason.READY_TO_BUY,
+        "description": "The customer wants to buy, order, book or pay.",
+    },
+    {
+        "code": HandoffReason.NON_STANDARD_TERMS,
         "description": "Discounts, wholesale, credit, custom orders or other terms not in "
         "the price list.",
     },
-    {"code": "complaint", "description": "A complaint, a return, or a clearly unhappy customer."},
     {
-        "code": "outside_knowledge_base",
+        "code": HandoffReason.COMPLAINT,
+        "description": "A complaint, a return, or a clearly unhappy customer.",
+    },
+    {
+        "code": HandoffReason.OUTSIDE_KNOWLEDGE_BASE,
         "description": "The question is still not answered by the price list after one "
         "clarifying question.",
     },
 ]
 
 # Reasons the system itself uses; not offered to the model as choices.
-SYSTEM_HANDOFF_REASONS: dict[str, str] = {
-    "late": "The customer's message waited longer than the channel's late-answer cutoff.",
-    "guardrail": "The reply named a price, discount or deadline the price list does not back.",
-    "model_error": "The model's answer was invalid even after one repair attempt.",
-    "model_unavailable": "No model endpoint answered (down, overloaded or circuit open).",
-    "model_misconfigured": "The model server refused the request as configured (API key, "
-    "model name, context length or schema).",
-    "voice_unclear": "A voice note could not be understood well enough, twice.",
-    "transcription_failed": "A voice note could not be transcribed.",
+SYSTEM_HANDOFF_REASONS: dict[HandoffReason, str] = {
+    HandoffReason.LATE: "The customer's message waited longer than the channel's late-answer "
+    "cutoff.",
+    HandoffReason.GUARDRAIL: "The reply named a price, discount or deadline the price list does "
+    "not back.",
+    HandoffReason.MODEL_ERROR: "The model's answer was invalid even after one repair attempt.",
+    HandoffReason.MODEL_UNAVAILABLE: "No model endpoint answered (down, overloaded or circuit "
+    "open).",
+    HandoffReason.MODEL_MISCONFIGURED: "The model server refused the request as configured (API "
+    "key, model name, context length or schema).",
+    HandoffReason.VOICE_UNCLEAR: "A voice note could not be understood well enough, twice.",
+    HandoffReason.TRANSCRIPTION_FAILED: "A voice note could not be transcribed.",
 }
 
 DEFAULT_FORBIDDEN_PROMISES: list[str] = [

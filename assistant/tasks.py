@@ -19,7 +19,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from assistant.speech import voice_notes
 from assistant.turn import TURN_TIME_LIMIT_SECONDS, take_turn
 from inbox.conversations import debounce, debounce_scheduler, ownership, voice
-from inbox.conversations.models import Message
+from inbox.conversations.models import HandoffReason, Message
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def run_turn(chat_id: int, token: str) -> None:
         log.exception("turn.crashed", extra={"chat_id": chat_id})
         # Never leave the customer hanging on a bug: a human takes the chat.
         with contextlib.suppress(ownership.InvalidTransition):
-            ownership.request_human(chat_id, reason="turn_failed")
+            ownership.request_human(chat_id, reason=HandoffReason.TURN_FAILED)
         return
     debounce.finish(chat_id, token)
 

@@ -35,6 +35,7 @@ from assistant.llm.client import (
 from assistant.llm.prompt import build_messages
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
+from inbox.conversations.models import HandoffReason
 from inbox.platform import egress
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def decide_with(
             refused = f"the business's model endpoint is not allowed: {exc}"
     if refused:
         summary = f"The model endpoint was refused; please reply to the customer. {refused}"
-        decision = escalation.model_failed(turn, "model_misconfigured", summary[:500])
+        decision = escalation.model_failed(turn, HandoffReason.MODEL_MISCONFIGURED, summary[:500])
         backend, model_error = "fallback", refused
     elif client is None:
         decision = catalogue.decide(turn, knowledge, config)
@@ -116,13 +117,25 @@ def decide_with_model(
             "The model server refused the request as misconfigured; please reply to the "
             f"customer. Cause: {'; '.join(exc.causes)[:400]}"
         )
-        return escalation.model_failed(turn, "model_misconfigured", summary), "fallback", str(exc)
+        return (
+            escalation.model_failed(turn, HandoffReason.MODEL_MISCONFIGURED, summary),
+            "fallback",
+            str(exc),
+        )
     except ModelUnavailable as exc:
         summary = "The assistant's model did not answer; please reply to the customer."
-        return escalation.model_failed(turn, "model_unavailable", summary), "fallback", str(exc)
+        return (
+            escalation.model_failed(turn, HandoffReason.MODEL_UNAVAILABLE, summary),
+            "fallback",
+            str(exc),
+        )
     except ModelOutputError as exc:
         summary = "The assistant's model gave an unusable answer; please reply to the customer."
-        return escalation.model_failed(turn, "model_error", summary), "fallback", str(exc)
+        return (
+            escalation.model_failed(turn, HandoffReason.MODEL_ERROR, summary),
+            "fallback",
+            str(exc),
+        )
     except redis.ConnectionError:
         # Redis (where the breakers and admission slots live) is away for a moment: not the
         # model's fault. The turn task retries; a handoff here would give a customer to a person
@@ -131,7 +144,11 @@ def decide_with_model(
     except Exception as exc:  # a customer is never left without an answer
         log.exception("assistant.model_path_crashed", extra={"chat_id": turn.chat_id})
         summary = "The assistant failed; please reply to the customer."
-        return escalation.model_failed(turn, "model_error", summary), "fallback", repr(exc)[:500]
+        return (
+            escalation.model_failed(turn, HandoffReason.MODEL_ERROR, summary),
+            "fallback",
+            repr(exc)[:500],
+        )
     return completion.decision, f"llm:{completion.endpoint}", ""
 
 

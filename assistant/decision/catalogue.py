@@ -16,10 +16,13 @@ conversation (the answer to "which one?", a follow-up, an agreed item), is found
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 
 from assistant.decision.intents import INTENTS, detect_intent, shared_terms
 from assistant.decision.reading import (
+    Found,
     Quote,
     about_agreed,
     agreed_for_another_quantity,
@@ -36,13 +39,14 @@ from assistant.decision.replies import (
     language_for,
     text,
 )
-from assistant.knowledge.agreements import agreements, manager_statements
+from assistant.knowledge.agreements import Agreement, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.knowledge.matching import analyse, content_tokens, normalise, segments
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
 from assistant.models import AssistantSettings
-from assistant.schema import Action, Decision, Facts, Item, TurnInput
+from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
+from inbox.conversations.models import HandoffReason
 
 __all__ = ["INTENTS", "decide", "detect_intent"]
 
@@ -68,15 +72,41 @@ CITIES = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What `decide` reads from one turn before it decides: the message, what it asks for, the
+    rule sentences and items it is about, and what the business lets the assistant hand off."""
+
+    lang: str
+    message: str
+    last_bot: HistoryEntry | None
+    codes: set[str]
+    intent: str
+    rule: RuleAnswer | None
+    agreed: list[Agreement]
+    found: Found
+    quotes: list[Quote]
+    facts: Facts
+    knowledge: Knowledge
+
+
 def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> Decision:
-    """One turn's decision from the price list, the business rules and this chat alone."""
-    lang = language_for(turn)
+    """One turn's decision from the price list, the business rules and this chat alone: the
+    first of `STEPS` that decides, else a clarifying question."""
+    reading = _read(turn, knowledge, config)
+    for step in STEPS:
+        decision = step(reading)
+        if decision is not None:
+            return decision
+    return _ask_what_is_meant(reading)
+
+
+def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _Reading:
+    """The message, its intent, the rule that answers it and the items it is about, read
+    with the conversation (the answer to "which one?", a follow-up, an agreed price)."""
     message = " ".join(entry.text for entry in turn.pending).strip()
     last_bot = last_bot_message(turn.history)
-    codes = set(config.reason_codes())
-    intent = detect_intent(message)
-    said = manager_statements(turn.history)
-    rule = rule_answer(message, config.business_rules, said)
+    rule = rule_answer(message, config.business_rules, manager_statements(turn.history))
     agreed = agreements(turn.history, knowledge) if knowledge.items else []
     # A terms question leans on the product named before only when it asks a total with it
     # ("сколько тогда с доставкой?").
@@ -84,91 +114,141 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     found = find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
     found = about_agreed(found, message, agreed, knowledge)
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
-    facts = _facts(turn, quotes)
-
-    if intent == "non_standard_terms" and rule and _rules_give_the_terms(message, rule):
+    intent = detect_intent(message)
+    if intent == HandoffReason.NON_STANDARD_TERMS and rule and _rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
-    if (
-        not intent
-        and ORDER_STATUS_RE.search(normalise(message))
-        and "outside_knowledge_base" in codes
-    ):
-        # Where a placed order is: the list and the rules cannot know, a person can.
-        return _handoff(
-            "outside_knowledge_base",
-            handoff_message("outside_knowledge_base", lang),
-            quotes,
-            lang,
-            facts,
-            asked=message,
-        )
-    if intent and intent in codes:
-        reply = handoff_message(intent, lang)
-        if quotes and intent == "ready_to_buy":
-            reply += "\n" + _quote_lines(quotes, lang)
-        return _handoff(intent, reply, quotes, lang, facts)
-    if any(agreed_for_another_quantity(q) for q in quotes) and "non_standard_terms" in codes:
-        # The manager's price was for another quantity: only a person can say what holds now.
-        return _handoff(
-            "non_standard_terms",
-            handoff_message("non_standard_terms", lang),
-            quotes,
-            lang,
-            facts,
-            asked=message,
-        )
-    if rule is not None:
-        # A question about the terms: the products it is about are quoted only when the
-        # customer also asks their price ("the bed and delivery, how much altogether?").
-        shown = [q for q in quotes if _asked_price_of(q, message, knowledge)]
-        parts = [_order_with_charges(shown, message, rule, lang)] if shown else []
-        parts += list(rule.sentences)
-        return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=facts)
-    missed_before = asked_back(last_bot)
-    unknown = not quotes and found.ambiguous and mostly_unknown(message, knowledge)
-    if found.ambiguous and not unknown:
-        if _wants_every_option(message, found.ambiguous):
-            # Compared, not ordered together: each price, no total.
-            every = [Quote(item, 1) for item in found.ambiguous]
-            compared = [with_agreement(q, agreed, knowledge) for q in [*quotes, *every]]
-            lines = [_quote_lines([q], lang, with_availability=True) for q in compared]
-            return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=facts)
-        else:
-            return Decision(
-                action=Action.CLARIFY,
-                reason="ambiguous",
-                summary="",
-                reply_to_customer=_options(found.ambiguous, lang),
-                facts=facts,
-            )
-    if quotes:
-        return Decision(
-            action=Action.ANSWER,
-            reply_to_customer=_quote_lines(quotes, lang, with_availability=True),
-            facts=facts,
-        )
-    normalised = normalise(message)
-    if GREETINGS.match(normalised) and not content_tokens(analyse(_strip_greeting(normalised))):
-        return Decision(action=Action.ANSWER, reply_to_customer=text("answer.greeting", lang))
-    if THANKS.search(normalised) and _only_closing(THANKS.sub(" ", normalised)):
-        return Decision(action=Action.ANSWER, reply_to_customer=text("answer.thanks", lang))
-    if missed_before and "outside_knowledge_base" in codes:
-        # Asked back once already and still nothing in the list ("swing chairs for a terrace").
-        return _handoff(
-            "outside_knowledge_base",
-            handoff_message("outside_knowledge_base", lang),
-            quotes,
-            lang,
-            facts,
-            asked=message,
-        )
+    return _Reading(
+        lang=language_for(turn),
+        message=message,
+        last_bot=last_bot,
+        codes=set(config.reason_codes()),
+        intent=intent,
+        rule=rule,
+        agreed=agreed,
+        found=found,
+        quotes=quotes,
+        facts=_facts(turn, quotes),
+        knowledge=knowledge,
+    )
+
+
+def _order_status(r: _Reading) -> Decision | None:
+    """Where a placed order is: the list and the rules cannot know, a person can."""
+    if r.intent or not ORDER_STATUS_RE.search(normalise(r.message)):
+        return None
+    return _handoff_asked(r, HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
+
+
+def _intent(r: _Reading) -> Decision | None:
+    """A person asked for, a purchase, special terms, a complaint: handed off, with the items
+    quoted when the customer wants to buy them."""
+    if not r.intent or r.intent not in r.codes:
+        return None
+    reply = handoff_message(r.intent, r.lang)
+    if r.quotes and r.intent == HandoffReason.READY_TO_BUY:
+        reply += "\n" + _quote_lines(r.quotes, r.lang)
+    return _handoff(r.intent, reply, r.quotes, r.lang, r.facts)
+
+
+def _agreed_for_another_quantity(r: _Reading) -> Decision | None:
+    """The manager's price was for another quantity: only a person can say what holds now."""
+    if not any(agreed_for_another_quantity(q) for q in r.quotes):
+        return None
+    return _handoff_asked(r, HandoffReason.NON_STANDARD_TERMS)
+
+
+def _rules_answer(r: _Reading) -> Decision | None:
+    """A question about the terms: the rule sentences that answer it. The products it is about
+    are quoted only when the customer also asks their price ("the bed and delivery, how much
+    altogether?")."""
+    if r.rule is None:
+        return None
+    shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
+    parts = [_order_with_charges(shown, r.message, r.rule, r.lang)] if shown else []
+    parts += list(r.rule.sentences)
+    return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=r.facts)
+
+
+def _several_fit(r: _Reading) -> Decision | None:
+    """Several items fit equally: each price when the customer asks for them all ("both"),
+    else which one? Words the list mostly does not know are a miss, not a choice."""
+    ambiguous = r.found.ambiguous
+    if not ambiguous or (not r.quotes and mostly_unknown(r.message, r.knowledge)):
+        return None
+    if _wants_every_option(r.message, ambiguous):
+        # Compared, not ordered together: each price, no total.
+        every = [Quote(item, 1) for item in ambiguous]
+        compared = [with_agreement(q, r.agreed, r.knowledge) for q in [*r.quotes, *every]]
+        lines = [_quote_lines([q], r.lang, with_availability=True) for q in compared]
+        return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=r.facts)
     return Decision(
         action=Action.CLARIFY,
-        reason="outside_knowledge_base",
+        reason=HandoffReason.AMBIGUOUS,
         summary="",
-        reply_to_customer=text("clarify.miss", lang),
-        facts=facts,
+        reply_to_customer=_options(ambiguous, r.lang),
+        facts=r.facts,
     )
+
+
+def _quoted(r: _Reading) -> Decision | None:
+    """The items the message is about, each with its price, quantity and availability."""
+    if not r.quotes:
+        return None
+    return Decision(
+        action=Action.ANSWER,
+        reply_to_customer=_quote_lines(r.quotes, r.lang, with_availability=True),
+        facts=r.facts,
+    )
+
+
+def _small_talk(r: _Reading) -> Decision | None:
+    """A greeting or a thank-you that asks nothing more."""
+    normalised = normalise(r.message)
+    if GREETINGS.match(normalised) and not content_tokens(analyse(_strip_greeting(normalised))):
+        return Decision(action=Action.ANSWER, reply_to_customer=text("answer.greeting", r.lang))
+    if THANKS.search(normalised) and _only_closing(THANKS.sub(" ", normalised)):
+        return Decision(action=Action.ANSWER, reply_to_customer=text("answer.thanks", r.lang))
+    return None
+
+
+def _missed_twice(r: _Reading) -> Decision | None:
+    """Asked back once already and still nothing in the list ("swing chairs for a terrace")."""
+    if not asked_back(r.last_bot):
+        return None
+    return _handoff_asked(r, HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
+
+
+def _ask_what_is_meant(r: _Reading) -> Decision:
+    """Nothing in the list or the rules answers it yet: one clarifying question."""
+    return Decision(
+        action=Action.CLARIFY,
+        reason=HandoffReason.OUTSIDE_KNOWLEDGE_BASE,
+        summary="",
+        reply_to_customer=text("clarify.miss", r.lang),
+        facts=r.facts,
+    )
+
+
+# `decide`'s steps in order: each decides the turn or leaves it (None) to the next.
+STEPS: tuple[Callable[[_Reading], Decision | None], ...] = (
+    _order_status,
+    _intent,
+    _agreed_for_another_quantity,
+    _rules_answer,
+    _several_fit,
+    _quoted,
+    _small_talk,
+    _missed_twice,
+)
+
+
+def _handoff_asked(r: _Reading, reason: str) -> Decision | None:
+    """A handoff with the business's own reply for `reason`, the customer's words on the card;
+    None where the business does not hand off for `reason`."""
+    if reason not in r.codes:
+        return None
+    reply = handoff_message(reason, r.lang)
+    return _handoff(reason, reply, r.quotes, r.lang, r.facts, asked=r.message)
 
 
 # A question about an order already placed ("когда привезут мой шкаф?", "order status").
@@ -240,7 +320,7 @@ def _only_closing(text: str) -> bool:
 def _rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
     """Whether the rule sentences speak of the terms asked for and of every number in the
     request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
-    if not any(shared_terms("non_standard_terms", message, s) for s in rule.sentences):
+    if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
         return False
     numbers = set(re.findall(r"\d+", message))
     written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
@@ -346,26 +426,29 @@ def _options(items: list[KnowledgeItem], lang: str) -> str:
     return text("clarify.ambiguous", lang, options=joined)
 
 
+# What a handoff's summary for the manager opens with, per language and reason.
+SUMMARIES: dict[str, dict[str, str]] = {
+    "en": {
+        HandoffReason.ASKS_FOR_HUMAN: "The customer asks for a manager.",
+        HandoffReason.READY_TO_BUY: "The customer wants to buy.",
+        HandoffReason.NON_STANDARD_TERMS: "The customer asks about special terms "
+        "(discount, credit, wholesale or custom).",
+        HandoffReason.COMPLAINT: "The customer complains or is unhappy.",
+        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "The question is not answered by the price list.",
+    },
+    "ru": {
+        HandoffReason.ASKS_FOR_HUMAN: "Клиент просит менеджера.",
+        HandoffReason.READY_TO_BUY: "Клиент хочет купить.",
+        HandoffReason.NON_STANDARD_TERMS: "Клиент спрашивает об особых условиях "
+        "(скидка, рассрочка, опт или заказ).",
+        HandoffReason.COMPLAINT: "Клиент жалуется или недоволен.",
+        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "На вопрос нет ответа в прайс-листе.",
+    },
+}
+
+
 def _summary(reason: str, quotes: list[Quote], lang: str, asked: str = "") -> str:
-    parts = {
-        "en": {
-            "asks_for_human": "The customer asks for a manager.",
-            "ready_to_buy": "The customer wants to buy.",
-            "non_standard_terms": "The customer asks about special terms (discount, credit, "
-            "wholesale or custom).",
-            "complaint": "The customer complains or is unhappy.",
-            "outside_knowledge_base": "The question is not answered by the price list.",
-        },
-        "ru": {
-            "asks_for_human": "Клиент просит менеджера.",
-            "ready_to_buy": "Клиент хочет купить.",
-            "non_standard_terms": "Клиент спрашивает об особых условиях (скидка, рассрочка, "
-            "опт или заказ).",
-            "complaint": "Клиент жалуется или недоволен.",
-            "outside_knowledge_base": "На вопрос нет ответа в прайс-листе.",
-        },
-    }[lang if lang in ("en", "ru") else "en"]
-    summary = parts.get(reason, "")
+    summary = SUMMARIES[lang if lang in ("en", "ru") else "en"].get(reason, "")
     if quotes:
         summary += " " + "; ".join(f"{q.qty} × {q.item.name}" for q in quotes) + "."
         summary += "".join(f" «{q.agreed.words[:200]}»" for q in quotes if q.agreed)

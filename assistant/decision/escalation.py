@@ -26,10 +26,11 @@ from assistant.decision.guardrails import GuardrailResult
 from assistant.decision.replies import handoff_message, is_text, language_for, text
 from assistant.models import SYSTEM_HANDOFF_REASONS, AssistantSettings
 from assistant.schema import Action, Decision, Facts, TurnInput
+from inbox.conversations.models import HandoffReason
 
 log = logging.getLogger(__name__)
 
-DEFAULT_REASON = "asks_for_human"
+DEFAULT_REASON = HandoffReason.ASKS_FOR_HUMAN
 
 
 def too_late(turn: TurnInput, *, waited: timedelta, cutoff: timedelta) -> Decision | None:
@@ -41,7 +42,7 @@ def too_late(turn: TurnInput, *, waited: timedelta, cutoff: timedelta) -> Decisi
         f"The customer's message waited {minutes} min (late-answer cutoff "
         f"{cutoff.total_seconds() / 60:.0f} min); a person should answer it."
     )
-    return _handoff(turn, "late", summary)
+    return _handoff(turn, HandoffReason.LATE, summary)
 
 
 def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
@@ -57,10 +58,10 @@ def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
         and is_text(last_bot.text, "clarify.voice")
     ):
         summary = f"Voice message not understood twice (confidence {confidence:.2f})."
-        return _handoff(turn, "voice_unclear", summary, decision.facts)
+        return _handoff(turn, HandoffReason.VOICE_UNCLEAR, summary, decision.facts)
     return Decision(
         action=Action.CLARIFY,
-        reason="voice_unclear",
+        reason=HandoffReason.VOICE_UNCLEAR,
         summary=decision.summary,
         reply_to_customer=text("clarify.voice", language_for(turn)),
         facts=decision.facts,
@@ -94,7 +95,7 @@ def guarded(
         return decision, {}
     summary = decision.summary or "The assistant's reply was blocked by a guardrail."
     details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
-    return _handoff(turn, "guardrail", summary, decision.facts), details
+    return _handoff(turn, HandoffReason.GUARDRAIL, summary, decision.facts), details
 
 
 def _handoff(turn: TurnInput, reason: str, summary: str, facts: Facts | None = None) -> Decision:

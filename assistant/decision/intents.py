@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 
 from assistant.knowledge.matching import normalise
+from inbox.conversations.models import HandoffReason
 
 INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("complaint", (
+    (HandoffReason.COMPLAINT, (
         r"complain", r"\bbroken\b", r"\bbroke\b", r"damaged", r"defect", r"\brefund",
         r"money back", r"\breturn (?:it|the|my|this)", r"want to return", r"terrible", r"awful",
         r"horrible", r"\bworst\b", r"disappoint", r"\bscam", r"cheated", r"\brude\b",
@@ -74,7 +75,7 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"күтіп отыр",
         r"ағып",
     )),
-    ("asks_for_human", (
+    (HandoffReason.ASKS_FOR_HUMAN, (
         r"\bmanager", r"\bhuman\b", r"real person", r"live person", r"\ba person\b",
         r"\boperator", r"\bagent\b", r"consultant", r"call me", r"call back", r"give me a call",
         r"ring me", r"phone me", r"contact me", r"get in touch", r"(?:speak|talk) (?:to|with)",
@@ -111,7 +112,7 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"(?:is )?(?:anyone|anybody|someone|somebody) (?:there|real|alive|human)\b", r"маманмен",
         r"сөйлес", r"бот емес",
     )),
-    ("non_standard_terms", (
+    (HandoffReason.NON_STANDARD_TERMS, (
         r"discount", r"cheaper", r"lower (?:the )?price", r"better price", r"best price",
         r"\bdeal\b", r"bargain", r"wholesale", r"\bbulk\b", r"install?ments?", r"\bin parts\b",
         r"\bcredit\b", r"\bloan\b", r"pay later", r"\bcustom", r"made to order",
@@ -152,7 +153,7 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"половин\w* (?:сейчас|сразу|сегодня|потом)", r"deferr?(?:al|ed)", r"\bpostpone",
         r"сақтап қой", r"айлық", r"бөліп",
     )),
-    ("ready_to_buy", (
+    (HandoffReason.READY_TO_BUY, (
         r"\bbuy\b", r"\bi.?ll take\b", r"\bi will take\b", r"\bwe.?ll take\b",
         r"\b(?:i|we) (?:want|would like|.?d like|need) to (?:buy|order|purchase|get|book|reserve)",
         r"\b(?:i|we) (?:.?ll take|will take) (?:\d+|one|two|three|four|five|ten)\b",
@@ -220,7 +221,7 @@ WANTS_QUANTITY = re.compile(
 QUESTION_RE = re.compile(r"\?|how much|total|price|cost|сколько|итого|почем|цена|қанша|баға")
 # A clause that only supposes ("if it doesn't fit, can I return it?") neither buys nor complains.
 CONDITIONAL_RE = re.compile(r"\b(?:if|in case|если|в случае|егер)\b")
-HYPOTHETICAL_REASONS = ("complaint", "ready_to_buy")
+HYPOTHETICAL_REASONS = (HandoffReason.COMPLAINT, HandoffReason.READY_TO_BUY)
 # "…, если можно" / "…, if possible" is a polite request, not a supposition.
 POLITE_IF_RE = re.compile(
     r"(?:если|if|егер)\s+(?:можно|possible|you can|it.?s possible|получится|не сложно|"
@@ -242,7 +243,7 @@ def detect_intent(message: str) -> str:
                 return reason
     for sentence in re.split(r"(?<=[.!?])\s+|\n", low):
         if WANTS_QUANTITY.search(sentence) and not QUESTION_RE.search(sentence):
-            return "ready_to_buy"
+            return HandoffReason.READY_TO_BUY
     return ""
 
 

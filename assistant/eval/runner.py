@@ -40,6 +40,7 @@ from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
 from assistant.llm.resilience import NullGuard
 from assistant.models import AssistantSettings
 from assistant.schema import Action, HistoryEntry, TurnInput
+from inbox.conversations.models import HandoffReason
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 BUSINESSES_FILE = "businesses.json"
@@ -418,7 +419,7 @@ def run(
             completion = getattr(client.local, "completion", None)
             out.first_valid = bool(completion and completion.first_valid)
             out.answered = not (
-                result.backend == "fallback" and decision.reason == "model_unavailable"
+                result.backend == "fallback" and decision.reason == HandoffReason.MODEL_UNAVAILABLE
             )
         business = golden.businesses.get(case.business)
         verdict = verdict_for(decision.reply_to_customer, case, business)

@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from assistant.knowledge.matching import Catalogue
 from assistant.knowledge.money import format_money
-from assistant.knowledge.price_import import item_key
+from assistant.knowledge.price_import import item_fields, item_key
 from assistant.models import AssistantSettings, Availability, PriceItem, PriceList
 from inbox.conversations.models import Channel
 
@@ -146,18 +146,7 @@ def _items(version_id: int | None, from_channel: bool) -> list[KnowledgeItem]:
     if version_id is None:
         return []
     return [
-        KnowledgeItem(
-            sku=row.sku,
-            name=row.name,
-            price=row.price,
-            currency=row.currency,
-            unit=row.unit,
-            description=row.description,
-            availability=row.availability,
-            availability_note=row.availability_note,
-            from_channel=from_channel,
-            aliases=row.alias_list(),
-        )
+        KnowledgeItem(**item_fields(row), aliases=row.alias_list(), from_channel=from_channel)
         for row in PriceItem.objects.filter(version_id=version_id).order_by("position")
     ]
 

@@ -25,7 +25,7 @@ from assistant.knowledge.effective import (
     knowledge_for_channel,
     merge,
 )
-from assistant.knowledge.price_import import ImportPreview, ParsedRow
+from assistant.knowledge.price_import import ImportPreview, ParsedRow, item_fields
 from assistant.llm.business import business_endpoint
 from assistant.llm.client import Endpoint, LLMClient, endpoints_from_settings
 from assistant.llm.resilience import NullGuard
@@ -207,14 +207,4 @@ def json_safe(value: Any) -> Any:
 
 
 def _item(row: ParsedRow) -> KnowledgeItem:
-    return KnowledgeItem(
-        sku=row.sku,
-        name=row.name,
-        price=row.price,
-        currency=row.currency,
-        unit=row.unit,
-        description=row.description,
-        availability=row.availability,
-        availability_note=row.availability_note,
-        aliases=split_aliases(row.aliases),
-    )
+    return KnowledgeItem(**item_fields(row), aliases=split_aliases(row.aliases))

@@ -33,7 +33,7 @@ from assistant.replay.candidate import Candidate
 from assistant.schema import Action
 from inbox.conversations import turns
 from inbox.conversations.access import User
-from inbox.conversations.models import Business, Channel, Turn
+from inbox.conversations.models import Business, Channel, HandoffReason, Turn
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ MAX_TURNS = 500
 REPLAY_TIME_LIMIT_SECONDS = 1860  # the task's hard time limit (assistant/replay/tasks.py)
 # Turns the assistant decided (not lost, not dropped before deciding, not handed off as late).
 DECIDED = (Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED, Turn.Outcome.HANDED_OFF)
-GUARDRAIL = "guardrail"
+GUARDRAIL = HandoffReason.GUARDRAIL
 
 
 class GateClosed(Exception):
@@ -68,7 +68,7 @@ def selected_turns(business_id: int, selection: Selection) -> QuerySet[Turn]:
         chat__channel__business_id=business_id,
         outcome__in=DECIDED,
         started_at__gte=timezone.now() - timedelta(days=selection.days),
-    ).exclude(reason="late")
+    ).exclude(reason=HandoffReason.LATE)
     if selection.channel_id is not None:
         found = found.filter(chat__channel_id=selection.channel_id)
     if selection.reason:

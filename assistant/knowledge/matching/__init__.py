@@ -1,0 +1,56 @@
+"""Lexical matching of what customers write against price-list names, across languages: no ML.
+
+Tokens are lower-cased words of Latin, Cyrillic (Russian and Kazakh letters) and digits, with a
+crude suffix-stripping stemmer (English plurals, Russian case endings) so "стулья", "стула" and
+"стул" meet. Each word is then reduced to a key that does not depend on the language: the
+meaning from a small bilingual vocabulary (`assistant.knowledge.vocabulary`: "sofa", "диван"
+→ #sofa) or else its transliterated skeleton (`assistant.knowledge.transliteration`: "Бостон",
+"Boston" → boston). A typo tolerance (one edit, two for long words, same first letter) applies
+only to words the price list does not contain. An item is named by its name or by one of its
+aliases (the price list's keywords column). Used by the catalogue assistant (which item did the
+customer mean, how many?), by the guardrail (which item does a sentence name?) and by the
+prompt's retrieval when the list is too big to send whole (BM25).
+
+The modules, each importing only those listed before it:
+- `tokens`: words, stems, numbers spelt in words, stopwords;
+- `keys`: a word's language-free key, and when two keys (or stems) match, typos included;
+- `quantities`: a message cut into parts, and the count the customer put next to a thing;
+- `catalogue`: `Catalogue`, the index over a list's names, aliases and SKUs (match, resolve,
+  order lines, BM25 retrieval), and `ItemMatch`.
+Callers import from this package, never from its modules.
+"""
+
+from assistant.knowledge.matching.catalogue import Catalogue, ItemMatch
+from assistant.knowledge.matching.keys import content_tokens
+from assistant.knowledge.matching.quantities import (
+    MEASURE_WORDS,
+    quantity_near,
+    quantity_of_unit,
+    segments,
+)
+from assistant.knowledge.matching.tokens import (
+    NUMBER_WORDS,
+    QueryToken,
+    analyse,
+    compact,
+    normalise,
+    stem,
+    words,
+)
+
+__all__ = [
+    "MEASURE_WORDS",
+    "NUMBER_WORDS",
+    "Catalogue",
+    "ItemMatch",
+    "QueryToken",
+    "analyse",
+    "compact",
+    "content_tokens",
+    "normalise",
+    "quantity_near",
+    "quantity_of_unit",
+    "segments",
+    "stem",
+    "words",
+]

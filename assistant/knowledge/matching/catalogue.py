@@ -1,0 +1,384 @@
+"""`Catalogue`: an index over a price list's names, aliases and SKUs. `match` scores every item
+a text could name, `resolve` groups the matches by thing named (a group of several is
+ambiguous), `order_lines` pairs each thing named with its quantity, `retrieve` ranks items for
+the prompt when the list is too big to send whole (BM25)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from assistant.knowledge.matching.keys import (
+    ATTRIBUTE_KEYS,
+    COMPOUNDS,
+    WIDER,
+    content_tokens,
+    is_stopword,
+    keys_match,
+    latin_shapes,
+    meaning_by_typo,
+    stems_match,
+    word_key,
+)
+from assistant.knowledge.matching.quantities import count_only, quantity_near, segments
+from assistant.knowledge.matching.tokens import (
+    COMPOUND_RE,
+    QueryToken,
+    analyse,
+    compact,
+    normalise,
+    stem,
+    words,
+)
+from assistant.knowledge.transliteration import skeleton
+
+
+@dataclass(frozen=True)
+class ItemMatch:
+    index: int
+    coverage: float  # share of the name's weight the query covered
+    weight: float  # matched weight (idf)
+    positions: frozenset[int]  # query token positions explained by this item
+    by_sku: bool = False
+    number_positions: frozenset[int] = field(default_factory=frozenset)
+    # Only descriptive words (colour, material, size) matched: "white" alone is not a product.
+    weak: bool = False
+    # Every matched word is the name's own word, as written (not a translation of it).
+    literal: bool = False
+
+
+# Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
+MATCH_CACHE_SIZE = 4096
+
+
+class Catalogue:
+    """An index over item names, aliases and SKUs for matching and retrieval."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        skus: Sequence[str],
+        texts: Sequence[str],
+        aliases: Sequence[Sequence[str]] | None = None,
+    ) -> None:
+        self.names = list(names)
+        alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
+        # Each item is named by its name and by each alias: one key list per way of naming it.
+        self.variants: list[list[list[str]]] = []
+        # key → the spelling of the name word it came from, per way of naming an item
+        self.shapes: list[list[dict[str, str]]] = []
+        # key → other keys a query word may match it by ("кресло" for the "chair" of an
+        # "office chair"), per way of naming an item
+        self.also: list[list[dict[str, set[str]]]] = []
+        for name, extra in zip(self.names, alias_lists, strict=True):
+            keyed = [
+                {
+                    word_key(w): skeleton(stem(w))
+                    for w in words(v)
+                    if w.isdigit() or not is_stopword(w)
+                }
+                for v in (name, *extra)
+                if v
+            ]
+            self.variants.append([list(k) for k in keyed])
+            self.shapes.append(keyed)
+            also: list[dict[str, set[str]]] = []
+            for k in keyed:
+                extra_keys: dict[str, set[str]] = {}
+                for (a, b), c in COMPOUNDS.items():
+                    if a in k and b in k:
+                        extra_keys.setdefault(b, set()).add(c)
+                also.append(extra_keys)
+            self.also.append(also)
+        self.skus = [compact(s) for s in skus]
+        # What a query can reach each item by: the items a key can score (a name word of one
+        # of its namings, or a word it also matches by), and the items a compound SKU names.
+        # `match` scores only these; every other item would score nothing.
+        self.items_by_key: dict[str, list[int]] = {}
+        for index, (variants, also_of) in enumerate(zip(self.variants, self.also, strict=True)):
+            reach: set[str] = set()
+            for keys, extra_keys in zip(variants, also_of, strict=True):
+                for reached in keys:
+                    if not reached.isdigit():
+                        reach |= {reached, *extra_keys.get(reached, ())}
+            for reached in sorted(reach):
+                self.items_by_key.setdefault(reached, []).append(index)
+        self.items_by_sku: dict[str, list[int]] = {}
+        for index, sku in enumerate(self.skus):
+            if len(sku) >= 3:
+                self.items_by_sku.setdefault(sku, []).append(index)
+        # A catalogue lives as long as its price list's version (`effective`), and each turn
+        # reads the chat's whole history again: what a text or a word matches is kept.
+        self._matches = functools.lru_cache(maxsize=MATCH_CACHE_SIZE)(self._match)
+        self._keys_of_word = functools.lru_cache(maxsize=MATCH_CACHE_SIZE)(self._word_keys)
+        df: Counter[str] = Counter()
+        for variants in self.variants:
+            df.update({key for keys in variants for key in keys})
+        self.vocabulary = set(df)
+        self.vocabulary |= {c for also in self.also for a in also for cs in a.values() for c in cs}
+        n = max(1, len(names))
+        self.idf = {s: math.log(1 + n / c) for s, c in df.items()}
+        # BM25 over name + aliases + SKU + description
+        self.doc_tokens = [
+            [word_key(w) for w in words(f"{t} {' '.join(a)}")]
+            for t, a in zip(texts, alias_lists, strict=True)
+        ]
+        self.doc_len = [len(d) for d in self.doc_tokens]
+        self.avg_len = (sum(self.doc_len) / len(self.doc_len)) if self.doc_len else 1.0
+        doc_df: Counter[str] = Counter()
+        for d in self.doc_tokens:
+            doc_df.update(set(d))
+        self.doc_df = doc_df
+        self.doc_tf = [Counter(d) for d in self.doc_tokens]
+
+    # --- matching (catalogue assistant) ---------------------------------------------------
+
+    def _token_keys(self, token: QueryToken) -> frozenset[str]:
+        return self._keys_of_word(token.word, token.stem)
+
+    def _word_keys(self, word: str, word_stem: str) -> frozenset[str]:
+        """The name keys of the list a query word matches."""
+        key = word_key(word)
+        found = {k for k in self.vocabulary if keys_match(key, k, key not in self.vocabulary)}
+        if not found and not key.startswith("#"):
+            for shape in latin_shapes(word):
+                found |= {k for k in self.vocabulary if keys_match(shape, k, False)}
+        if not found and not key.startswith("#"):
+            meaning = meaning_by_typo(word_stem)
+            if meaning in self.vocabulary:
+                found.add(meaning)
+        found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
+        return frozenset(found)
+
+    def match(self, text: str) -> list[ItemMatch]:
+        """Every item the text could be naming, best first."""
+        return list(self._matches(text))
+
+    def _match(self, text: str) -> tuple[ItemMatch, ...]:
+        tokens = analyse(text)
+        content = content_tokens(tokens)
+        numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
+        compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
+        compounds |= {t.word for t in tokens}
+        # Which name keys each content token matches, computed once over the vocabulary
+        # rather than once per item (names share most of their words).
+        keys_of = [(t, self._token_keys(t)) for t in content]
+        reached = {i for _t, found in keys_of for k in found for i in self.items_by_key.get(k, ())}
+        named_by_sku = {i for c in compounds for i in self.items_by_sku.get(c, ())}
+        matches: list[ItemMatch] = []
+        for index in sorted(reached | named_by_sku):
+            variants = self.variants[index]
+            if index in named_by_sku:
+                sku = self.skus[index]
+                sku_positions = frozenset(t.position for t in tokens if t.word and t.word in sku)
+                matches.append(ItemMatch(index, 1.0, 99.0, sku_positions, by_sku=True))
+                continue
+            best = max(
+                (
+                    self._score(
+                        index, keys, self.shapes[index][v], self.also[index][v], keys_of, numbers
+                    )
+                    for v, keys in enumerate(variants)
+                ),
+                key=lambda m: (m.coverage, m.weight) if m else (-1.0, -1.0),
+                default=None,
+            )
+            if best is not None:
+                matches.append(best)
+        if any(not m.weak for m in matches):
+            matches = [m for m in matches if not m.weak]
+        matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
+        return tuple(matches)
+
+    def _score(
+        self,
+        index: int,
+        keys: list[str],
+        shapes: dict[str, str],
+        also: dict[str, set[str]],
+        keys_of: list[tuple[QueryToken, frozenset[str]]],
+        numbers: list[QueryToken],
+    ) -> ItemMatch | None:
+        """How well the query names one way of naming an item. Each name word binds to the
+        query word nearest to the others, so "a table … and 4 oak chairs" keeps them apart."""
+        total = sum(self.idf.get(k, 1.0) for k in keys) or 1.0
+        candidates: dict[str, list[int]] = {}
+        for k in keys:
+            if k.isdigit():
+                at = [t.position for t in numbers if t.number == int(k)]
+            else:
+                via = also.get(k, set()) | {k}
+                at = [t.position for t, found in keys_of if via & found]
+            if at:
+                candidates[k] = at
+        words_found = [k for k in candidates if not k.isdigit()]
+        if not words_found:
+            return None
+        chosen: dict[str, int] = {}
+        for k in sorted(words_found, key=lambda k: -self.idf.get(k, 1.0)):
+            if not chosen:
+                chosen[k] = candidates[k][0]
+                continue
+            anchor = list(chosen.values())
+            chosen[k] = min(candidates[k], key=lambda p: min(abs(p - a) for a in anchor))
+        number_positions: set[int] = set()
+        anchor = list(chosen.values())
+        for k in candidates:
+            if k.isdigit():
+                p = min(candidates[k], key=lambda p: min(abs(p - a) for a in anchor))
+                chosen[k] = p
+                number_positions.add(p)
+        matched = sum(self.idf.get(k, 1.0) for k in chosen)
+        by_position = {t.position: t for t, _found in keys_of}
+        literal = all(
+            stems_match(skeleton(by_position[p].stem), shapes[k], fuzzy=True)
+            for k, p in chosen.items()
+            if p in by_position
+        )
+        return ItemMatch(
+            index,
+            matched / total,
+            matched,
+            frozenset(chosen.values()),
+            number_positions=frozenset(number_positions),
+            weak=all(k in ATTRIBUTE_KEYS for k in words_found),
+            literal=literal,
+        )
+
+    def resolve(self, text: str) -> list[list[ItemMatch]]:
+        """Groups of matches, one group per thing the customer named: a group of one is a
+        clear match; a group of several is ambiguous (they explain the same words equally)."""
+        remaining = self.match(text)
+        groups: list[list[ItemMatch]] = []
+        consumed: set[int] = set()
+        while remaining:
+            remaining = [m for m in remaining if m.by_sku or (m.positions - consumed)]
+            if not remaining:
+                break
+            top = remaining[0]
+            if top.by_sku:
+                group = [top]
+            else:
+                group = [
+                    m
+                    for m in remaining
+                    if not m.by_sku
+                    and (m.positions - consumed) == (top.positions - consumed)
+                    and m.coverage >= top.coverage - 0.34
+                ]
+                # A name fully named (every word present) beats longer names that merely
+                # contain the same words ("table" vs "table lamp"); an exact name beats all.
+                complete = [m for m in group if m.coverage >= 0.999]
+                if len(complete) > 1:
+                    heaviest = max(m.weight for m in complete)
+                    complete = [m for m in complete if m.weight >= heaviest - 1e-9]
+                if len(complete) == 1:
+                    group = complete
+                # The name in the customer's own words beats one matched only in translation
+                # ("office chair" → "Office chair Lux", not "Кресло офисное").
+                literal = [m for m in group if m.literal and m.coverage >= 0.5]
+                if len(group) > 1 and len(literal) == 1:
+                    group = literal
+            groups.append(group)
+            consumed |= set(top.positions)
+            ids = {m.index for m in group}
+            remaining = [
+                m for m in remaining if m.index not in ids and not (m.positions <= consumed)
+            ]
+        return groups
+
+    def order_lines(self, text: str) -> list[tuple[list[ItemMatch], int]]:
+        """What the customer named, part by part, each with the quantity written next to it:
+        "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4). Positions are relative to
+        each part."""
+        lines: list[tuple[list[ItemMatch], int]] = []
+        seen: set[int] = set()
+        previous = ""
+        last_line: int | None = None  # the line the part before named, for "…, штук 6"
+        # Descriptive words alone ("white", "oak") name nothing when the message names a product.
+        strong = any(not m.weak for m in self.match(text))
+        for part in segments(text):
+            resolved = self.resolve(part)
+            groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
+            vague = resolved and (not groups or len(groups[0]) > 1)
+            if vague and previous:
+                groups = self._elliptic(part, previous, seen) or groups
+            previous = part if groups else previous
+            if not groups:
+                count = count_only(part)
+                if count is not None and last_line is not None and lines[last_line][1] == 1:
+                    lines[last_line] = (lines[last_line][0], count)
+                last_line = None
+                continue
+            tokens = analyse(part)
+            taken: set[int] = set()
+            for group in groups:
+                for m in group:
+                    taken |= set(m.number_positions)
+                    if m.by_sku:
+                        taken |= set(m.positions)
+            for number, group in enumerate(groups):
+                if number and max(m.coverage for m in group) < 0.6:
+                    continue  # a stray word beside the thing named ("teeth whitening")
+                if len(group) == 1 and group[0].index in seen:
+                    continue  # named twice ("the table … and that table"): one line
+                lines.append((group, quantity_near(tokens, group[0].positions, taken)))
+                last_line = len(lines) - 1
+                if len(group) == 1:
+                    seen.add(group[0].index)
+        # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
+        return [
+            (group, qty)
+            for group, qty in lines
+            if len(group) == 1 or not ({m.index for m in group} & seen)
+        ]
+
+    def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
+        """A part that only describes ("and the oil one too" after "air filter Camry") read
+        with the words of the part before it, for an item not named already."""
+        own = len(analyse(part))
+        for group in self.resolve(f"{part} {previous}"):
+            fresh = [m for m in group if m.index not in seen]
+            if len(fresh) == 1 and len(group) == 1 and min(fresh[0].positions) < own:
+                only_own = frozenset(p for p in fresh[0].positions if p < own)
+                return [[replace(fresh[0], positions=only_own, number_positions=frozenset())]]
+        return []
+
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of a message that could name a product but match nothing in the list
+        ("swing", "terrace"): a sign the customer asks for something the list does not have."""
+        return [t.word for t in content_tokens(analyse(text)) if not self._token_keys(t)]
+
+    # --- retrieval (prompt, large lists) -------------------------------------------------
+
+    def retrieve(self, text: str, k: int) -> list[int]:
+        """Indices of the k items that score best for the text (BM25, k1=1.2, b=0.75)."""
+        query = [word_key(t.word) for t in content_tokens(analyse(text))]
+        query += [t.word for t in analyse(text) if t.word.isdigit()]
+        if not query:
+            return []
+        expanded: list[str] = []
+        for q in query:
+            if q in self.doc_df:
+                expanded.append(q)
+                continue
+            close = [s for s in self.vocabulary if keys_match(q, s, fuzzy=True)]
+            expanded.extend(close[:3])
+        n = len(self.doc_tokens)
+        scores: list[tuple[float, int]] = []
+        for i, tf in enumerate(self.doc_tf):
+            score = 0.0
+            for q in expanded:
+                f = tf.get(q, 0)
+                if not f:
+                    continue
+                idf = math.log(1 + (n - self.doc_df[q] + 0.5) / (self.doc_df[q] + 0.5))
+                norm = 1.2 * (1 - 0.75 + 0.75 * self.doc_len[i] / self.avg_len)
+                score += idf * f * 2.2 / (f + norm)
+            if score > 0:
+                scores.append((score, i))
+        scores.sort(key=lambda s: (-s[0], s[1]))
+        return [i for _, i in scores[:k]]

@@ -1,0 +1,160 @@
+"""How many of a thing the customer wants: a message cut into the parts that each name one
+thing ("a table and 4 chairs"), the count written next to an item ("2 chairs", "chairs x2",
+"стул 3 шт"; a size, weight or amount is not one), a part that gives only a count ("штук 6",
+"6 of them"), and a count in the item's own unit ("3 зуба")."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+
+from assistant.knowledge.matching.keys import is_stopword, word_key
+from assistant.knowledge.matching.tokens import QueryToken, analyse, words
+
+SEPARATORS_RE = re.compile(
+    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
+    r"|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
+    re.IGNORECASE,
+)
+
+
+def segments(text: str) -> list[str]:
+    """The parts of a message that each name one thing: "a table and 4 chairs" → two parts."""
+    return [part.strip() for part in SEPARATORS_RE.split(f" {text} ") if part and part.strip()]
+
+
+# A part that only gives a count for the thing named before it: "стулья дубовые, штук 6",
+# "chairs, 6 of them", "свечи, штуки 4", "6 pcs", "x6", "алты дана".
+COUNT_UNITS = frozenset(
+    [
+        "штук",
+        "штуки",
+        "штука",
+        "штучки",
+        "штучек",
+        "шт",
+        "pcs",
+        "pc",
+        "pieces",
+        "piece",
+        "units",
+        "unit",
+        "items",
+        "x",
+        "х",
+        "them",
+        "их",
+        "дана",
+        "данасы",
+    ]
+)
+_COUNT_FILLERS = frozenset(
+    [
+        "ну",
+        "и",
+        "and",
+        "of",
+        "about",
+        "around",
+        "approximately",
+        "all",
+        "in",
+        "total",
+        "примерно",
+        "около",
+        "где",
+        "то",
+        "где-то",
+        "всего",
+        "всех",
+        "все",
+        "нужно",
+        "надо",
+        "need",
+        "бы",
+        "мне",
+        "me",
+        "please",
+        "пожалуйста",
+    ]
+)
+
+
+def count_only(part: str) -> int | None:
+    """The count a part gives when it names nothing but a count ("штук 6", "6 of them"), or
+    None when the part says anything else."""
+    tokens = analyse(part)
+    numbers = [t.number for t in tokens if t.number is not None]
+    if len(numbers) != 1 or not 0 < numbers[0] < 1000:
+        return None
+    rest = [t.word for t in tokens if t.number is None]
+    if not any(w in COUNT_UNITS for w in rest):
+        return None
+    if any(w not in COUNT_UNITS and w not in _COUNT_FILLERS for w in rest):
+        return None
+    return numbers[0]
+
+
+# Words between an item and its count: "tires, a set of 4", "комплект из 4".
+COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "набор", "из", "упаковка"})
+
+
+def quantity_of_unit(text: str, unit: str) -> int | None:
+    """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
+    unit_keys = {word_key(w) for w in words(unit)}
+    tokens = analyse(text)
+    for this, after in itertools.pairwise(tokens):
+        if this.number is not None and 0 < this.number < 1000 and word_key(after.word) in unit_keys:
+            return this.number
+    return None
+
+
+# A number followed by one of these is a size, weight or amount, not how many the customer wants.
+_MEASURES = (
+    "cm mm m kg g l ml см мм м кг г л мл литр литра литров метр метра метров inch дюйм x х "
+    "тг тенге kzt k к тыс тысяч тысячи млн usd rub руб ah лет года год years year old жас жаста "
+    "жастағы месяцев months дней days этаж этаже floor floors"
+)
+MEASURE_WORDS = frozenset(_MEASURES.split())
+
+
+def quantity_near(
+    tokens: Sequence[QueryToken], positions: frozenset[int], exclude: set[int]
+) -> int:
+    """The quantity the customer put next to an item: "2 chairs", "chairs x2", "стул 3 шт"."""
+    if not positions:
+        return 1
+    first, last = min(positions), max(positions)
+    by_position = {t.position: t for t in tokens}
+
+    def count_at(p: int) -> int | None:
+        t = by_position.get(p)
+        if t is None or t.number is None or p in exclude or not 0 < t.number < 1000:
+            return None
+        after = by_position.get(p + 1)
+        if after is not None and after.word in MEASURE_WORDS and after.word != "x":
+            return None
+        if after is not None and len(after.word) == 3 and after.word.isdigit():
+            return None  # "30 000": an amount written in groups of thousands
+        return t.number
+
+    for p in range(first - 1, max(-1, first - 4), -1):
+        t = by_position.get(p)
+        if t is None:
+            break
+        number = count_at(p)
+        if number is not None:
+            return number
+        if not is_stopword(t.word) and t.number is None and p not in positions:
+            break
+    for p in range(last + 1, last + 7):
+        t = by_position.get(p)
+        if t is None:
+            break
+        number = count_at(p)
+        if number is not None:
+            return number
+        if not is_stopword(t.word) and t.number is None and t.word not in COUNT_WORDS:
+            break
+    return 1
