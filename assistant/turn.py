@@ -5,6 +5,7 @@
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
     answer / clarify → inbox.conversations.outbound.send_reply(…, generated_at_version)
+                       (tried once here; a transient failure is retried by a Celery task)
     handoff          → inbox.conversations.handoff.hand_off(…, generated_at_version)
 
 Whether the reply goes out is decided at the last moment under the chat's row lock (owner still
@@ -27,7 +28,7 @@ from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
 from inbox.conversations import hooks, turns
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
-from inbox.conversations.outbound import SendOutcome, send_reply
+from inbox.conversations.outbound import SendOutcome, send_reply, settle_turn
 from inbox.platform import metrics
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ def take_turn(chat_id: int) -> Turn | None:
     started = time.monotonic()
     hooks.turn_running(pending.chat, running=True)
     try:
-        _run(turn, pending)
+        retrying = _run(turn, pending)
     except Exception as exc:
         _finish(
             turn, Turn.Outcome.FAILED, started, model_error=f"{type(exc).__name__}: {exc}"[:500]
@@ -118,6 +119,9 @@ def take_turn(chat_id: int) -> Turn | None:
     turn.latency_ms = (time.monotonic() - started) * 1000
     turn.finished_at = timezone.now()
     turn.save()
+    if retrying:
+        # The reply's retries (the deliver task) may have given up before this row named it.
+        settle_turn(turn.pk)
     metrics.TURNS.labels(outcome=turn.outcome).inc()
     log.info(
         "turn.finished",
@@ -131,7 +135,8 @@ def take_turn(chat_id: int) -> Turn | None:
     return turn
 
 
-def _run(turn: Turn, pending: turns.PendingTurn) -> None:
+def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
+    """The turn's work; True when its reply failed for now and is being retried."""
     turn_input = build_input(pending)
     oldest = pending.messages[0]
     late = escalation.too_late(
@@ -141,7 +146,7 @@ def _run(turn: Turn, pending: turns.PendingTurn) -> None:
     )
     if late is not None:
         _handoff(turn, pending, late)
-        return
+        return False
 
     # Read once for the decision and its check: both must judge by the same list.
     knowledge = knowledge_for(pending.chat.channel)
@@ -158,18 +163,20 @@ def _run(turn: Turn, pending: turns.PendingTurn) -> None:
     decision, details = escalation.guarded(result.decision, verdict, turn_input)
     if decision.action == Action.HANDOFF:
         _handoff(turn, pending, decision, details)
-        return
-    _reply(turn, pending, decision)
+        return False
+    return _reply(turn, pending, decision)
 
 
-def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> None:
+def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> bool:
     outcome: SendOutcome = send_reply(
         pending.chat.pk,
         decision.reply_to_customer,
         generated_at_version=pending.version,
         answered_up_to=pending.answered_up_to,
     )
-    if outcome.sent:
+    if outcome.sent or outcome.reason == "retrying":
+        # "retrying": the first try failed for now and the deliver task tries again; if its
+        # tries give up, the turn becomes `send_failed` (inbox.conversations.outbound).
         turn.outcome = (
             Turn.Outcome.CLARIFIED if decision.action == Action.CLARIFY else Turn.Outcome.ANSWERED
         )
@@ -177,6 +184,7 @@ def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> None:
         turn.outcome = SEND_OUTCOMES.get(outcome.reason, Turn.Outcome.FAILED)
     if outcome.message_id is not None:
         turn.reply_message_id = outcome.message_id
+    return outcome.reason == "retrying"
 
 
 def _handoff(

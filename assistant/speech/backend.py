@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from assistant.speech.audio import Pcm
+from inbox.platform.http import Permanent, Transient
 
 # Whisper's own test for a failed decode: text that gzip-compresses this well is a loop
 # ("very, very, very, …"), whatever probability the decoder gave it.
@@ -106,11 +107,28 @@ class Transcript:
 
 
 class SpeechBackendError(Exception):
-    """The speech backend failed. `permanent` says whether trying again can help."""
+    """The speech backend failed. `permanent` says whether trying again can help:
+    `SpeechBackendError(message, permanent=…)` gives a `PermanentSpeechError` or a
+    `TransientSpeechError`, the platform's `Permanent` / `Transient` failures."""
+
+    permanent: bool
+
+    def __new__(cls, message: str, *args: Any, permanent: bool = False, **kwargs: Any) -> Any:
+        if cls is SpeechBackendError:
+            cls = PermanentSpeechError if permanent else TransientSpeechError
+        return super().__new__(cls, message)
 
     def __init__(self, message: str, *, permanent: bool) -> None:
         super().__init__(message)
         self.permanent = permanent
+
+
+class TransientSpeechError(SpeechBackendError, Transient):
+    pass
+
+
+class PermanentSpeechError(SpeechBackendError, Permanent):
+    pass
 
 
 class SpeechBackend(Protocol):

@@ -13,7 +13,10 @@ yields confidence 0, so such a transcript is never acted on without a human or a
 question.
 
 Errors: connection failures, timeouts, 408/429/5xx and unparseable bodies are transient (the
-task retries); other 4xx are permanent (wrong model name, bad key, file refused).
+task retries); other 4xx are permanent (wrong model name, bad key, file refused). Requests go
+through the process's pooled client (`inbox.platform.http`: the speech server is the
+operator's URL, not pinned), with SPEECH_TIMEOUT_SECONDS for reading the answer and writing
+the audio.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from assistant.speech.backend import (
     make_segment,
     make_transcript,
 )
+from inbox.platform import http
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +111,13 @@ class OpenAICompatibleSpeech:
             form["prompt"] = prompt
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
-            with httpx.Client(timeout=self.timeout) as client:
-                response = client.post(
-                    self.url,
-                    data=form,
-                    files={"file": ("voice.wav", pcm.to_wav(), "audio/wav")},
-                    headers=headers,
-                )
+            response = http.shared().post(
+                self.url,
+                data=form,
+                files={"file": ("voice.wav", pcm.to_wav(), "audio/wav")},
+                headers=headers,
+                timeout=http.timeouts(self.timeout),
+            )
         except httpx.TimeoutException as exc:
             raise SpeechBackendError(
                 f"The speech server did not answer within {self.timeout:g} s.", permanent=False

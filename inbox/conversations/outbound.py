@@ -7,6 +7,16 @@ reason recorded. Managers' replies (`send_manager_reply`) move the chat to HUMAN
 
 Every id of a message the bot sent is remembered (a Redis set per chat, plus `sent_by_bot` on
 the row), so the echo of our own message is never mistaken for a manager taking over.
+
+Transient failures are retried under `SEND_POLICY` (`inbox.platform.http.Backoff`: at most
+`SEND_ATTEMPTS` tries, full-jitter backoff, a provider's Retry-After honoured, a bounded total
+time). A bot message is tried once where it was recorded (the turn's task); its retries are the
+`inbox.deliver_reply` task's (inbox/conversations/tasks.py), each a Celery retry with a
+countdown, so no worker sleeps between tries. Before each retry the bot must still own the chat
+(else the send is cancelled, not failed). A manager's message is retried where it is sent, with
+`http.retry`. After the last try a bot message is marked failed and its chat goes to a human
+(`send_failed`); a send whose worker died mid-way is settled as outcome unknown
+(`settle_stuck_sends`, `send_unknown`).
 """
 
 from __future__ import annotations
@@ -20,15 +30,17 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Literal
 
+import kombu.exceptions
 import redis
+from celery import current_app
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from inbox.conversations import hooks, ownership
 from inbox.conversations.events import StatusEvent, provider_datetime
-from inbox.conversations.models import Chat, Message, Owner
+from inbox.conversations.models import Chat, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
     OutgoingMedia,
@@ -37,7 +49,7 @@ from inbox.conversations.transports import (
     TransientSendError,
     Transport,
 )
-from inbox.platform import metrics
+from inbox.platform import http, metrics
 from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -45,12 +57,21 @@ log = logging.getLogger(__name__)
 BOT_SENT_TTL_SECONDS = 7 * 86400
 EARLY_STATUS_TTL_SECONDS = 3600
 SEND_ATTEMPTS = 3
-SEND_BACKOFF_SECONDS = (0.5, 2.0)
+# Retries of one send: up to 1 s, then up to 2 s (full jitter), or the provider's Retry-After
+# (at most 30 s); none starts later than 60 s after the first try, well before the upkeep
+# settles a send still "sending" after 2 minutes as outcome unknown.
+SEND_POLICY = http.Backoff(
+    attempts=SEND_ATTEMPTS, base=1.0, cap=4.0, total=60.0, retry_after_max=30.0
+)
+DELIVER_TASK = "inbox.deliver_reply"  # inbox/conversations/tasks.py
 
 # What a manager can attach (inbox/conversations/manager_attachments.py).
 OUTBOUND_MEDIA_KINDS = frozenset({Message.Kind.IMAGE, Message.Kind.DOCUMENT})
 
-DropReason = Literal["sent", "stale", "not_bot_owner", "already_answered", "failed", "empty"]
+# "retrying": the first try failed for now and the deliver task tries again (bot messages).
+DropReason = Literal[
+    "sent", "stale", "not_bot_owner", "already_answered", "failed", "empty", "retrying"
+]
 
 
 @dataclass(frozen=True)
@@ -215,35 +236,112 @@ def _dropped(chat: Chat, reason: str, generated_at_version: int) -> None:
 
 
 def deliver(message_id: int) -> SendOutcome:
-    """Hand a recorded outbound message to its transport, retrying transient failures a few
-    times. A bot reply whose chat a manager took over meanwhile is not retried."""
+    """Hand a recorded outbound message to its transport (see `deliver_recorded`)."""
     return deliver_recorded(Message.objects.select_related("chat", "channel").get(pk=message_id))
 
 
 def deliver_recorded(message: Message) -> SendOutcome:
     """`deliver` for the row just recorded and committed, with its chat and channel in hand
-    (the reply paths: no second read before the send)."""
+    (the reply paths: no second read before the send). A bot message is tried once here and a
+    transient failure queues its retries (outcome "retrying"); any other message is retried
+    here, under the same policy."""
+    if message.sent_by_bot:
+        first_try_at = time.time()
+        step = _next_step(message, _attempt(message), attempt=1, first_try_at=first_try_at)
+        if isinstance(step, RetryLater):
+            return _queue_retry(message, step, first_try_at)
+        return step
     transport = transport_for(message.channel)
-    error: SendError | None = None
-    for attempt in range(SEND_ATTEMPTS):
-        if attempt and message.sent_by_bot and not _bot_still_owns(message.chat_id):
-            error = SendError("not retried: a manager took over the chat", code="cancelled")
-            break
-        try:
-            provider_id = _send_once(transport, message)
-        except SendError as exc:
-            error = exc
-            log.warning(
-                "send.failed",
-                extra={"message_id": message.pk, "code": exc.code, "permanent": exc.permanent},
-            )
-            if exc.permanent or attempt == SEND_ATTEMPTS - 1:
-                break
-            time.sleep(exc.retry_after or SEND_BACKOFF_SECONDS[min(attempt, 1)])
-            continue
-        return _mark_sent(message, provider_id)
-    assert error is not None
-    return _mark_failed(message, error)
+    try:
+        provider_id = http.retry(
+            lambda: _send_once_logged(transport, message), SEND_POLICY, on=TransientSendError
+        )
+    except SendError as exc:
+        return _mark_failed(message, exc)
+    return _mark_sent(message, provider_id)
+
+
+@dataclass(frozen=True)
+class RetryLater:
+    """The try failed for now: the deliver task tries again in `countdown` seconds."""
+
+    error: TransientSendError
+    countdown: float
+
+
+def retry_delivery(
+    message_id: int, *, attempt: int, first_try_at: float
+) -> SendOutcome | RetryLater:
+    """Try number `attempt` (2 is the first retry) of a bot message: the deliver task's body.
+    Nothing is sent for a message no longer "sending" (settled meanwhile, or a task run twice),
+    nor when the bot no longer owns the chat (cancelled: a manager answers now)."""
+    message = (
+        Message.objects.select_related("chat", "channel")
+        .filter(pk=message_id, status=Message.Status.SENDING)
+        .first()
+    )
+    if message is None:
+        return SendOutcome(False, "failed", message_id, error="no longer sending")
+    if message.sent_by_bot and not _bot_still_owns(message.chat_id):
+        return _cancelled(message)
+    return _next_step(message, _attempt(message), attempt=attempt, first_try_at=first_try_at)
+
+
+def _attempt(message: Message) -> str | SendError:
+    """One try: the provider's message id, or what went wrong."""
+    try:
+        return _send_once_logged(transport_for(message.channel), message)
+    except SendError as exc:
+        return exc
+
+
+def _send_once_logged(transport: Transport, message: Message) -> str:
+    try:
+        return _send_once(transport, message)
+    except SendError as exc:
+        log.warning(
+            "send.failed",
+            extra={"message_id": message.pk, "code": exc.code, "permanent": exc.permanent},
+        )
+        raise
+
+
+def _next_step(
+    message: Message, result: str | SendError, *, attempt: int, first_try_at: float
+) -> SendOutcome | RetryLater:
+    """What try number `attempt` of a bot message comes to: sent, failed, cancelled, or a retry
+    `SEND_POLICY` allows (the bot must still own the chat)."""
+    if not isinstance(result, SendError):
+        return _mark_sent(message, result)
+    if not isinstance(result, TransientSendError):
+        return _mark_failed(message, result)
+    countdown = SEND_POLICY.delay(attempt, result.retry_after)
+    if not SEND_POLICY.allows(attempt, time.time() - first_try_at, countdown):
+        return _mark_failed(message, result)
+    if not _bot_still_owns(message.chat_id):
+        return _cancelled(message)
+    return RetryLater(result, countdown)
+
+
+def _queue_retry(message: Message, step: RetryLater, first_try_at: float) -> SendOutcome:
+    try:
+        current_app.send_task(
+            DELIVER_TASK, args=[message.pk, first_try_at], countdown=step.countdown
+        )
+    except (OSError, kombu.exceptions.OperationalError):
+        log.exception("send.retry_not_queued", extra={"message_id": message.pk})
+        return _mark_failed(message, step.error)
+    log.info(
+        "send.retry_queued",
+        extra={"message_id": message.pk, "code": step.error.code, "countdown": step.countdown},
+    )
+    return SendOutcome(False, "retrying", message.pk, error=step.error.title)
+
+
+def _cancelled(message: Message) -> SendOutcome:
+    return _mark_failed(
+        message, SendError("not retried: a manager took over the chat", code="cancelled")
+    )
 
 
 def _send_once(transport: Transport, message: Message) -> str:
@@ -311,11 +409,32 @@ def _mark_failed(message: Message, error: SendError) -> SendOutcome:
     )
     metrics.REPLIES_FAILED.labels(author=message.author, code=error.code[:32]).inc()
     hooks.message_changed(message.pk)
+    if message.sent_by_bot:
+        # A turn that recorded its reply as answered while the retries were still to come.
+        _turns_answered_by(message.pk).update(outcome=Turn.Outcome.SEND_FAILED)
     if message.sent_by_bot and error.code != "cancelled":
         # The customer did not get the bot's answer: a human has to look at this chat.
         with contextlib.suppress(ownership.InvalidTransition):
             ownership.request_human(message.chat_id, reason="send_failed")
     return SendOutcome(False, "failed", message.pk, error=error.title)
+
+
+def _turns_answered_by(message_id: int) -> QuerySet[Turn]:
+    return Turn.objects.filter(
+        reply_message_id=message_id,
+        outcome__in=(Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED),
+    )
+
+
+def settle_turn(turn_id: int) -> None:
+    """For the turn, once saved, whose reply was still being retried: when the retries already
+    gave up (before the turn's row named its reply, so `_mark_failed` could not mark it), the
+    turn says so too."""
+    Turn.objects.filter(
+        pk=turn_id,
+        outcome__in=(Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED),
+        reply_message__status=Message.Status.FAILED,
+    ).update(outcome=Turn.Outcome.SEND_FAILED)
 
 
 # --- delivery statuses -----------------------------------------------------------------------

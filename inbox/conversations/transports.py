@@ -5,23 +5,25 @@ A transport sends text and managers' attachments to the customer and fetches cus
 attachments. The implementations live in
 `integrations/` (Cloud API, linked-device bridge, sandbox) and import this module; the core
 finds the one for a channel through `inbox.conversations.transport_registry`, so nothing here
-knows which transports exist.
+knows which transports exist. Their HTTP clients come from `inbox.platform.http`, and their
+errors are its `Transient` / `Permanent` failures: `TransientSendError` carries the wait a
+provider asked for (`retry_after`), which the send's retries honour.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
+from inbox.platform.http import Permanent, Transient
 
 if TYPE_CHECKING:
     from inbox.conversations.models import Chat, Message
 
 
 class SendError(Exception):
-    """Sending failed. `permanent` errors will fail the same way again; transient ones may not."""
+    """Sending failed. `permanent` errors will fail the same way again; transient ones may not.
+    Raised as itself only for a send that was not tried (code "cancelled")."""
 
     permanent = False
 
@@ -32,21 +34,37 @@ class SendError(Exception):
         self.retry_after = retry_after
 
 
-class TransientSendError(SendError):
+class TransientSendError(SendError, Transient):
     permanent = False
 
 
-class PermanentSendError(SendError):
+class PermanentSendError(SendError, Permanent):
     permanent = True
 
 
 class MediaError(Exception):
-    """An attachment could not be fetched; `permanent` as for SendError."""
+    """An attachment could not be fetched; `permanent` as for SendError. `MediaError(title,
+    permanent=…)` gives a `PermanentMediaError` or a `TransientMediaError`."""
+
+    permanent: bool
+
+    def __new__(cls, title: str, *args: Any, permanent: bool = False, **kwargs: Any) -> MediaError:
+        if cls is MediaError:
+            cls = PermanentMediaError if permanent else TransientMediaError
+        return super().__new__(cls, title)
 
     def __init__(self, title: str, *, permanent: bool) -> None:
         super().__init__(title)
         self.title = title
         self.permanent = permanent
+
+
+class TransientMediaError(MediaError, Transient):
+    pass
+
+
+class PermanentMediaError(MediaError, Permanent):
+    pass
 
 
 @dataclass(frozen=True)
@@ -92,16 +110,3 @@ class Transport(Protocol):
         """Send an image or document (uploaded first when `upload_media` gave an id); returns
         the provider's message id."""
         ...
-
-
-_http_clients: dict[int, httpx.Client] = {}
-
-
-def http_client() -> httpx.Client:
-    """One HTTP client per process for the transports: pooled connections, and one TLS context
-    instead of one per send (building it costs several milliseconds). Timeouts are per call."""
-    client = _http_clients.get(os.getpid())
-    if client is None:
-        client = httpx.Client(timeout=httpx.Timeout(15.0, connect=5.0))
-        _http_clients[os.getpid()] = client
-    return client

@@ -8,21 +8,21 @@ a bridge on this machine: `127.0.0.1`, or `10.0.5.0/24`). Loopback, private, lin
 refused otherwise, whatever name resolves to them.
 
 The check runs when the URL is saved (a clear form error) and again before every request. The
-requests themselves go through `client()` / `http_client()`: their connections resolve the host
-once, refuse it unless every address passes the same rule, and connect to the address that was
-checked, so a name that answers a public address to the check and 127.0.0.1 a moment later
-(DNS rebinding) gets no connection. Redirects are not followed, and would be checked per hop if
-a caller asked for them. URLs the operator sets in the environment (the model server, the speech
-server, S3, the alert webhook) are theirs and are not checked.
+requests themselves go through a pinned client (`inbox.platform.http.client(pinned=True)`, whose
+transport is `PinnedTransport` below): its connections resolve the host once, refuse it unless
+every address passes the same rule, and connect to the address that was checked, so a name that
+answers a public address to the check and 127.0.0.1 a moment later (DNS rebinding) gets no
+connection. Redirects are not followed, and would be checked per hop if a caller asked for them.
+URLs the operator sets in the environment (the model server, the speech server, S3, the alert
+webhook) are theirs and are not checked.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import ssl
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
@@ -242,34 +242,3 @@ class PinnedTransport(httpx.BaseTransport):
     def close(self) -> None:
         with _httpx_errors():
             self._pool.close()
-
-
-DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
-
-
-def client(
-    *,
-    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-    headers: Mapping[str, str] | None = None,
-) -> httpx.Client:
-    """An HTTP client for URLs business admins type: connections only to checked addresses, no
-    redirects followed (a hop a caller asks to follow is checked the same way, by the backend),
-    and no proxy from the environment (a proxy would connect on our behalf, unchecked)."""
-    return httpx.Client(
-        transport=PinnedTransport(),
-        timeout=timeout,
-        headers=headers,
-        follow_redirects=False,
-        trust_env=False,
-    )
-
-
-_clients: dict[int, httpx.Client] = {}
-
-
-def http_client() -> httpx.Client:
-    """One pinned client per process (pooled connections, one TLS context); timeouts per call."""
-    shared = _clients.get(os.getpid())
-    if shared is None:
-        shared = _clients[os.getpid()] = client()
-    return shared

@@ -21,6 +21,11 @@ the messageId option), so the inbox knows its own messages before their echo arr
 Media: `GET <media_url>` with the bearer token. A manager's image or document:
 `POST {bridge_url}/send-media`, multipart/form-data with the fields `chat_id`, `id`, `kind`
 (`image` | `document`), `caption`, `filename` and the file as `file` → `200 {"id": "<id>"}`.
+A 429 or 5xx answer is retried later (after its Retry-After, seconds or a date, when it has one);
+other answers fail the message.
+
+The bridge URL is a business's setting: it is checked against the egress rule before each
+request, and the request goes through the process's pinned client (`inbox.platform.http`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from inbox.conversations.transports import (
     PermanentSendError,
     TransientSendError,
 )
-from inbox.platform import egress
+from inbox.platform import egress, http
 from integrations.whatsapp import payloads
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
@@ -158,11 +163,8 @@ class BridgeTransport:
                 f"the bridge URL is not allowed: {exc}", code="egress"
             ) from exc
         try:
-            response = egress.http_client().post(
-                url,
-                headers=self._headers(),
-                timeout=httpx.Timeout(read_timeout, connect=5.0),
-                **body,
+            response = http.shared(pinned=True).post(
+                url, headers=self._headers(), timeout=http.timeouts(read_timeout), **body
             )
         except httpx.TimeoutException as exc:
             raise TransientSendError("the bridge did not answer in time", code="timeout") from exc
@@ -171,11 +173,10 @@ class BridgeTransport:
                 "the bridge is unreachable (is the phone linked?)", code="network"
             ) from exc
         if response.status_code == 429 or response.status_code >= 500:
-            retry = response.headers.get("retry-after", "")
             raise TransientSendError(
                 f"the bridge answered HTTP {response.status_code}",
                 code=str(response.status_code),
-                retry_after=min(float(retry), 30.0) if retry.isdigit() else None,
+                retry_after=http.retry_after(response.headers),
             )
         if response.status_code != 200:
             # The answer's body is not shown: the URL is the business's, the server may not be.
@@ -196,8 +197,8 @@ class BridgeTransport:
         except egress.EgressRefused as exc:
             raise MediaError(f"the media URL is not allowed: {exc}", permanent=True) from exc
         try:
-            response = egress.http_client().get(
-                message.media_ref, headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)
+            response = http.shared(pinned=True).get(
+                message.media_ref, headers=self._headers(), timeout=http.timeouts(30.0)
             )
         except httpx.TransportError as exc:
             raise MediaError("the bridge is unreachable", permanent=False) from exc

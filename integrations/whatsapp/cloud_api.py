@@ -4,7 +4,10 @@ gives a media id, then `POST /{phone-number-id}/messages` refers to that id.
 
 Graph errors are mapped to what the inbox can do about them: retry (rate limits, temporary
 outages, timeouts) or fail visibly for a manager (expired token, invalid recipient, outside the
-24-hour window). `WHATSAPP_GRAPH_URL` points tests at the emulator.
+24-hour window); a Retry-After the platform sends (seconds or a date) travels on the transient
+error. Requests go through the process's shared client (`inbox.platform.http`): the Graph URL
+is the operator's setting, not a business's, so it is not pinned. `WHATSAPP_GRAPH_URL` points
+tests at the emulator.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from inbox.conversations.transports import (
     PermanentSendError,
     SendError,
     TransientSendError,
-    http_client,
 )
+from inbox.platform import http
 
 if TYPE_CHECKING:
     from inbox.conversations.models import Channel, Chat, Message
@@ -50,8 +53,9 @@ EXPLANATIONS = {
 }
 
 
-def _timeout() -> httpx.Timeout:
-    return httpx.Timeout(10.0, connect=5.0)
+SEND_TIMEOUT = http.timeouts(10.0)
+UPLOAD_TIMEOUT = http.timeouts(60.0)
+DOWNLOAD_TIMEOUT = http.timeouts(30.0)
 
 
 def _graph_error(response: httpx.Response) -> SendError:
@@ -68,9 +72,7 @@ def _graph_error(response: httpx.Response) -> SendError:
         detail = details.get("details", "") if isinstance(details, dict) else ""
         title = str(detail or error.get("message") or title)[:500]
     title = EXPLANATIONS.get(code, title)
-    retry_after = None
-    if response.headers.get("retry-after", "").isdigit():
-        retry_after = min(float(response.headers["retry-after"]), 30.0)
+    retry_after = http.retry_after(response.headers)
     if code in TRANSIENT_CODES or (not code and response.status_code >= 500):
         return TransientSendError(
             title, code=code or str(response.status_code), retry_after=retry_after
@@ -112,12 +114,12 @@ class CloudApiTransport:
         mime = UPLOAD_TYPES.get(media.mime_type, media.mime_type)
         url = f"{self.base}/{self.channel.phone_number_id}/media"
         try:
-            response = http_client().post(
+            response = http.shared().post(
                 url,
                 data={"messaging_product": "whatsapp", "type": mime},
                 files={"file": (media.filename or "file", media.content, mime)},
                 headers=self._headers(),
-                timeout=httpx.Timeout(60.0, connect=5.0),
+                timeout=UPLOAD_TIMEOUT,
             )
         except httpx.TimeoutException as exc:
             raise TransientSendError(
@@ -154,8 +156,8 @@ class CloudApiTransport:
             payload["biz_opaque_callback_data"] = client_message_id
         url = f"{self.base}/{self.channel.phone_number_id}/messages"
         try:
-            response = http_client().post(
-                url, json=payload, headers=self._headers(), timeout=_timeout()
+            response = http.shared().post(
+                url, json=payload, headers=self._headers(), timeout=SEND_TIMEOUT
             )
         except httpx.TimeoutException as exc:
             raise TransientSendError(
@@ -178,9 +180,7 @@ class CloudApiTransport:
         media_id = message.media_ref
         if not media_id:
             raise MediaError("the message has no media id", permanent=True)
-        with httpx.Client(
-            headers=self._headers(), timeout=httpx.Timeout(30.0, connect=5.0)
-        ) as client:
+        with http.client(headers=self._headers(), timeout=DOWNLOAD_TIMEOUT) as client:
             for attempt in range(2):
                 info = self._media_info(client, media_id)
                 downloaded = self._download(client, str(info["url"]))

@@ -235,6 +235,7 @@ class _Failure:
     code: int
     http_status: int
     remaining: int
+    retry_after: str = ""  # the Retry-After header of the answer, when not ""
 
 
 @dataclass
@@ -247,6 +248,7 @@ class GraphApiEmulator:
     sent: list[SentMessage] = field(default_factory=list)
     uploads: list[Upload] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    send_times: list[float] = field(default_factory=list)  # time.time() of each send request
 
     def __post_init__(self) -> None:
         self._tokens: dict[str, str] = {}
@@ -298,6 +300,7 @@ class GraphApiEmulator:
             self.sent.clear()
             self.uploads.clear()
             self.requests.clear()
+            self.send_times.clear()
             self._send_failures.clear()
             self._upload_failures.clear()
             self._async_failures.clear()
@@ -312,11 +315,14 @@ class GraphApiEmulator:
         self._media[media_id] = Media(content, mime_type, digest)
         return digest
 
-    def fail_next_sends(self, code: int, times: int = 1, http_status: int | None = None) -> None:
-        """The next `times` sends answer with this Graph error code."""
+    def fail_next_sends(
+        self, code: int, times: int = 1, http_status: int | None = None, retry_after: str = ""
+    ) -> None:
+        """The next `times` sends answer with this Graph error code (and a Retry-After header,
+        seconds or an HTTP date, when `retry_after` is given)."""
         with self._lock:
             self._send_failures.append(
-                _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
+                _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times, retry_after)
             )
 
     def fail_next_uploads(self, code: int, times: int = 1, http_status: int | None = None) -> None:
@@ -422,7 +428,9 @@ class GraphApiEmulator:
 
     def handle_send(
         self, handler: _Handler, phone_number_id: str, body: dict[str, Any]
-    ) -> tuple[int, Any]:
+    ) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
+        with self._lock:
+            self.send_times.append(time.time())
         if phone_number_id not in self._tokens:
             return 400, _error(
                 100, f"Unsupported post request. Object with ID '{phone_number_id}' does not exist"
@@ -431,8 +439,11 @@ class GraphApiEmulator:
             return 401, _error(190, ERROR_TITLES[190], subcode=463)
         failure = self._next_failure(self._send_failures)
         if failure is not None:
-            return failure.http_status, _error(
-                failure.code, ERROR_TITLES.get(failure.code, "Error")
+            headers = {"Retry-After": failure.retry_after} if failure.retry_after else {}
+            return (
+                failure.http_status,
+                _error(failure.code, ERROR_TITLES.get(failure.code, "Error")),
+                headers,
             )
         kind = body.get("type")
         if body.get("messaging_product") != "whatsapp" or kind not in ("text", "image", "document"):
@@ -590,9 +601,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _json(self, status: int, body: Any) -> None:
+    def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(body).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()

@@ -1,19 +1,23 @@
-"""The Bitrix24 REST client: the only module that makes HTTP requests to Bitrix24.
+"""The Bitrix24 REST client: the only module that makes REST calls to Bitrix24 (the OAuth
+token refresh is auth.py's).
 
-One small method per concern: `call` (one method), `batch` (≤50 commands in one request),
-`iterate` (`>ID` + `start=-1` pagination), `refresh_oauth` (the OAuth token endpoint).
+One small method per concern: `call` (one method), `batch` (≤50 commands in one request,
+batch.py reads the answer), `iterate` (`>ID` + `start=-1` pagination).
 
 Every request first takes a slot from the portal's shared Redis bucket (limiter.py). The
 response envelope is read on every call and its `time` block logged. Failures are classified
-(errors.py) and retried here only while that is safe and short:
-- 503 QUERY_LIMIT_EXCEEDED: exponential backoff with jitter, and the shared bucket is marked
-  full so every worker slows down;
+(errors.py: `TransientError` / `PermanentError`, the platform's `Transient` / `Permanent`) and
+retried here with `inbox.platform.http.retry`, only while that is safe and short:
+- 503 QUERY_LIMIT_EXCEEDED: exponential backoff with full jitter, and the shared bucket is
+  marked full so every worker slows down;
 - 429 OPERATION_TIME_LIMIT: wait until the method's `operating_reset_at` (remembered from the
   last success, shared in Redis), or hand the wait to the caller when it is long;
 - non-JSON 5xx bodies and network errors: transient. A write whose outcome is unknown (timeout
   after sending, proxy error page) is NOT repeated here: it raises with `in_doubt=True`, and the
-  sync looks before it writes again.
-After `max_attempts` the last TransientError is raised; the caller's job is retried later.
+  sync looks before it writes again;
+- an expired OAuth token is refreshed once per call and the request repeated (not an attempt).
+After `max_attempts` tries, or when the next could not start within `max_total` seconds (below
+the tasks' time limit), the last TransientError is raised; the caller's job is retried later.
 
 The webhook URL is a bearer secret: it never appears in logs or exception messages; logs name
 the portal host only.
@@ -22,19 +26,33 @@ the portal host only.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import Any
 
 import httpx
 from django.conf import settings
 
-from inbox.platform import egress
+from inbox.platform import http as platform_http
 from inbox.platform.redis import get_redis
-from integrations.bitrix24.rest import phpquery
+from integrations.bitrix24.rest.auth import (
+    USER_AGENT,
+    AppAuth,
+    Auth,
+    TokenSource,
+    WebhookAuth,
+    check_egress,
+    http_timeout,
+    refresh_oauth,
+)
+from integrations.bitrix24.rest.batch import (
+    BATCH_LIMIT,
+    BatchResult,
+    Command,
+    as_map,
+    parse_batch,
+)
 from integrations.bitrix24.rest.errors import (
     AuthError,
     Bitrix24Error,
@@ -47,11 +65,28 @@ from integrations.bitrix24.rest.errors import (
 )
 from integrations.bitrix24.rest.limiter import LeakyBucket
 
+__all__ = [
+    "BATCH_LIMIT",
+    "PAGE_SIZE",
+    "USER_AGENT",
+    "AppAuth",
+    "Auth",
+    "BatchResult",
+    "Bitrix24Client",
+    "Command",
+    "Response",
+    "TokenSource",
+    "WebhookAuth",
+    "is_read",
+    "parse_batch",
+    "refresh_oauth",
+]
+
 log = logging.getLogger(__name__)
 
-BATCH_LIMIT = 50
 PAGE_SIZE = 50
-USER_AGENT = "whatsapp-operator-inbox/0.1 (+bitrix24 sync)"
+# A call with its retries ends before the tasks' soft time limit (tasks.py: 300 s).
+MAX_TOTAL_SECONDS = 240.0
 _READ_SUFFIXES = (".get", ".list", ".current", ".findbycomm", ".fields", ".info", ".status")
 _READ_METHODS = {"scope", "methods", "profile", "server.time", "crm.settings.mode.get"}
 
@@ -64,151 +99,12 @@ def is_read(method: str) -> bool:
     return name in _READ_METHODS or name.endswith(_READ_SUFFIXES)
 
 
-class TokenSource(Protocol):
-    """Where an application's OAuth access token comes from (connection.py keeps them)."""
-
-    def access_token(self) -> str: ...
-
-    def refresh(self, stale: str) -> str:
-        """Return a valid token; refresh it unless another worker already did."""
-        ...
-
-
-class Auth(Protocol):
-    @property
-    def portal_host(self) -> str: ...
-
-    def url(self, method: str) -> str: ...
-
-    def sign(self, payload: dict[str, Any]) -> dict[str, Any]: ...
-
-    def refresh(self, payload: dict[str, Any]) -> bool: ...
-
-
-@dataclass(frozen=True)
-class WebhookAuth:
-    """An incoming webhook `https://{portal}/rest/{user}/{code}/`. `repr` hides the code."""
-
-    base_url: str = field(repr=False)
-
-    @property
-    def portal_host(self) -> str:
-        return urlsplit(self.base_url).netloc
-
-    def url(self, method: str) -> str:
-        return f"{self.base_url.rstrip('/')}/{method}.json"
-
-    def sign(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return payload
-
-    def refresh(self, payload: dict[str, Any]) -> bool:
-        return False
-
-
-@dataclass
-class AppAuth:
-    """A local application: `https://{portal}/rest/{method}` with `auth=<access token>`."""
-
-    portal_url: str
-    tokens: TokenSource = field(repr=False)
-
-    @property
-    def portal_host(self) -> str:
-        return urlsplit(self.portal_url).netloc
-
-    def url(self, method: str) -> str:
-        return f"{self.portal_url.rstrip('/')}/rest/{method}.json"
-
-    def sign(self, payload: dict[str, Any]) -> dict[str, Any]:
-        return {**payload, "auth": self.tokens.access_token()}
-
-    def refresh(self, payload: dict[str, Any]) -> bool:
-        self.tokens.refresh(str(payload.get("auth") or ""))
-        return True
-
-
 @dataclass(frozen=True)
 class Response:
     result: Any
     total: int | None = None
     next: int | None = None
     time: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Command:
-    """One batch command. Keys must not be numeric (PHP would turn the map into a list)."""
-
-    key: str
-    method: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.key or self.key.isdigit() or not self.key.replace("_", "").isalnum():
-            raise ValueError(f"batch command key must be alphanumeric, not numeric: {self.key!r}")
-
-    def query(self) -> str:
-        encoded = phpquery.encode(self.params)
-        return f"{self.method}?{encoded}" if encoded else self.method
-
-
-@dataclass
-class BatchResult:
-    """Per-command outcome of one or more batch requests."""
-
-    results: dict[str, Any] = field(default_factory=dict)
-    errors: dict[str, Bitrix24Error] = field(default_factory=dict)
-    totals: dict[str, int] = field(default_factory=dict)
-
-    def merge(self, other: BatchResult) -> None:
-        self.results.update(other.results)
-        self.errors.update(other.errors)
-        self.totals.update(other.totals)
-
-
-def _as_map(value: Any) -> dict[str, Any]:
-    """PHP serialises an empty map as `[]` and a 0..n-1 keyed map as a list."""
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, list):
-        return {str(i): v for i, v in enumerate(value)}
-    return {}
-
-
-def parse_batch(payload: Any, commands: Sequence[Command]) -> BatchResult:
-    """Map a batch response back to its commands. `result_error` may be a map keyed by command
-    or a list that lost its keys; commands in neither map did not run (`halt`)."""
-    body = payload if isinstance(payload, dict) else {}
-    by_key = {c.key: c for c in commands}
-    outcome = BatchResult()
-    outcome.results = {k: v for k, v in _as_map(body.get("result")).items() if k in by_key}
-    for key, total in _as_map(body.get("result_total")).items():
-        if key in by_key and str(total).lstrip("-").isdigit():
-            outcome.totals[key] = int(total)
-    raw_errors = body.get("result_error")
-    missing = [c.key for c in commands if c.key not in outcome.results]
-    pairs: list[tuple[str, Any]]
-    if isinstance(raw_errors, dict):
-        pairs = [(str(k), v) for k, v in raw_errors.items() if str(k) in by_key]
-    elif isinstance(raw_errors, list):
-        # Keys lost: the failed commands are the ones without a result, in command order.
-        pairs = list(zip(missing, raw_errors, strict=False))
-    else:
-        pairs = []
-    for key, raw in pairs:
-        detail = raw if isinstance(raw, dict) else {}
-        outcome.errors[key] = classify(
-            None,
-            str(detail.get("error") or ""),
-            str(detail.get("error_description") or ""),
-            method=by_key[key].method,
-        )
-    for key in missing:
-        if key not in outcome.errors:
-            outcome.errors[key] = TransientError(
-                "NOT_EXECUTED", "the batch stopped before this command", method=by_key[key].method
-            )
-    return outcome
 
 
 def _number(value: Any) -> float | None:
@@ -231,6 +127,7 @@ class Bitrix24Client:
         backoff_cap: float | None = None,
         max_bucket_wait: float | None = None,
         max_block_wait: float | None = None,
+        max_total: float = MAX_TOTAL_SECONDS,
     ) -> None:
         conf = settings
         self.auth = auth
@@ -246,11 +143,12 @@ class Bitrix24Client:
         self.max_block_wait = max_block_wait or float(
             getattr(conf, "BITRIX24_MAX_BLOCK_WAIT", 30.0)
         )
-        timeout = float(getattr(conf, "BITRIX24_HTTP_TIMEOUT", 30.0))
+        self.max_total = max_total
         self._own_http = http is None
-        self.http = http or egress.client(
-            timeout=httpx.Timeout(timeout, connect=5.0),
+        self.http = http or platform_http.client(
+            timeout=http_timeout(),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            pinned=True,
         )
         self.redis = get_redis()
 
@@ -342,70 +240,122 @@ class Bitrix24Client:
 
     # --- one request with retries ---------------------------------------------------------
 
+    def _policy(self) -> platform_http.Backoff:
+        return platform_http.Backoff(
+            attempts=self.max_attempts,
+            base=self.backoff_base,
+            cap=self.backoff_cap,
+            total=self.max_total,
+            retry_after_max=self.max_block_wait,  # an operating-time block we wait out here
+        )
+
     def _send(
         self, method: str, payload: dict[str, Any], *, repeatable: bool, commands: int
     ) -> Response:
+        check_egress(self.auth.url(method), method)
         attempt = 0
         refreshed = False
-        _check_egress(self.auth.url(method), method)
-        while True:
+        not_here: list[BaseException] = []
+
+        def one_attempt() -> Response:
+            nonlocal attempt, refreshed
             attempt += 1
-            self._wait_if_blocked(method)
-            waited = self.bucket.acquire(max_wait=self.max_bucket_wait)
-            signed = self.auth.sign(payload)
-            started = time.monotonic()
-            status: int | None = None
-            error: Bitrix24Error
             try:
-                reply = self.http.post(self.auth.url(method), json=signed)
-            except httpx.TransportError as exc:
-                sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                error = TransientError("NETWORK", type(exc).__name__, method=method)
-                error.in_doubt = sent and not repeatable
-            else:
-                status = reply.status_code
-                parsed = self._parse(reply, method)
-                if isinstance(parsed, Response):
-                    self._log_success(method, status, parsed, started, waited, attempt, commands)
-                    return parsed
-                error = parsed
-                if (
-                    isinstance(error, TransientError)
-                    and error.code == "NON_JSON_RESPONSE"
-                    and not repeatable
-                ):
-                    error.in_doubt = True
-            log.warning(
-                "bitrix24.call_failed",
-                extra={
-                    "portal": self.portal,
-                    "method": method,
-                    "http_status": status,
-                    "code": error.code,
-                    "attempt": attempt,
-                    "elapsed_ms": round((time.monotonic() - started) * 1000),
-                },
-            )
-            if isinstance(error, TokenExpired):
-                if not refreshed and self.auth.refresh(payload):
-                    refreshed = True
-                    attempt -= 1
-                    continue
-                # A webhook past its expiry date (or a token that stays expired): only a person
-                # can fix that.
-                raise AuthError(error.code, error.description, status=status, method=method)
-            if isinstance(error, PermanentError):
-                raise error
-            if isinstance(error, TransientError) and error.in_doubt:
-                raise error  # the write may have happened: the caller must look first
-            if isinstance(error, OperationTimeLimited):
-                self._block_until_reset(method, error)
-            elif isinstance(error, RateLimited):
-                self.bucket.saturate()
-            if attempt >= self.max_attempts:
-                raise error
-            if not isinstance(error, OperationTimeLimited):
-                time.sleep(self._backoff(attempt))
+                return self._request(method, payload, repeatable, commands, attempt)
+            except TokenExpired as error:
+                if refreshed:
+                    raise AuthError(
+                        error.code, error.description, status=error.status, method=method
+                    ) from None
+                refreshed = True  # once per call, and the repeat is not another attempt
+                try:
+                    renewed = self.auth.refresh(payload)
+                except TransientError as failed:
+                    not_here.append(failed)  # the refresh is the caller's to try again
+                    raise
+                if not renewed:
+                    # A webhook past its expiry date (or a token that stays expired): only a
+                    # person can fix that.
+                    raise AuthError(
+                        error.code, error.description, status=error.status, method=method
+                    ) from None
+            try:
+                return self._request(method, payload, repeatable, commands, attempt)
+            except TokenExpired as error:
+                raise AuthError(
+                    error.code, error.description, status=error.status, method=method
+                ) from None
+
+        return platform_http.retry(
+            one_attempt,
+            self._policy(),
+            on=TransientError,
+            retry_if=lambda error: error not in not_here and self._may_retry(error),
+        )
+
+    def _may_retry(self, error: BaseException) -> bool:
+        """Transient errors this client must not repeat itself: a write that may have happened
+        (the caller looks first), a full client bucket or an operating-time block longer than
+        it may wait (the caller's job waits instead)."""
+        if not isinstance(error, TransientError) or error.in_doubt:
+            return False
+        if error.code == "CLIENT_BUCKET_FULL":
+            return False
+        return not (
+            isinstance(error, OperationTimeLimited)
+            and (error.retry_after or 0.0) > self.max_block_wait
+        )
+
+    def _request(
+        self,
+        method: str,
+        payload: dict[str, Any],
+        repeatable: bool,
+        commands: int,
+        attempt: int,
+    ) -> Response:
+        """One request: the parsed answer, or the classified error raised."""
+        self._wait_if_blocked(method)
+        waited = self.bucket.acquire(max_wait=self.max_bucket_wait)
+        signed = self.auth.sign(payload)
+        started = time.monotonic()
+        status: int | None = None
+        error: Bitrix24Error
+        try:
+            reply = self.http.post(self.auth.url(method), json=signed)
+        except httpx.TransportError as exc:
+            sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+            error = TransientError("NETWORK", type(exc).__name__, method=method)
+            error.in_doubt = sent and not repeatable
+        else:
+            status = reply.status_code
+            parsed = self._parse(reply, method)
+            if isinstance(parsed, Response):
+                self._log_success(method, status, parsed, started, waited, attempt, commands)
+                return parsed
+            error = parsed
+            if (
+                isinstance(error, TransientError)
+                and error.code == "NON_JSON_RESPONSE"
+                and not repeatable
+            ):
+                error.in_doubt = True
+        log.warning(
+            "bitrix24.call_failed",
+            extra={
+                "portal": self.portal,
+                "method": method,
+                "http_status": status,
+                "code": error.code,
+                "attempt": attempt,
+                "elapsed_ms": round((time.monotonic() - started) * 1000),
+            },
+        )
+        if isinstance(error, OperationTimeLimited):
+            self._block_until_reset(method, error)
+        elif isinstance(error, RateLimited):
+            self.bucket.saturate()
+        raise error
 
     def _parse(self, reply: httpx.Response, method: str) -> Response | Bitrix24Error:
         status = reply.status_code
@@ -471,11 +421,6 @@ class Bitrix24Client:
             },
         )
 
-    def _backoff(self, attempt: int) -> float:
-        """Exponential, capped, with ±50 % jitter so workers do not retry in lockstep."""
-        base = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
-        return float(base * random.uniform(0.5, 1.5))
-
     # --- operating-time limit -------------------------------------------------------------
 
     def _reset_key(self, method: str) -> str:
@@ -492,15 +437,16 @@ class Bitrix24Client:
         self.redis.set(self._reset_key(method), str(reset_at), ex=ttl)
 
     def _remember_batch_times(self, payload: Any, commands: Sequence[Command]) -> None:
-        times = _as_map(payload.get("result_time")) if isinstance(payload, dict) else {}
+        times = as_map(payload.get("result_time")) if isinstance(payload, dict) else {}
         by_key = {c.key: c for c in commands}
         for key, timing in times.items():
             if key in by_key and isinstance(timing, dict):
                 self._remember_reset(by_key[key].method, timing)
 
     def _block_until_reset(self, method: str, error: OperationTimeLimited) -> None:
-        """Remember (for every worker) that `method` is blocked until its reset time, then
-        wait for it here if that is short, else hand the wait to the caller."""
+        """Remember (for every worker) that `method` is blocked until its reset time; the wait
+        becomes the error's `retry_after`: waited out here when it is short (the retry rule),
+        handed to the caller otherwise (`_may_retry`)."""
         raw = self.redis.get(self._reset_key(method))
         reset_at = float(raw) if raw else time.time() + self.max_block_wait * 2
         wait = max(0.0, reset_at - time.time())
@@ -511,8 +457,6 @@ class Bitrix24Client:
             "bitrix24.operating_limit",
             extra={"portal": self.portal, "method": method, "wait_s": round(wait, 1)},
         )
-        if wait > self.max_block_wait:
-            raise error
 
     def _wait_if_blocked(self, method: str) -> None:
         raw = self.redis.get(self._block_key(method))
@@ -528,55 +472,3 @@ class Bitrix24Client:
             error.retry_after = wait
             raise error
         time.sleep(wait)
-
-
-def refresh_oauth(
-    oauth_url: str,
-    *,
-    client_id: str,
-    client_secret: str,
-    refresh_token: str,
-) -> dict[str, Any]:
-    """Exchange a refresh token for new tokens at the OAuth server. The old refresh token stops
-    working, so callers serialise this (connection.py holds a row lock around it)."""
-    timeout = float(getattr(settings, "BITRIX24_HTTP_TIMEOUT", 30.0))
-    _check_egress(oauth_url, "oauth.token")
-    try:
-        with egress.client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as http:
-            reply = http.get(
-                f"{oauth_url.rstrip('/')}/oauth/token/",
-                params={
-                    "grant_type": "refresh_token",
-                    "client_id": client_id,
-                    "client_secret": client_secret,
-                    "refresh_token": refresh_token,
-                },
-            )
-    except httpx.TransportError as exc:
-        raise TransientError("NETWORK", type(exc).__name__, method="oauth.token") from None
-    try:
-        body = reply.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise TransientError("NON_JSON_RESPONSE", f"HTTP {reply.status_code}", method="oauth.token")
-    if "error" in body or not body.get("access_token"):
-        code = str(body.get("error") or "oauth_error")
-        if reply.status_code >= 500:
-            raise TransientError(code, "", status=reply.status_code, method="oauth.token")
-        raise AuthError(
-            code,
-            str(body.get("error_description") or ""),
-            status=reply.status_code,
-            method="oauth.token",
-        )
-    log.info("bitrix24.oauth_refreshed", extra={"portal": urlsplit(oauth_url).netloc})
-    return body
-
-
-def _check_egress(url: str, method: str) -> None:
-    """A portal URL typed by a business admin may not point inside this network."""
-    try:
-        egress.check(url)
-    except egress.EgressRefused as exc:
-        raise PermanentError("EGRESS_REFUSED", str(exc), method=method) from None

@@ -3,9 +3,13 @@
 `TransientError`: try again later (rate limits, overload, 5xx, HTML error pages, network).
 `PermanentError`: retrying the same request will fail the same way until someone changes the
 configuration or the data (bad webhook, missing scope, invalid field, deleted entity).
+They are the platform's `Transient` / `Permanent` failures (`inbox.platform.http`), so the
+shared retry rule reads them like any other outside system's.
 """
 
 from __future__ import annotations
+
+from inbox.platform.http import Permanent, Transient
 
 
 class Bitrix24Error(Exception):
@@ -22,7 +26,7 @@ class Bitrix24Error(Exception):
         super().__init__(f"{method}: {text}" if method else text)
 
 
-class TransientError(Bitrix24Error):
+class TransientError(Bitrix24Error, Transient):
     """Retry later. `retry_after` (seconds) is set when Bitrix24 said when; `in_doubt` when a
     write may have been applied although no answer came back (look before writing again)."""
 
@@ -42,7 +46,7 @@ class TokenExpired(TransientError):
     """401 expired_token: refresh the OAuth access token and repeat."""
 
 
-class PermanentError(Bitrix24Error):
+class PermanentError(Bitrix24Error, Permanent):
     """Do not retry until something changes."""
 
 

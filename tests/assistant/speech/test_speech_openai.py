@@ -11,6 +11,7 @@ from django.test import override_settings
 
 from assistant.speech import transcribe as speech
 from assistant.speech.openai_server import language_code
+from inbox.platform.http import Permanent, Transient
 from tests.emulators.openai_audio import (
     SpeechEmulator,
     Step,
@@ -126,6 +127,8 @@ def test_server_errors_and_rate_limits_are_transient(
         speech.transcribe(voice_note)
 
     assert not error.value.permanent
+    assert isinstance(error.value, Transient)
+    assert not isinstance(error.value, Permanent)
     assert f"HTTP {status}" in str(error.value)
     assert "engine overloaded" in str(error.value)
 
@@ -181,6 +184,8 @@ def test_a_wrong_key_is_permanent_and_says_which_setting(
         speech.transcribe(voice_note)
 
     assert e.value.permanent
+    assert isinstance(e.value, Permanent)
+    assert not isinstance(e.value, Transient)
     assert "SPEECH_API_KEY" in str(e.value)
     assert "wrong" not in str(e.value)  # the key is never echoed
 

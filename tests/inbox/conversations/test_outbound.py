@@ -1,4 +1,5 @@
-"""The send path: owner and version checked under the lock, Graph errors mapped, media fetched."""
+"""The send path: owner and version checked under the lock, Graph errors mapped, media fetched.
+Retries of a bot reply through a real Celery worker: test_outbound_retries.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from inbox.conversations.outbound import (
 )
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import MediaError
+from inbox.platform.http import Transient
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator
 
@@ -113,17 +115,6 @@ class TestSendReply:
         assert (second.sent, second.reason) == (False, "already_answered")
         assert len(graph.sent) == 1
 
-    def test_rate_limit_is_retried_and_then_succeeds(
-        self, cloud_chat: Chat, graph: GraphApiEmulator
-    ) -> None:
-        asked = _pending(cloud_chat)
-        graph.fail_next_sends(130429, times=1)
-
-        outcome = send_reply(cloud_chat.pk, "hi", generated_at_version=1, answered_up_to=asked.pk)
-
-        assert outcome.sent
-        assert len(graph.sent) == 1
-
     @pytest.mark.parametrize(
         ("code", "words"), [(190, "token"), (131030, "allowed list"), (100, "parameter")]
     )
@@ -142,16 +133,19 @@ class TestSendReply:
         assert graph.sent == []
         assert Chat.objects.get(pk=cloud_chat.pk).owner == Owner.PENDING_HUMAN
 
-    def test_transient_errors_give_up_after_bounded_attempts(
+    def test_a_transient_error_leaves_the_reply_to_the_deliver_task(
         self, cloud_chat: Chat, graph: GraphApiEmulator
     ) -> None:
+        """Tried once here; the retries are a Celery task's (test_outbound_retries.py)."""
         asked = _pending(cloud_chat)
-        graph.fail_next_sends(131000, times=10, http_status=500)
+        graph.fail_next_sends(131000, times=1, http_status=500)
 
         outcome = send_reply(cloud_chat.pk, "hi", generated_at_version=1, answered_up_to=asked.pk)
 
-        assert outcome.reason == "failed"
-        assert len([r for r in graph.requests if r[0] == "POST"]) == 3
+        assert (outcome.sent, outcome.reason) == (False, "retrying")
+        assert len(graph.send_times) == 1
+        assert Message.objects.get(pk=outcome.message_id).status == Message.Status.SENDING
+        assert Chat.objects.get(pk=cloud_chat.pk).owner == Owner.BOT
 
     def test_outside_the_24_hour_window_arrives_later_as_a_failed_status(
         self, cloud_chat: Chat, graph: GraphApiEmulator
@@ -180,6 +174,29 @@ class TestManagerActions:
         message = Message.objects.get(pk=outcome.message_id)
         assert (message.author, message.sent_by, message.sent_by_bot) == ("manager", manager, False)
         assert not is_bot_sent(chat.pk, outcome.provider_message_id)
+
+    def test_a_managers_reply_is_retried_where_it_is_sent(
+        self, cloud_chat: Chat, graph: GraphApiEmulator
+    ) -> None:
+        graph.fail_next_sends(130429, times=1, retry_after="0")
+
+        outcome = send_manager_reply(cloud_chat.pk, "One moment", manager=None)
+
+        assert outcome.sent
+        assert len(graph.send_times) == 2
+        assert [m.text for m in graph.sent] == ["One moment"]
+
+    def test_a_managers_reply_gives_up_after_bounded_attempts(
+        self, cloud_chat: Chat, graph: GraphApiEmulator
+    ) -> None:
+        graph.fail_next_sends(131000, times=10, http_status=500, retry_after="0")
+
+        outcome = send_manager_reply(cloud_chat.pk, "One moment", manager=None)
+
+        assert (outcome.sent, outcome.reason) == (False, "failed")
+        assert len(graph.send_times) == 3
+        assert Message.objects.get(pk=outcome.message_id).status == Message.Status.FAILED
+        assert Chat.objects.get(pk=cloud_chat.pk).owner == Owner.HUMAN  # no handoff card
 
     def test_internal_note_is_never_sent(self, cloud_chat: Chat, graph: GraphApiEmulator) -> None:
         note = add_internal_note(cloud_chat.pk, "Customer called, wants a discount")
@@ -243,9 +260,10 @@ class TestMedia:
         graph.add_media("555", b"data", "image/jpeg")
         message = factories.customer_message(cloud_chat, "", kind="image", media_ref="555")
 
-        with pytest.raises(MediaError, match="expiring"):
+        with pytest.raises(MediaError, match="expiring") as raised:
             transport_for(cloud_chat.channel).fetch_media(message)
         assert len([r for r in graph.requests if r[1] == "/v24.0/555"]) == 2
+        assert isinstance(raised.value, Transient)  # the platform's kind: worth a retry
 
     def test_checksum_mismatch_is_refused(self, cloud_chat: Chat, graph: GraphApiEmulator) -> None:
         graph.add_media("556", b"data", "image/jpeg")

@@ -81,11 +81,11 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
     asked = _ask(chat, f"Call me on +{PHONE}")
     assert send_reply(chat.pk, "Sure!", generated_at_version=chat.version,
                       answered_up_to=asked.pk).sent  # fmt: skip
-    # A transient failure, retried, then a permanent one (expired token).
+    # A transient failure, its retry queued, then a permanent one (expired token).
     graph.fail_next_sends(131000, times=1)
     asked = _ask(chat, "and the price?")
     assert send_reply(chat.pk, "12 000 KZT", generated_at_version=chat.version,
-                      answered_up_to=asked.pk).sent  # fmt: skip
+                      answered_up_to=asked.pk).reason == "retrying"  # fmt: skip
     graph.fail_next_sends(190, times=3)
     asked = _ask(chat, "thanks")
     failed = send_reply(chat.pk, "You're welcome", generated_at_version=chat.version,
@@ -108,6 +108,7 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
 
     logged = all_logs.getvalue()
     assert "send.failed" in logged  # the failures were logged...
+    assert "send.retry_queued" in logged
     assert "llm.endpoint_failed" in logged
     assert "alert.webhook_failed" in logged
     for secret in (TOKEN, LLM_KEY, HOOK_TOKEN, PHONE, "701 123"):

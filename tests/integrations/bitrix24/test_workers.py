@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 import pytest
@@ -98,9 +98,22 @@ def _quiet(portal: Bitrix24Emulator) -> bool:
     )
 
 
-def _idle(portal: Bitrix24Emulator) -> bool:
-    # Twice, a moment apart: a task moves from the queue to `unacked` in two steps.
-    return _quiet(portal) and not time.sleep(0.3) and _quiet(portal)
+def _idle(portal: Bitrix24Emulator, hold: float = 0.3) -> Callable[[], bool]:
+    """A poll for `wait_for`: quiet at every look for `hold` seconds in a row (a task moves
+    from the queue to `unacked` in two steps, so one quiet look can fall between them)."""
+    quiet_since: float | None = None
+
+    def idle() -> bool:
+        nonlocal quiet_since
+        if not _quiet(portal):
+            quiet_since = None
+            return False
+        now = time.monotonic()
+        if quiet_since is None:
+            quiet_since = now
+        return now - quiet_since >= hold
+
+    return idle
 
 
 def _read_back(portal: Bitrix24Emulator, entity_id: int, since: int) -> bool:
@@ -160,7 +173,7 @@ def test_a_burst_of_500_chats_from_4_workers_stays_inside_the_bucket_and_loses_n
 
         _new_chats(channel, 500)
         created = time.monotonic() - started
-        wait_for(lambda: _idle(portal), timeout=180, interval=0.5, message="500 chats synced")
+        wait_for(_idle(portal), timeout=180, interval=0.5, message="500 chats synced")
         elapsed = time.monotonic() - started
         first, last = portal.requests[0]["t"], portal.requests[-1]["t"]
 
@@ -204,7 +217,7 @@ def test_a_503_storm_delays_the_sync_drops_nothing_and_the_limit_holds_afterward
         _new_chats(channel, 60)
         # Every put-off chat has a run coming back for it (nothing waits for the periodic
         # sweep, which this stack does not run): the sync resumes within seconds of the end.
-        wait_for(lambda: _idle(portal), timeout=STORM_SECONDS + 60, interval=0.5,
+        wait_for(_idle(portal), timeout=STORM_SECONDS + 60, interval=0.5,
                  message="60 chats synced")  # fmt: skip
 
         assert portal.storm_rejections > 0
@@ -227,14 +240,14 @@ def test_a_deal_we_write_and_its_echo_end_the_loop_in_one_step(stack: dict[str, 
         )
         with transaction.atomic():
             hooks.chat_created(chat.pk)
-        wait_for(lambda: _idle(portal), timeout=60, interval=0.2)
+        wait_for(_idle(portal), timeout=60, interval=0.2)
         since = len(portal.executed)
         with transaction.atomic():
             handoff = Handoff.objects.create(chat=chat, reason="complaint", summary="Late order")
             hooks.handoff_created(handoff.pk)
         link = CrmLink.objects.get(chat=chat)
         wait_for(lambda: _read_back(portal, link.entity_id, since), timeout=60)
-        wait_for(lambda: _idle(portal), timeout=60, interval=0.2)
+        wait_for(_idle(portal), timeout=60, interval=0.2)
 
         delivered = [d.event for d in portal.deliveries if d.outcome == "delivered"]
         assert sorted(delivered) == ["ONCRMCONTACTADD", "ONCRMDEALADD", "ONCRMDEALUPDATE"]
@@ -260,7 +273,7 @@ def test_an_event_lost_in_transit_is_caught_by_reconciliation(stack: dict[str, s
         )
         with transaction.atomic():
             hooks.chat_created(chat.pk)
-        wait_for(lambda: _idle(portal), timeout=60, interval=0.2)
+        wait_for(_idle(portal), timeout=60, interval=0.2)
         link = CrmLink.objects.get(chat=chat)
 
         portal.lose_events(1, event="ONCRMDEALUPDATE")
@@ -351,6 +364,6 @@ def test_an_operator_reply_from_open_channels_reaches_whatsapp_and_is_acknowledg
                 }
             ],
         )
-        wait_for(lambda: _idle(portal), timeout=30, interval=0.2)
+        wait_for(_idle(portal), timeout=30, interval=0.2)
         assert len(graph.sent_to("77011112233")) == 1
         assert len(portal.deliveries_acked) == 1
