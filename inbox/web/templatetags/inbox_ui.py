@@ -61,7 +61,7 @@ def preview(message: Message | None) -> str:
 
 @register.filter
 def reason_label(reason: str) -> str:
-    """A handoff reason (or ownership change cause) in a manager's words: `HandoffReason`'s."""
+    """A handoff reason in a manager's words: `HandoffReason`'s, or a business's own code's."""
     return HandoffReason.label_for(reason)
 
 

@@ -304,9 +304,10 @@ class TestChatView:
 
         page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/history/").content.decode()
 
-        assert "Take over" in page
+        # Each cause and reason in its enum's words (OwnershipCause, HandoffReason).
+        assert "Manager took over" in page
         assert "manager-a" in page
-        assert "Request human · Outside the price list" in page
+        assert "Assistant handed over · Outside the price list" in page
 
     def test_earlier_messages_load_on_demand(self, a: Tenant) -> None:
         for n in range(60):
