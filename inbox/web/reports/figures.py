@@ -1,4 +1,6 @@
-"""The reports of one business over a date range: computed from the audit rows the core writes.
+"""The figures of one business's reports over a date range: the queries, computed from the audit
+rows the core writes. Putting them together for the page and the CSV is `report.py`; the queries
+stay together here because they share the `Period` and one read of the range's handoffs.
 
 Sources: `Message` (conversations, voice notes, manager replies), `OwnershipTransition` (who
 owned the chat: bot-only means no transition to a human in the range and no manager message),
