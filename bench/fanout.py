@@ -5,7 +5,7 @@
 Real processes: daphne serving the websockets and the webhook server taking the webhooks, as
 deployed (`--webhook-server own`, `inbox.site.webhook_server`; `daphne`: the webhooks on the
 sockets' daphne too, as `make run` serves them), the ingest consumer storing
-each message and publishing it through `inbox.web.realtime` over the channel layer (Redis
+each message and publishing it through `inbox.web.live.realtime` over the channel layer (Redis
 pub/sub). N websocket clients, all of one business, are open while signed Cloud API webhooks
 arrive from bench/poster.py, a sender in a child process (`--sender inline`: httpx in this
 process's event loop, as before):

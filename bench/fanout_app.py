@@ -1,11 +1,11 @@
 """Stand-in for the dashboard's websocket consumer, for `bench/fanout.py --mode layer`.
 
-It keeps the contract of `inbox/web/consumers.py` that fan-out depends on (join the business group
-over the channel layer, forward every `inbox.event` as `{"type": "event", "seq", "event",
-"chat", "data"}` after a `hello`, and a batch's `inbox.events` as one `batch` frame of those)
-without its session auth and per-event permission checks. The HTTP side is the product's own
+It keeps the contract of `inbox/web/live/consumers.py` that fan-out depends on (join the
+business group over the channel layer, forward every `inbox.event` as `{"type": "event", "seq",
+"event", "chat", "data"}` after a `hello`, and a batch's `inbox.events` as one `batch` frame of
+those) without its session auth and per-event permission checks. The HTTP side is the product's own
 (`inbox.site.asgi.http`: the webhook in front of Django), so events come from the real ingest
-path: webhook → stream → consumer → `inbox.web.realtime.publish`.
+path: webhook → stream → consumer → `inbox.web.live.realtime.publish`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.urls import path
 
 from inbox.conversations import online
 from inbox.site.asgi import http
-from inbox.web import realtime
+from inbox.web.live import realtime
 
 
 class StandInConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]

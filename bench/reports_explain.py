@@ -32,18 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     from django.test.utils import CaptureQueriesContext
 
     from inbox.conversations.models import Business
-    from inbox.web import reports
+    from inbox.web.reports import figures, report
 
     business = Business.objects.get(name=BUSINESS)
     channel = business.channels.order_by("pk").first() if args.channel else None
     today = date.today()
-    period = reports.period_for(
+    period = figures.period_for(
         business, today - timedelta(days=args.days - 1), today, channel, today=today
     )
-    reports.build(period)  # warm the caches
+    report.build(period)  # warm the caches
     with CaptureQueriesContext(connection) as captured:
         started = time.perf_counter()
-        reports.build(period)
+        report.build(period)
         total = time.perf_counter() - started
     print(f"build(): {total * 1000:.1f} ms, {len(captured.captured_queries)} queries")
     found = []

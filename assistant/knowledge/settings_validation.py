@@ -1,5 +1,5 @@
 """What a business admin may type into the assistant settings, with the reason when not: the
-settings page (inbox/site/admin_pages.py) shows every problem at once, line by line."""
+settings page (inbox/web/settings/admin_pages.py) shows every problem at once, line by line."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The core never imports the web UI or an integration. Where something happens that others care
 about, it calls one of the functions below, inside the transaction that made the change (or,
 outside one, right after the change). Every listener decides what to do and when: the live
-inbox pushes after commit (`inbox/web/live.py`); the Bitrix24 sync writes its outbox row in the
+inbox pushes after commit (`inbox/web/live/`); the Bitrix24 sync writes its outbox row in the
 same transaction, so a rolled-back chat never reaches the CRM (`integrations/bitrix24/hooks.py`).
 
 Listeners are subscribed once per process by the site shell (`inbox/site/apps.py`). A listener

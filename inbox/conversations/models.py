@@ -165,7 +165,7 @@ class Membership(models.Model):
         help_text="Auto-assignment gives this member no more open chats than this; "
         "empty = no cap, 0 = none.",
     )
-    # Desktop notifications this user wants from this business (inbox/web/notify.py); off
+    # Desktop notifications this user wants from this business (inbox/web/live/notify.py); off
     # until the manager turns them on, since the browser must be asked for permission too.
     notify_waiting = models.BooleanField("new waiting chat", default=False)
     notify_assigned = models.BooleanField("assigned to me", default=False)
@@ -350,7 +350,7 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["chat", "id"]),
-            # The reports (inbox/web/reports.py): index-only range scans of the customers'
+            # The reports (inbox/web/reports/): index-only range scans of the customers'
             # messages and of the managers' (partial, so each holds only what it is read for),
             # and a manager's first reply after a handoff found by (chat, time).
             models.Index(

@@ -1,6 +1,6 @@
 """Who is online: which members of a business have an inbox page open right now.
 
-The web layer writes it (`inbox/web/consumers.py`: on connect, every `HEARTBEAT_SECONDS` while
+The web layer writes it (`inbox/web/live/consumers.py`: on connect, every `HEARTBEAT_SECONDS` while
 the socket is open, and on disconnect); the core reads it (`inbox/conversations/auto_assign.py`).
 This module is the one place that knows the key format, so neither side imports the other.
 

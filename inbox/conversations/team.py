@@ -1,6 +1,6 @@
 """A business's team: adding members, changing their role and channels, removing them.
 
-The Team page (`inbox/site/team_page.py`) and the `add_member` / `remove_member` commands call
+The Team page (`inbox/web/settings/`) and the `add_member` / `remove_member` commands call
 these functions; nothing else writes `Membership`.
 
 Removing a member from a business deletes that membership and unassigns their open chats

@@ -16,8 +16,8 @@ class SiteConfig(AppConfig):
         from inbox.conversations import hooks, transport_registry
         from inbox.conversations.models import Channel
         from inbox.web import crm_cards
-        from inbox.web.live import DashboardPush
-        from inbox.web.notify import NotificationPush
+        from inbox.web.live.dashboard_push import DashboardPush
+        from inbox.web.live.notify import NotificationPush
         from integrations.bitrix24 import contact_card
         from integrations.bitrix24.hooks import CrmSync
         from integrations.sandbox import SandboxTransport

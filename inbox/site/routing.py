@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from inbox.web import consumers
+from inbox.web.live import consumers
 
 websocket_urlpatterns = [
     path("ws/inbox/", consumers.InboxConsumer.as_asgi(), name="ws_inbox"),

@@ -5,6 +5,14 @@ with DEBUG off, a SECRET_KEY or FIELD_ENCRYPTION_KEY that is neither in the envi
 in VAR_DIR (where `make run` generates them, inbox/site/local_secrets.py) stops the process at
 start. DEBUG is off unless DEBUG=1: `make run` serves the same error pages, security headers and
 Content-Security-Policy as production, over plain http on 127.0.0.1 (docs/security.md).
+
+It is one long module on purpose: it is where an operator reads what each variable does, with
+its default and its reason beside it, in sections (database, Redis, Celery, debounce, auth and
+security, static and media, WhatsApp, LLM, metrics, speech, logging). Later sections read
+earlier values (REDIS_URL feeds the channel layer, the cache and Celery's broker; DEBUG and
+TESTING set the HTTPS and logging defaults), which one file keeps in reading order; split into
+modules, the same names would come back through star imports. Code that runs at start (the
+generated secrets) lives in inbox/site/local_secrets.py, not here.
 """
 
 from __future__ import annotations

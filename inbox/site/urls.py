@@ -3,26 +3,18 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import (
+from inbox.site import health, metrics_view
+from inbox.web import chat_extras, login_limit, media, progress_views, status_views, views
+from inbox.web.api import api
+from inbox.web.reports import views as report_views
+from inbox.web.settings import (
     admin_pages,
     business_settings,
-    health,
-    metrics_view,
     replay_pages,
     replies_labels_page,
     team_page,
 )
-from inbox.web import (
-    chat_extras,
-    login_limit,
-    media,
-    progress_views,
-    report_views,
-    status_views,
-    views,
-)
-from inbox.web.api import api
-from inbox.web.notification_views import notification_settings
+from inbox.web.settings.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
 
 urlpatterns = [

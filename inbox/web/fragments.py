@@ -1,11 +1,11 @@
 """HTML fragments of the inbox page, rendered from the same templates the page includes.
 
 A fragment is the outer HTML of one element with a stable id. The page render includes these
-templates; the websocket push (`inbox/web/realtime.py`) and the replay endpoint send the same HTML,
-and the browser replaces the element with that id (or inserts it into `container`, ordered by
-its `data-sort`). Rendering goes through autoescaping templates (Django's; Jinja2's for the chat
-row and the message, the two rendered for every stored burst: inbox/web/jinja.py), so customer
-text is always text, never markup.
+templates; the websocket push (`inbox/web/live/realtime.py`) and the replay endpoint send the
+same HTML, and the browser replaces the element with that id (or inserts it into `container`,
+ordered by its `data-sort`). Rendering goes through autoescaping templates (Django's; Jinja2's
+for the chat row and the message, the two rendered for every stored burst: inbox/web/jinja.py),
+so customer text is always text, never markup.
 
 Fragments are rendered without a request: they never contain a CSRF token (the page sends it
 as an htmx header) nor anything that depends on who is looking.

@@ -17,7 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 from inbox.conversations import access, reading
 from inbox.conversations.models import Alert, Chat
 from inbox.upkeep import alerts
-from inbox.web import actions, contact, dashboard, fragments, realtime
+from inbox.web import actions, contact, dashboard, fragments
+from inbox.web.live import realtime
 
 
 def request_user(request: HttpRequest) -> User:

@@ -1,6 +1,6 @@
 /* Desktop notifications (the browser's Notification API).
  *
- * The server decides who is told what (inbox/web/notify.py) and sends each person's `notify`
+ * The server decides who is told what (inbox/web/live/notify.py) and sends each person's `notify`
  * messages on the inbox page's websocket; live.js hands them over as an `inbox:notify` event.
  * Here the browser shows them, when this browser was allowed to; a click focuses the tab and
  * opens the chat. Permission is asked only when the manager clicks "Allow desktop

@@ -223,8 +223,8 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
 
     from django.utils import timezone
 
-    from inbox.web import live
     from inbox.web.dashboard import LIST_LIMIT
+    from inbox.web.live import dashboard_push
 
     now = timezone.now()
     chats = Chat.objects.bulk_create(
@@ -247,7 +247,7 @@ def test_show_more_appends_the_next_page_without_repeating_a_row(
 
     def writes_again() -> bool:
         Chat.objects.filter(pk=last.pk).update(last_message_at=timezone.now())
-        live.chat_changed(last.pk)
+        dashboard_push.chat_changed(last.pk)
         return True
 
     in_thread(writes_again)

@@ -1,0 +1,1 @@
+"""Management commands of the site shell (`manage.py seed_demo`)."""

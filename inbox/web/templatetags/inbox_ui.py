@@ -9,19 +9,11 @@ from django import template
 from django.urls import reverse
 
 from inbox.conversations import access
-from inbox.conversations.models import Chat, Message
+from inbox.conversations.models import Chat, HandoffReason, Message
 from inbox.web import dashboard
 
 register = template.Library()
 
-REASON_LABELS = {
-    "outside_knowledge_base": "Outside the price list",
-    "guardrail": "Reply blocked by a guardrail",
-    "customer_asked": "Customer asked for a person",
-    "late": "Answer would be late",
-    "send_failed": "Bot reply could not be sent",
-    "model_down": "Assistant unavailable",
-}
 KIND_PREVIEW: dict[str, str] = {
     Message.Kind.VOICE: "🎤 Voice note",
     Message.Kind.AUDIO: "🎵 Audio",
@@ -69,7 +61,8 @@ def preview(message: Message | None) -> str:
 
 @register.filter
 def reason_label(reason: str) -> str:
-    return REASON_LABELS.get(reason, reason.replace("_", " ").capitalize())
+    """A handoff reason in a manager's words: `HandoffReason`'s, or a business's own code's."""
+    return HandoffReason.label_for(reason)
 
 
 @register.filter

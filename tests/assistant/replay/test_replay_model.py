@@ -282,7 +282,9 @@ def test_the_assistant_settings_page_edits_the_endpoint_refuses_egress_and_never
     config = AssistantSettings.objects.get(business=business)
     assert (config.model_base_url, config.model_api_key) == ("", "")
 
-    # Another business's admin edits only their own business, whatever the query says.
-    client_for(other_admin).post(url, settings_form(other, model_base_url="http://127.0.0.1:9/x"))
+    # Another business's admin cannot edit it: the query names a business not theirs, a 404,
+    # and neither business changes.
+    foreign = settings_form(other, model_base_url="http://127.0.0.1:9/x")
+    assert client_for(other_admin).post(url, foreign).status_code == 404
     assert AssistantSettings.objects.get(business=business).model_base_url == ""
-    assert AssistantSettings.objects.get(business=other).model_base_url == "http://127.0.0.1:9/x"
+    assert AssistantSettings.objects.get(business=other).model_base_url == ""

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from inbox.conversations import ownership
-from inbox.conversations.models import ApiToken, Chat, Message, Owner
+from inbox.conversations.models import ApiToken, Chat, HandoffReason, Message, Owner
 from inbox.web.api_tokens import create_token, hash_token
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
@@ -81,7 +81,7 @@ def test_only_the_hash_is_stored_and_the_command_prints_the_token_once(a: Tenant
 
 def test_list_chats_with_filters_and_tenant_scope(a: Tenant, b: Tenant) -> None:
     waiting = factories.chat(a.channel, customer_name="Waiting one")
-    ownership.request_human(waiting.pk, reason="customer_asked")
+    ownership.request_human(waiting.pk, reason=HandoffReason.ASKS_FOR_HUMAN)
     api = Api(a.manager)
 
     everything = api.get("/chats").json()

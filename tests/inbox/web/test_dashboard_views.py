@@ -15,7 +15,16 @@ from django.utils import timezone
 
 from assistant.models import PriceList
 from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Membership, Message, Owner, OwnershipTransition, Turn
+from inbox.conversations.models import (
+    Chat,
+    Handoff,
+    HandoffReason,
+    Membership,
+    Message,
+    Owner,
+    OwnershipTransition,
+    Turn,
+)
 from inbox.web import dashboard
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator
@@ -235,6 +244,24 @@ class TestChatView:
         assert "Oak table" in page
         assert "× 2<" in page
 
+    def test_a_handoff_reason_reads_as_the_products_label(self, a: Tenant) -> None:
+        Handoff.objects.create(
+            chat=a.chat, reason=HandoffReason.ASKS_FOR_HUMAN, summary="wants a person"
+        )
+        ownership.request_human(a.chat.pk, reason=HandoffReason.ASKS_FOR_HUMAN)
+
+        page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/").content.decode()
+
+        assert 'data-reason="asks_for_human">Customer asked for a person</span>' in page
+
+    def test_a_business_own_reason_reads_as_its_words(self, a: Tenant) -> None:
+        Handoff.objects.create(chat=a.chat, reason="wholesale_order", summary="wants a pallet")
+        ownership.request_human(a.chat.pk, reason="wholesale_order")
+
+        page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/").content.decode()
+
+        assert 'data-reason="wholesale_order">Wholesale order</span>' in page
+
     def test_no_handoff_card_once_the_chat_is_back_with_the_bot(self, a: Tenant) -> None:
         ownership.request_human(a.chat.pk, reason="outside_knowledge_base")
         ownership.release(a.chat.pk, manager=a.manager)
@@ -277,9 +304,10 @@ class TestChatView:
 
         page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/history/").content.decode()
 
-        assert "Take over" in page
+        # Each cause and reason in its enum's words (OwnershipCause, HandoffReason).
+        assert "Manager took over" in page
         assert "manager-a" in page
-        assert "Request human · Outside the price list" in page
+        assert "Assistant handed over · Outside the price list" in page
 
     def test_earlier_messages_load_on_demand(self, a: Tenant) -> None:
         for n in range(60):
@@ -506,13 +534,13 @@ class TestAdminPages:
         assert channel.bridge_url == before
 
     def test_review_lists_knowledge_gaps_and_guardrail_blocks(self, a: Tenant) -> None:
-        from inbox.conversations.models import Handoff
-
         Handoff.objects.create(
-            chat=a.chat, reason="guardrail", summary="asked for a discount",
+            chat=a.chat, reason=HandoffReason.GUARDRAIL, summary="asked for a discount",
             details={"blocked_reply": "Sure, 20% off!", "findings": ["discount 20% not in the price list"]},
         )  # fmt: skip
-        Handoff.objects.create(chat=a.chat, reason="customer_asked", summary="wants a person")
+        Handoff.objects.create(
+            chat=a.chat, reason=HandoffReason.ASKS_FOR_HUMAN, summary="wants a person"
+        )
 
         page = client_for(a.admin).get("/inbox/review/").content.decode()
 

@@ -19,7 +19,7 @@ from inbox.conversations import ingest, online, ownership
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import Membership
 from inbox.site.asgi import application
-from inbox.web import realtime
+from inbox.web.live import realtime
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
 

@@ -22,7 +22,7 @@ from inbox.conversations import hooks, ingest, online
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.ingest_worker import IngestWorker
 from inbox.conversations.models import Chat, Label, Membership, Message
-from inbox.web import realtime
+from inbox.web.live import realtime
 from tests import factories
 from tests.inbox.tenants import Tenant
 from tests.inbox.web.test_live import connect, customer_event, next_event

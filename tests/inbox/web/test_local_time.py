@@ -1,6 +1,6 @@
 """Times a manager sees are the business's local times; the business admin sets the zone and
 the language, which is the assistant's default (inbox/web/local_time.py,
-inbox/site/business_settings.py)."""
+inbox/web/settings/business_settings.py)."""
 
 from __future__ import annotations
 

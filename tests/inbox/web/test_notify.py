@@ -12,7 +12,7 @@ from django.db import connections
 from django.test import Client
 
 from inbox.conversations.models import Membership
-from inbox.web import notify, realtime
+from inbox.web.live import notify, realtime
 from tests import factories
 from tests.inbox.tenants import tenant
 from tests.inbox.web.test_live import connect

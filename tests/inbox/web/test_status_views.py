@@ -106,9 +106,9 @@ def test_resolve_snooze_and_reopen_from_the_chat_header(a: Tenant) -> None:
     htmx(client, f"/inbox/chat/{a.chat.pk}/reopen/")
     assert Chat.objects.get(pk=a.chat.pk).status == ChatStatus.OPEN
     history = client.get(f"/inbox/chat/{a.chat.pk}/history/").content.decode()
-    assert "Resolve" in history
-    assert "Snooze" in history
-    assert "Reopen" in history
+    assert "Resolved" in history
+    assert "Snoozed" in history
+    assert "Reopened" in history
 
 
 def test_another_business_cannot_resolve_snooze_reopen_or_read_markers(

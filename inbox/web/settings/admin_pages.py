@@ -1,7 +1,7 @@
 """Settings pages for business admins (role `admin` of a business), not only the Django admin.
 
-Each view limits itself to the businesses the user administers (`inbox.conversations.access`): a
-manager gets 403, another business's channel is a 404.
+Each view limits itself to the businesses the user administers (`inbox.web.administered`): a
+manager gets 403, another business's channel, price list or `?business=` is a 404.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -22,41 +21,35 @@ from assistant.knowledge.effective import assistant_settings
 from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected, restore_version
 from assistant.models import AssistantSettings, PriceList, PriceListVersion
 from inbox.conversations import access, progress
-from inbox.conversations.models import Business, Channel, Job
-from inbox.site import channel_settings
-from inbox.site.model_settings import BusinessModelForm
+from inbox.conversations.models import Business, Channel, HandoffReason, Job
 from inbox.web import dashboard
+from inbox.web.administered import administered_business, require_business_admin
+from inbox.web.settings import channel_settings
+from inbox.web.settings.model_settings import BusinessModelForm
 
-REVIEW_REASONS = ("outside_knowledge_base", "guardrail")
+# What the review page lists: questions the price list could not answer, and blocked replies.
+REVIEW_REASONS = (HandoffReason.OUTSIDE_KNOWLEDGE_BASE, HandoffReason.GUARDRAIL)
 DIFF_ROWS_SHOWN = 100
-
-
-def _require_admin(request: HttpRequest) -> None:
-    if not access.is_any_business_admin(request.user):
-        raise PermissionDenied("business admins only")
 
 
 @login_required
 @require_GET
 def channels(request: HttpRequest) -> HttpResponse:
-    _require_admin(request)
+    businesses = require_business_admin(request)
     rows = [
         (channel, channel_settings.health(channel))
         for channel in access.administered_channels(request.user)
         .select_related("business")
         .order_by("business__name", "name")
     ]
-    purges = [
-        (business, progress.latest([business.pk], Job.Kind.PURGE))
-        for business in access.administered_businesses(request.user).order_by("name")
-    ]
+    purges = [(business, progress.latest([business.pk], Job.Kind.PURGE)) for business in businesses]
     return render(request, "inbox/settings/channels.html", {"rows": rows, "purges": purges})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
-    _require_admin(request)
+    require_business_admin(request)
     channel = (
         access.administered_channels(request.user)
         .select_related("business")
@@ -81,7 +74,7 @@ def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
 @require_GET
 def review(request: HttpRequest) -> HttpResponse:
     """Handoffs outside the price list and replies a guardrail blocked, newest first."""
-    _require_admin(request)
+    require_business_admin(request)
     reason = request.GET.get("reason", "")
     reasons = (reason,) if reason in REVIEW_REASONS else REVIEW_REASONS
     page = Paginator(dashboard.review_handoffs(request.user, reasons), 50).get_page(
@@ -149,8 +142,7 @@ def price_list(request: HttpRequest) -> HttpResponse:
     """Upload → preview with row errors (nothing written) → apply (a new version, all or
     nothing), through assistant.knowledge.price_upload. A worker reads the file: the page
     (`?upload=<token>`) polls until the preview is there."""
-    _require_admin(request)
-    businesses = list(access.administered_businesses(request.user))
+    businesses = require_business_admin(request)
     context: dict[str, Any] = {}
     if request.method == "POST" and request.POST.get("token"):
         return _apply_price_list(request, businesses)
@@ -230,11 +222,9 @@ def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpR
 def price_list_restore(request: HttpRequest, version_id: int) -> HttpResponse:
     """Roll a list back to an earlier version: a new current version copying it (one click;
     the history keeps every version). Another business's version is a 404."""
-    _require_admin(request)
+    businesses = require_business_admin(request)
     earlier = (
-        PriceListVersion.objects.filter(
-            pk=version_id, price_list__business__in=access.administered_businesses(request.user)
-        )
+        PriceListVersion.objects.filter(pk=version_id, price_list__business__in=businesses)
         .select_related("price_list__business", "price_list__channel")
         .first()
     )
@@ -338,10 +328,8 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
 @login_required
 @require_http_methods(["GET", "POST"])
 def assistant_settings_page(request: HttpRequest) -> HttpResponse:
-    _require_admin(request)
-    businesses = list(access.administered_businesses(request.user))
-    raw = request.GET.get("business", "")
-    business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
+    page = administered_business(request)
+    business = page.business
     current = assistant_settings(business.pk)
     form = AssistantSettingsForm(request.POST or None, instance=current)
     model_form = BusinessModelForm(request.POST or None, instance=current, prefix="model")
@@ -358,5 +346,10 @@ def assistant_settings_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "inbox/settings/assistant.html",
-        {"form": form, "model_form": model_form, "business": business, "businesses": businesses},
+        {
+            "form": form,
+            "model_form": model_form,
+            "business": business,
+            "businesses": page.businesses,
+        },
     )

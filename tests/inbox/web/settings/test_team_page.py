@@ -12,20 +12,10 @@ from django.test import Client
 from inbox.conversations.models import Membership
 from inbox.web.api_tokens import create_token
 from tests import factories
-from tests.inbox.tenants import PASSWORD, Tenant, tenant
+from tests.inbox.tenants import PASSWORD, Tenant
 
 pytestmark = pytest.mark.django_db
 PAGE = "/inbox/settings/team/"
-
-
-@pytest.fixture
-def a() -> Tenant:
-    return tenant("A")
-
-
-@pytest.fixture
-def b() -> Tenant:
-    return tenant("B")
 
 
 def _client(user: Any) -> Client:
@@ -51,10 +41,11 @@ def test_a_manager_cannot_open_or_post_to_the_team_page(a: Tenant) -> None:
 
 
 def test_an_admin_sees_only_their_business_members(a: Tenant, b: Tenant) -> None:
-    page = _client(a.admin).get(f"{PAGE}?business={b.business.pk}")
+    page = _client(a.admin).get(PAGE)
     assert page.status_code == 200
     assert b"manager-a" in page.content
     assert b"manager-b" not in page.content
+    assert _client(a.admin).get(f"{PAGE}?business={b.business.pk}").status_code == 404
 
 
 def test_an_admin_cannot_change_or_remove_another_business_member(a: Tenant, b: Tenant) -> None:
@@ -148,7 +139,11 @@ def test_auto_assignment_is_off_until_the_admin_turns_it_on(a: Tenant, b: Tenant
     b.business.refresh_from_db()
     assert a.business.auto_assign is True
     assert b.business.auto_assign is False
-    # ?business= of another business falls back to the admin's own.
-    _client(a.admin).post(f"{PAGE}auto-assign/?business={b.business.pk}", {"auto_assign": "on"})
+    # ?business= of another business is a 404, and changes neither business.
+    foreign = _client(a.admin).post(
+        f"{PAGE}auto-assign/?business={b.business.pk}", {"auto_assign": ""}
+    )
+    assert foreign.status_code == 404
+    a.business.refresh_from_db()
     b.business.refresh_from_db()
-    assert b.business.auto_assign is False
+    assert (a.business.auto_assign, b.business.auto_assign) == (True, False)

@@ -7,14 +7,13 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from inbox.conversations import access
 from inbox.conversations.models import Business, CannedReply, Label
+from inbox.web.administered import administered_business
 
 
 class CannedReplyForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -39,21 +38,6 @@ class PrivacyForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = ["mask_phone_for_managers"]
 
 
-def _business(request: HttpRequest) -> Business:
-    businesses = access.administered_businesses(request.user)
-    if not businesses.exists():
-        raise PermissionDenied("business admins only")
-    raw = request.GET.get("business", "")
-    if raw:
-        found = businesses.filter(pk=int(raw)).first() if raw.isdigit() and len(raw) < 18 else None
-        if found is None:
-            raise Http404("no such business")
-        return found
-    first = businesses.order_by("name").first()
-    assert first is not None
-    return first
-
-
 def _delete(model: type[CannedReply] | type[Label], business: Business, raw: str) -> None:
     if not (raw.isdigit() and len(raw) < 18):
         raise Http404("bad id")
@@ -65,7 +49,8 @@ def _delete(model: type[CannedReply] | type[Label], business: Business, raw: str
 @login_required
 @require_http_methods(["GET", "POST"])
 def replies_labels(request: HttpRequest) -> HttpResponse:
-    business = _business(request)
+    page = administered_business(request)
+    business = page.business
     reply_form = CannedReplyForm(prefix="reply")
     label_form = LabelForm(prefix="label")
     privacy_form = PrivacyForm(instance=business, prefix="privacy")
@@ -107,7 +92,7 @@ def replies_labels(request: HttpRequest) -> HttpResponse:
         "inbox/settings/replies_labels.html",
         {
             "business": business,
-            "businesses": access.administered_businesses(request.user).order_by("name"),
+            "businesses": page.businesses,
             "replies": CannedReply.objects.filter(business=business),
             "labels": Label.objects.filter(business=business),
             "reply_form": reply_form,

@@ -18,10 +18,10 @@ from django.db import transaction
 from django.urls import reverse
 
 from inbox.conversations import access, hooks
-from inbox.conversations.models import Chat, Handoff, Membership, Message
+from inbox.conversations.models import Chat, Handoff, HandoffReason, Membership, Message
 from inbox.web import contact
-from inbox.web.realtime import send_to_users
-from inbox.web.templatetags.inbox_ui import preview, reason_label
+from inbox.web.live.realtime import send_to_users
+from inbox.web.templatetags.inbox_ui import preview
 
 Kind = Literal["waiting", "assigned", "message"]
 FIELDS: dict[Kind, str] = {
@@ -87,7 +87,7 @@ def chat_waiting(handoff_id: int) -> None:
     chat = handoff.chat
     users = recipients("waiting", chat)
     _send("waiting", chat, users, f"Waiting for a human: {contact.customer_label(chat)}",
-          reason_label(handoff.reason))  # fmt: skip
+          HandoffReason.label_for(handoff.reason))  # fmt: skip
 
 
 def chat_assigned(chat_id: int, assignee_id: int) -> None:

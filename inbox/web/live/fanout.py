@@ -6,7 +6,7 @@ publisher's batch of events as one message), is decoded once, and each frame a p
 serialized once (`Frames`): the chat-list copy, the full copy for pages that have the event's
 chat open, and the bare sequence number for pages kept off its channel. Every page of the
 business is then handed the same `Frames`, a batch's together so that the page sends them as
-one websocket frame; the page's consumer (`inbox.web.consumers`) picks its copy of each after
+one websocket frame; the page's consumer (`inbox.web.live.consumers`) picks its copy of each after
 its own permission checks, in order, in its own task, so one slow socket never holds up the
 others.
 
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
-from inbox.web import realtime
+from inbox.web.live import realtime
 
 log = logging.getLogger(__name__)
 

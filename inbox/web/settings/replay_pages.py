@@ -20,11 +20,11 @@ from assistant.knowledge.effective import assistant_settings
 from assistant.models import ReplayRun, ReplayTurn
 from assistant.replay import engine
 from assistant.replay.candidate import Candidate, CandidateModel
-from inbox.conversations import access
 from inbox.conversations.models import Business
 from inbox.platform import egress
 from inbox.platform.logs import mask_phone_numbers
-from inbox.site.admin_pages import AssistantSettingsForm, _require_admin
+from inbox.web.administered import require_business_admin
+from inbox.web.settings.admin_pages import AssistantSettingsForm
 
 
 class CandidateRulesForm(AssistantSettingsForm):
@@ -100,10 +100,9 @@ class ReplayForm(forms.Form):
 
 
 def _visible_run(request: HttpRequest, run_id: int) -> ReplayRun:
+    """A replay of one of the user's businesses: 403 for a non-admin, 404 for another's."""
     run = (
-        ReplayRun.objects.filter(
-            pk=run_id, business__in=access.administered_businesses(request.user)
-        )
+        ReplayRun.objects.filter(pk=run_id, business__in=require_business_admin(request))
         .select_related("business", "created_by")
         .first()
     )
@@ -115,8 +114,7 @@ def _visible_run(request: HttpRequest, run_id: int) -> ReplayRun:
 @login_required
 @require_http_methods(["GET", "POST"])
 def replay_start(request: HttpRequest) -> HttpResponse:
-    _require_admin(request)
-    businesses = list(access.administered_businesses(request.user).order_by("name"))
+    businesses = require_business_admin(request)
     token = request.POST.get("upload") or request.GET.get("upload", "")
     staged = price_upload.take(token, request.user) if token else None
     initial: dict[str, Any] = {"upload": token}
@@ -209,7 +207,6 @@ def _candidate(
 @require_GET
 def replay_run(request: HttpRequest, run_id: int) -> HttpResponse:
     """Progress while the worker runs (htmx asks again every second), then the report."""
-    _require_admin(request)
     run = engine.settle(_visible_run(request, run_id))
     group = request.GET.get("group", "")
     rows = run.turns.select_related("chat")
@@ -270,7 +267,6 @@ def _row(row: ReplayTurn, show_phones: bool) -> dict[str, Any]:
 @login_required
 @require_POST
 def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
-    _require_admin(request)
     run = _visible_run(request, run_id)
     try:
         applied = engine.apply(run, request.user, confirmed=request.POST.get("confirm") == "1")
@@ -287,7 +283,6 @@ def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def replay_discard(request: HttpRequest, run_id: int) -> HttpResponse:
-    _require_admin(request)
     run = _visible_run(request, run_id)
     if engine.discard(run):
         messages.success(request, "Discarded the change; nothing was applied.")

@@ -11,14 +11,13 @@ from zoneinfo import available_timezones
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from assistant.language import SUPPORTED
-from inbox.conversations import access
 from inbox.conversations.models import Business
+from inbox.web.administered import administered_business
 
 
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -42,14 +41,8 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
 @login_required
 @require_http_methods(["GET", "POST"])
 def business_settings(request: HttpRequest) -> HttpResponse:
-    if not access.is_any_business_admin(request.user):
-        raise PermissionDenied("business admins only")
-    businesses = list(access.administered_businesses(request.user).order_by("name"))
-    raw = request.GET.get("business", "")
-    business = next((b for b in businesses if str(b.pk) == raw), None)
-    if business is None and raw:
-        raise Http404("no such business")
-    business = business or businesses[0]
+    page = administered_business(request)
+    business = page.business
     form = BusinessSettingsForm(request.POST or None, instance=business)
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -58,5 +51,5 @@ def business_settings(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "inbox/settings/business.html",
-        {"form": form, "business": business, "businesses": businesses},
+        {"form": form, "business": business, "businesses": page.businesses},
     )

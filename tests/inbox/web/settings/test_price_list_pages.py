@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from assistant.knowledge import price_upload
@@ -87,3 +88,31 @@ def test_rollback_restores_an_earlier_version_of_ones_own_list_only() -> None:
     assert (
         manager.post(f"/inbox/settings/price-list/versions/{first.pk}/restore/").status_code == 403
     )
+
+
+def test_row_errors_are_listed_and_only_skipping_them_applies() -> None:
+    business = factories.business()
+    user, client = _admin(business)
+
+    page = _staged_page(client, user, business, b"name,price\nChair,abc\nOak,1000\n")
+
+    assert "line 2: the price &#x27;abc&#x27; is not a number" in page
+    assert 'data-action="apply-price-list"' not in page
+    assert 'data-action="apply-skipping-bad-rows"' in page
+    assert not PriceList.objects.filter(business=business).exists()
+
+
+def test_a_file_over_the_limit_is_refused_before_any_worker_reads_it() -> None:
+    from assistant.knowledge import price_import
+
+    business = factories.business()
+    _, client = _admin(business)
+    big = SimpleUploadedFile(
+        "p.csv", b"sku,name,price\n" + b"A,chair,1\n" * (price_import.MAX_FILE_BYTES // 10 + 1)
+    )
+
+    page = client.post("/inbox/settings/price-list/", {"target": f"b{business.pk}", "file": big})
+
+    assert page.status_code == 200  # the form again, no redirect to a waiting upload
+    assert "The file is too large." in page.content.decode()
+    assert not PriceList.objects.exists()

@@ -1,7 +1,7 @@
 """The Team page for business admins: invite or create managers, roles, channels, chat caps,
 removal, and the business's auto-assignment switch. Every write is a call into
 `inbox.conversations.team`; every lookup is limited to the businesses the user administers (a
-manager gets 403, another business's member is a 404)."""
+manager gets 403, another business's member or `?business=` is a 404)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from inbox.conversations import access, online, team
+from inbox.conversations import online, team
 from inbox.conversations.models import Business, Channel, Membership
+from inbox.web.administered import administered_business, require_business_admin
 
 
 class ChannelChoices(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
@@ -65,18 +65,6 @@ class InviteForm(MemberFields):
     field_order = ["username", "email", "role", "channels", "chat_cap", "delivery"]
 
 
-def _businesses(request: HttpRequest) -> list[Business]:
-    businesses = list(access.administered_businesses(request.user))
-    if not businesses:
-        raise PermissionDenied("business admins only")
-    return businesses
-
-
-def _business(request: HttpRequest, businesses: list[Business]) -> Business:
-    raw = request.GET.get("business", "")
-    return next((b for b in businesses if str(b.pk) == raw), businesses[0])
-
-
 def _members(business: Business) -> QuerySet[Membership]:
     return (
         Membership.objects.filter(business=business)
@@ -117,8 +105,8 @@ def _back(business: Business) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def team_page(request: HttpRequest) -> HttpResponse:
     """The members of one business and the invite form (POST: invite)."""
-    businesses = _businesses(request)
-    business = _business(request, businesses)
+    page = administered_business(request)
+    business, businesses = page.business, page.businesses
     invite = InviteForm(request.POST or None, business=business)
     if request.method != "POST" or not invite.is_valid():
         return _page(request, business, businesses, invite)
@@ -148,7 +136,7 @@ def team_page(request: HttpRequest) -> HttpResponse:
 
 
 def _administered_membership(request: HttpRequest, membership_id: int) -> Membership:
-    businesses = _businesses(request)
+    businesses = require_business_admin(request)
     membership = (
         Membership.objects.select_related("business", "user")
         .filter(pk=membership_id, business__in=businesses)
@@ -201,8 +189,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def auto_assign(request: HttpRequest) -> HttpResponse:
-    businesses = _businesses(request)
-    business = _business(request, businesses)
+    business = administered_business(request).business
     enabled = request.POST.get("auto_assign") == "on"
     team.set_auto_assign(business, enabled)
     messages.success(request, f"Auto-assignment is {'on' if enabled else 'off'}.")

@@ -5,7 +5,7 @@ expires. The page's socket joins when it opens the chat, leaves when it closes o
 refreshes its entry with a heartbeat; a page that vanished without a goodbye (a laptop shut)
 drops out once its entry expires. Typing is not stored: the socket forwards "typing" to the
 chat's other pages and they show it for a few seconds. The consumer only touches the set of a
-chat the user may see (`inbox.web.consumers`), so presence follows chat visibility.
+chat the user may see (`inbox.web.live.consumers`), so presence follows chat visibility.
 """
 
 from __future__ import annotations

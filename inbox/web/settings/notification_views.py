@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations import access
-from inbox.web.notify import FIELDS, LABELS
+from inbox.web.live.notify import FIELDS, LABELS
 
 
 @login_required

@@ -1,7 +1,7 @@
 """The live inbox: what open dashboards are told when the conversation core reports a change.
 
 `DashboardPush` listens to the core (`inbox.conversations.hooks`) and, once the change is
-committed, renders the affected fragments and publishes them through `inbox.web.realtime`. The
+committed, renders the affected fragments and publishes them through `inbox.web.live.realtime`. The
 functions below are the events themselves, one per kind of change.
 
 Cost once per business, not once per event:
@@ -33,8 +33,9 @@ from django.db import transaction
 from inbox.conversations import hooks, online
 from inbox.conversations.models import Chat, Handoff, Message, Owner
 from inbox.platform.metrics import DASHBOARD_PUSHES
-from inbox.web import contact, dashboard, fragments, realtime
-from inbox.web.realtime import publish
+from inbox.web import contact, dashboard, fragments
+from inbox.web.live import realtime
+from inbox.web.live.realtime import publish
 
 
 @dataclass

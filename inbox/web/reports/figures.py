@@ -1,4 +1,6 @@
-"""The reports of one business over a date range: computed from the audit rows the core writes.
+"""The figures of one business's reports over a date range: the queries, computed from the audit
+rows the core writes. Putting them together for the page and the CSV is `report.py`; the queries
+stay together here because they share the `Period` and one read of the range's handoffs.
 
 Sources: `Message` (conversations, voice notes, manager replies), `OwnershipTransition` (who
 owned the chat: bot-only means no transition to a human in the range and no manager message),
@@ -39,6 +41,7 @@ from inbox.conversations.models import (
     Business,
     Channel,
     Handoff,
+    HandoffReason,
     Message,
     Owner,
     OwnershipTransition,
@@ -48,8 +51,6 @@ from inbox.upkeep.alerts import business_zone
 
 MANAGER_AUTHORS = [Message.Author.MANAGER.value, Message.Author.PHONE.value]
 HUMAN_OWNERS = [Owner.PENDING_HUMAN.value, Owner.HUMAN.value]
-OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base"
-GUARDRAIL = "guardrail"
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
 QUESTIONS_SHOWN = 50
@@ -217,7 +218,7 @@ def summary(period: Period, found: Handoffs | None = None) -> Summary:
     run the same way (the ORM would scan the range once per figure)."""
     found = found or handoffs(period)
     if not period.channel_ids:
-        return Summary(0, 0, 0, 0, 0, found.total, found.of_reason(GUARDRAIL))
+        return Summary(0, 0, 0, 0, 0, found.total, found.of_reason(HandoffReason.GUARDRAIL))
     channels = ", ".join(str(int(pk)) for pk in period.channel_ids)
     start = connection.ops.adapt_datetimefield_value(period.start)
     end = connection.ops.adapt_datetimefield_value(period.end)
@@ -241,7 +242,7 @@ def summary(period: Period, found: Handoffs | None = None) -> Summary:
         voice_notes=int(voice),
         unclear_voice=int(unclear),
         handoffs=found.total,
-        guardrail_blocks=found.of_reason(GUARDRAIL),
+        guardrail_blocks=found.of_reason(HandoffReason.GUARDRAIL),
     )
 
 
@@ -430,7 +431,7 @@ def outside_knowledge_base(period: Period, limit: int = QUESTIONS_SHOWN) -> Ques
     with what the customer wrote last in that turn."""
     turns = Turn.objects.filter(
         chat__channel_id__in=period.channel_ids,
-        reason=OUTSIDE_KNOWLEDGE_BASE,
+        reason=HandoffReason.OUTSIDE_KNOWLEDGE_BASE,
         started_at__gte=period.start,
         started_at__lt=period.end,
     )
@@ -448,103 +449,3 @@ def outside_knowledge_base(period: Period, limit: int = QUESTIONS_SHOWN) -> Ques
         for t in newest
     ]
     return Questions(total=turns.count(), shown=shown)
-
-
-@dataclass(frozen=True)
-class Report:
-    period: Period
-    summary: Summary
-    reasons: list[tuple[str, int]]
-    by_day: dict[str, list[int]]
-    first_reply: Waits
-    pending: Waits
-    managers: list[ManagerRow]
-    questions: Questions
-
-
-def build(period: Period) -> Report:
-    """The page: each source read once (the handoffs serve five of the figures)."""
-    found = handoffs(period)
-    return Report(
-        period=period,
-        summary=summary(period, found),
-        reasons=found.by_reason(),
-        by_day=found.by_day(),
-        first_reply=found.first_reply(),
-        pending=pending_waits(period),
-        managers=managers(period, found),
-        questions=outside_knowledge_base(period),
-    )
-
-
-# --- the tables, for the CSV export ------------------------------------------------------------
-
-
-def _seconds(value: float | None) -> str:
-    return "" if value is None else f"{value:.0f}"
-
-
-def _share(value: float | None) -> str:
-    return "" if value is None else f"{value:.4f}"
-
-
-TABLES = ("summary", "reasons", "days", "managers", "questions")
-
-
-def table(name: str, period: Period) -> list[list[str]]:
-    """One table of the page as rows of text, header first (the CSV export)."""
-    if name == "summary":
-        found = handoffs(period)
-        s, first, pending = summary(period, found), found.first_reply(), pending_waits(period)
-        return [
-            ["figure", "value"],
-            ["conversations", str(s.conversations)],
-            ["bot_only", str(s.bot_only)],
-            ["bot_only_share", _share(s.bot_only_share)],
-            ["handoffs", str(s.handoffs)],
-            ["first_human_reply_p50_s", _seconds(first.p50)],
-            ["first_human_reply_p90_s", _seconds(first.p90)],
-            ["handoffs_unanswered", str(first.open)],
-            ["pending_human_p50_s", _seconds(pending.p50)],
-            ["pending_human_p90_s", _seconds(pending.p90)],
-            ["pending_human_still_waiting", str(pending.open)],
-            ["customer_messages", str(s.customer_messages)],
-            ["voice_notes", str(s.voice_notes)],
-            ["voice_share", _share(s.voice_share)],
-            ["unclear_voice", str(s.unclear_voice)],
-            ["unclear_voice_rate", _share(s.unclear_voice_rate)],
-            ["guardrail_blocks", str(s.guardrail_blocks)],
-        ]
-    if name == "reasons":
-        return [["reason", "handoffs"]] + [[r, str(n)] for r, n in handoffs_by_reason(period)]
-    if name == "days":
-        series = handoffs_by_day(period)
-        header = ["day", *series]
-        return [header] + [
-            [day.isoformat(), *(str(series[r][i]) for r in series)]
-            for i, day in enumerate(period.days)
-        ]
-    if name == "managers":
-        return [["manager", "first_responses", "first_response_p50_s", "chats", "messages"]] + [
-            [
-                m.name,
-                str(m.first_responses),
-                _seconds(m.first_response_p50),
-                str(m.chats_handled),
-                str(m.messages),
-            ]
-            for m in managers(period)
-        ]
-    if name == "questions":
-        questions = outside_knowledge_base(period, limit=10_000)
-        return [["at", "chat", "customer", "question", "outcome"]] + [
-            [
-                q.at.astimezone(period.zone).isoformat(),
-                str(q.chat_id),
-                q.customer,
-                q.text,
-                q.outcome,
-            ]
-            for q in questions.shown
-        ]
-    raise KeyError(name)

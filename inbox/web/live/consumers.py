@@ -1,7 +1,7 @@
 """The inbox page's websocket: thin, and permission-checked on connect and on every subscription.
 
 One socket per open page. On connect the consumer joins the feeds of the user's businesses
-(`inbox.web.fanout`: one per business per process) and the group of the chat named in
+(`inbox.web.live.fanout`: one per business per process) and the group of the chat named in
 `?chat=` (when the user may see it), and says hello with each business's current sequence
 number. It forwards events whose channel the user may see, as frames the feed serialized once
 for every page; for any other it forwards only the sequence number (`skip`), so the page never
@@ -31,7 +31,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from inbox.conversations import access, online, reading
-from inbox.web import dashboard, fanout, presence, realtime
+from inbox.web import dashboard
+from inbox.web.live import fanout, presence, realtime
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         keeps the socket alive, and the feed's copy of the same event arrives anyway."""
 
     def deliver(self, batch: tuple[fanout.Frames, ...]) -> None:
-        """Events of a business this page joined (`inbox.web.fanout`), one publisher batch's;
+        """Events of a business this page joined (`inbox.web.live.fanout`), one publisher batch's;
         sent by `_send_events`."""
         self.outbox.put_nowait(batch)
 
