@@ -1,21 +1,19 @@
-"""Django admin for the assistant: settings per business, price lists with an upload → preview →
-apply page, and the weekly review of questions the price list could not answer."""
+"""Django admin for the assistant: settings per business, price lists and their versions (the
+upload itself is the inbox's settings page), and the weekly review of questions the price list
+could not answer."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
-from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from assistant.knowledge import price_upload
-from assistant.knowledge.price_import import MAX_FILE_BYTES, ImportRejected, update_aliases
+from assistant.knowledge.price_import import update_aliases
 from assistant.models import (
     AssistantSettings,
     KnowledgeGap,
@@ -23,7 +21,7 @@ from assistant.models import (
     PriceList,
     PriceListVersion,
 )
-from inbox.conversations.models import Business, Channel, HandoffReason
+from inbox.conversations.models import HandoffReason
 
 
 @admin.register(AssistantSettings)
@@ -32,29 +30,6 @@ class AssistantSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     search_fields = ("business__name",)
     # The business's model API key is set on the inbox's Assistant settings page (write-only).
     exclude = ("model_api_key",)
-
-
-class PriceImportForm(forms.Form):
-    business = forms.ModelChoiceField(queryset=Business.objects.all())
-    channel = forms.ModelChoiceField(
-        queryset=Channel.objects.select_related("business"),
-        required=False,
-        help_text="Set it to upload this channel's override list (a branch with other prices).",
-    )
-    currency = forms.CharField(
-        required=False, max_length=8, help_text="Used when the file names no currency."
-    )
-    file = forms.FileField(help_text="CSV or XLSX with columns such as SKU, name, price.")
-
-    def clean(self) -> dict[str, Any]:
-        cleaned: dict[str, Any] = super().clean() or {}
-        business, channel = cleaned.get("business"), cleaned.get("channel")
-        if business and channel and channel.business_id != business.pk:
-            raise forms.ValidationError("That channel belongs to another business.")
-        upload = cleaned.get("file")
-        if upload is not None and upload.size > MAX_FILE_BYTES:
-            raise forms.ValidationError("The file is too large.")
-        return cleaned
 
 
 class PriceItemInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -133,48 +108,10 @@ class PriceListAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return custom + super().get_urls()
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
-        """Upload → preview (nothing written) → apply (a new version, all or nothing), through
-        assistant.knowledge.price_upload."""
-        if not self.has_change_permission(request) and not request.user.is_superuser:
-            return HttpResponse(status=403)
-        context: dict[str, Any] = {**self.admin_site.each_context(request), "title": "Import"}
-        if request.method == "POST" and request.POST.get("token"):
-            return self._apply(request)
-        form = PriceImportForm(request.POST or None, request.FILES or None)
-        if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            business = form.cleaned_data["business"]
-            channel = form.cleaned_data["channel"]
-            staged = price_upload.stage(
-                upload.read(),
-                upload.name,
-                form.cleaned_data["currency"],
-                business_id=business.pk,
-                channel_id=channel.pk if channel else None,
-                user=request.user,
-            )
-            context.update(
-                preview=staged.preview,
-                rows=staged.preview.rows[:200],
-                token=staged.token,
-                business=business,
-                channel=channel,
-            )
-        context["form"] = form
-        return render(request, "admin/assistant/pricelist/import.html", context)
-
-    def _apply(self, request: HttpRequest) -> HttpResponse:
-        staged = price_upload.take(request.POST["token"], request.user)
-        if staged is None:
-            messages.error(request, "The upload expired; choose the file again.")
-            return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
-        try:
-            version = price_upload.apply(staged, request.user)
-        except ImportRejected as exc:
-            messages.error(request, f"Nothing was imported: {exc}")
-            return HttpResponseRedirect(reverse("admin:assistant_pricelist_import"))
-        messages.success(request, f"Imported {version}.")
-        return HttpResponseRedirect(reverse("admin:assistant_pricelist_changelist"))
+        """Price lists are uploaded on the inbox's settings page, where a worker reads the file
+        (assistant.knowledge.price_upload.submit), never the web process: this admin URL, which
+        the list links to, leads there."""
+        return HttpResponseRedirect(reverse("settings_price_list"))
 
 
 class WeekFilter(admin.SimpleListFilter):

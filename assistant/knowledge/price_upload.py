@@ -6,8 +6,9 @@
     staged = take(token, user)          # None: expired, applied already, or not theirs
     version = apply(staged, user)       # raises ImportRejected; the current list stays
 
-`stage` parses in the calling process (the Django admin's import page, small files). The
-settings page submits instead: the file waits in the default storage only until a worker on the
+`stage` parses in the calling process (tests and scripts with a small file they trust; no page
+calls it). The price-list settings page, the one upload page (the Django admin's import URL
+leads there), submits instead: the file waits in the default storage only until a worker on the
 `assistant` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS) and a memory
 limit (PRICE_UPLOAD_MEMORY_MB), so a hostile spreadsheet costs a worker, never the web process.
 

@@ -12,14 +12,14 @@ from enum import StrEnum
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from inbox.conversations import access, progress
+from inbox.conversations import progress
 from inbox.conversations.models import Job
+from inbox.web.administered import administered_business
 from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import check, config
@@ -41,11 +41,8 @@ class Action(StrEnum):
 @login_required
 @require_http_methods(["GET", "POST"])
 def bitrix24_settings(request: HttpRequest) -> HttpResponse:
-    businesses = list(access.administered_businesses(request.user))
-    if not businesses:
-        raise PermissionDenied("business admins only")
-    raw = request.GET.get("business", "")
-    business = next((b for b in businesses if str(b.pk) == raw), businesses[0])
+    page = administered_business(request)
+    business, businesses = page.business, page.businesses
     current = Bitrix24Settings.objects.filter(business=business).first() or Bitrix24Settings(
         business=business, is_active=False
     )

@@ -1,13 +1,12 @@
-"""The Django admin: price-list upload → preview → apply, and the knowledge-gap review."""
+"""The Django admin: price lists (their upload is the settings page's), aliases, and the
+knowledge-gap review."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from assistant.models import PriceList
 from inbox.conversations.models import Handoff
 from tests import factories
 
@@ -21,31 +20,14 @@ def admin_client(client):
     return client
 
 
-def test_upload_preview_writes_nothing_then_apply_creates_the_version(admin_client):
-    biz = factories.business()
-    url = reverse("admin:assistant_pricelist_import")
-    upload = SimpleUploadedFile("p.csv", "Артикул,Наименование,Цена\nX1,Стул,12 500 тг\n".encode())
-    page = admin_client.post(url, {"business": biz.pk, "file": upload})
-    assert page.status_code == 200
-    assert "Стул" in page.content.decode()
-    assert not PriceList.objects.filter(business=biz).exists()
-
-    token = page.context["token"]
-    done = admin_client.post(url, {"token": token})
-    assert done.status_code == 302
-    item = PriceList.objects.get(business=biz).current_version.items.get()
-    assert (item.sku, item.price, item.currency) == ("X1", 12500, "KZT")
-
-
-def test_broken_upload_shows_row_errors_and_offers_no_apply(admin_client):
-    biz = factories.business()
-    upload = SimpleUploadedFile("p.csv", b"name,price\nChair,abc\n")
-    page = admin_client.post(
-        reverse("admin:assistant_pricelist_import"), {"business": biz.pk, "file": upload}
-    )
-    body = page.content.decode()
-    assert "line 2: the price &#x27;abc&#x27; is not a number" in body
-    assert "Apply as the new version" not in body
+def test_the_admin_import_url_leads_to_the_one_upload_page(admin_client):
+    # The settings page has the upload, its preview and its row errors
+    # (tests/inbox/web/settings/test_price_list_pages.py); a worker reads the file there.
+    page = admin_client.get(reverse("admin:assistant_pricelist_import"))
+    assert page.status_code == 302
+    assert page["Location"] == reverse("settings_price_list")
+    changelist = admin_client.get(reverse("admin:assistant_pricelist_changelist"))
+    assert reverse("admin:assistant_pricelist_import") in changelist.content.decode()
 
 
 def test_knowledge_gap_review_lists_only_outside_knowledge_base_handoffs(admin_client):

@@ -76,6 +76,8 @@ def test_an_admin_sees_only_their_business_settings(client: Any) -> None:
     mine = factories.business()
     client.force_login(factories.manager(mine, role="admin"))
 
-    page = client.get(f"/inbox/settings/bitrix24/?business={other.pk}").content.decode()
+    page = client.get(f"/inbox/settings/bitrix24/?business={other.pk}")
 
-    assert "other.bitrix24.kz" not in page
+    assert page.status_code == 404
+    assert "other.bitrix24.kz" not in page.content.decode()
+    assert "other.bitrix24.kz" not in client.get("/inbox/settings/bitrix24/").content.decode()
