@@ -14,7 +14,7 @@ import redis
 from celery import current_app
 
 from inbox.conversations import ingest
-from inbox.conversations.ingest_worker import oldest_pending_age_seconds
+from inbox.conversations.ingest.worker import oldest_pending_age_seconds
 
 
 def celery_queues() -> list[str]:

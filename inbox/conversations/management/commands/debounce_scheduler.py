@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inbox.conversations.debounce_scheduler import DebounceScheduler
+from inbox.conversations.debounce import DebounceScheduler
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.platform import heap
 
 

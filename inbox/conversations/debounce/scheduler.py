@@ -21,7 +21,7 @@ from celery import current_app
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from inbox.conversations import debounce
+from inbox.conversations.debounce import timers as debounce
 from inbox.platform import logs
 from inbox.platform.redis import get_redis
 

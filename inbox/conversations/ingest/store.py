@@ -38,13 +38,13 @@ from inbox.conversations import (
     attachments,
     debounce,
     hooks,
-    ingest_sql,
     outbound,
     ownership,
     status,
     voice,
 )
 from inbox.conversations.events import Event, InboundEvent, StatusEvent, provider_datetime
+from inbox.conversations.ingest import sql as ingest_sql
 from inbox.conversations.models import Channel, Chat, ChatStatus, Message, Owner
 from inbox.conversations.transports import MediaBlob
 from inbox.platform.redis import get_redis
