@@ -1,7 +1,7 @@
 """Celery tasks of the assistant. Thin: check, call one function, declare the policy.
 
 A worker that consumes the assistant queue also runs a debounce scheduler loop on a thread
-(inbox/conversations/debounce_scheduler.py), so whatever runs turns fires their timers too.
+(inbox/conversations/debounce/scheduler.py), so whatever runs turns fires their timers too.
 """
 
 from __future__ import annotations

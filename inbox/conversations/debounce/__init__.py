@@ -1,4 +1,13 @@
-"""Debounce: the per-chat timers (`timers`) and the loop that dispatches them (`scheduler`)."""
+"""Debounce: one turn per burst of customer messages. Part of the domain core
+(`inbox.conversations`): it imports `inbox.platform`, Django and third-party packages only,
+never `inbox.web`, `inbox.site`, `assistant` or `integrations` (pyproject.toml's contracts).
+
+    timers     the per-chat timers and tokens in Redis: schedule, claim, release, finish
+    scheduler  the loop that hands due timers to the assistant queue (a thread of every
+               assistant Celery worker, or `manage.py debounce_scheduler`)
+
+What callers use is importable from here (`from inbox.conversations import debounce`).
+"""
 
 from inbox.conversations.debounce.scheduler import DebounceScheduler, start_in_thread
 from inbox.conversations.debounce.timers import (

@@ -1,5 +1,5 @@
 """`python manage.py ingest_worker`: the long-running ingest consumer
-(inbox/conversations/ingest_worker.py)."""
+(inbox/conversations/ingest/worker.py)."""
 
 from __future__ import annotations
 
