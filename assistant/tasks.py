@@ -1,7 +1,7 @@
 """Celery tasks of the assistant. Thin: check, call one function, declare the policy.
 
 A worker that consumes the assistant queue also runs a debounce scheduler loop on a thread
-(inbox/conversations/debounce_scheduler.py), so whatever runs turns fires their timers too.
+(inbox/conversations/debounce/scheduler.py), so whatever runs turns fires their timers too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from assistant.speech import voice_notes
 from assistant.turn import TURN_TIME_LIMIT_SECONDS, take_turn
-from inbox.conversations import debounce, debounce_scheduler, ownership, voice
+from inbox.conversations import debounce, ownership, voice
 from inbox.conversations.models import HandoffReason, Message
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def _start_debounce_scheduler(sender: Any = None, **kwargs: Any) -> None:
     """A worker on the assistant queue hands due timers to it. Several such workers share the
     work safely (the claim is atomic), and one that is killed loses nothing."""
     if settings.DEBOUNCE_SCHEDULER_IN_WORKERS and _consumes(sender, "assistant"):
-        debounce_scheduler.start_in_thread()
+        debounce.start_in_thread()
 
 
 # Seconds before each retry of a voice note whose download or speech backend failed for now.

@@ -44,7 +44,7 @@ def _child(kind: str, chats: int, events: int, drain: bool) -> None:
     from bench import floor_consumer
     from bench.ingest import _fill, consumer_events, ensure_channel, reset_redis
     from inbox.conversations import ingest
-    from inbox.conversations.ingest_worker import IngestWorker
+    from inbox.conversations.ingest.worker import IngestWorker
     from inbox.platform.redis import get_redis
 
     channel_id = ensure_channel()

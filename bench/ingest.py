@@ -344,7 +344,7 @@ class LagSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        from inbox.conversations.ingest_worker import oldest_pending_age_seconds
+        from inbox.conversations.ingest import oldest_pending_age_seconds
 
         while not self._stop.is_set():
             with contextlib.suppress(Exception):

@@ -4,7 +4,7 @@ model's own time.
     .venv/bin/python bench/turn_overhead.py [--turns 60] [--out FILE] [--profile FILE]
 
 A real Celery worker (prefork, one child) runs `assistant.run_turn` and, on a thread, the
-debounce scheduler that dispatches due timers to it (inbox/conversations/debounce_scheduler.py);
+debounce scheduler that dispatches due timers to it (inbox/conversations/debounce/scheduler.py);
 the model is the OpenAI-compatible emulator answering instantly over HTTP, the transport is the
 Cloud API through the Graph API emulator over HTTP. For each turn the benchmark stores one
 customer message in a chat with history, calls `debounce.schedule(chat, delay)` and records

@@ -217,7 +217,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_WORKER_SEND_TASK_EVENTS = False
-# --- Debounce timers (inbox/conversations/debounce.py, debounce_scheduler.py) ---------------
+# --- Debounce timers (inbox/conversations/debounce/: timers.py, scheduler.py) ---------------
 # Every Celery worker that consumes the assistant queue runs a scheduler loop on a thread;
 # `manage.py debounce_scheduler` runs one on its own (then this may be off for the workers).
 DEBOUNCE_SCHEDULER_IN_WORKERS = env_bool("DEBOUNCE_SCHEDULER_IN_WORKERS", True)
@@ -354,7 +354,7 @@ MEDIA_MAX_BYTES = env_int("MEDIA_MAX_BYTES", 64 * 1024 * 1024)
 MANAGER_ATTACHMENT_MAX_BYTES = env_int("MANAGER_ATTACHMENT_MAX_BYTES", 16 * 1024 * 1024)
 # Longest text stored on an inbound message. WhatsApp lets a person send at most 65,536
 # characters (the Cloud API's 4,096 is the limit of what a business sends); a longer text is
-# cut here and kept whole as the message's attachment (inbox/conversations/ingest.py).
+# cut here and kept whole as the message's attachment (inbox/conversations/ingest/).
 INBOUND_TEXT_MAX_CHARS = env_int("INBOUND_TEXT_MAX_CHARS", 65_536)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 3 * 1024 * 1024)

@@ -14,7 +14,6 @@ import redis
 from celery import current_app
 
 from inbox.conversations import ingest
-from inbox.conversations.ingest_worker import oldest_pending_age_seconds
 
 
 def celery_queues() -> list[str]:
@@ -36,7 +35,7 @@ def oldest_celery_age(client: redis.Redis, queue: str) -> float:
 
 def oldest_job_ages(client: redis.Redis) -> dict[str, float]:
     """Seconds the oldest waiting job has waited, per queue (the ingest stream and Celery's)."""
-    ages = {"ingest": oldest_pending_age_seconds(client)}
+    ages = {"ingest": ingest.oldest_pending_age_seconds(client)}
     for queue in celery_queues():
         ages[queue] = oldest_celery_age(client, queue)
     return ages

@@ -110,7 +110,7 @@ class RouteCache:
     to `stale` seconds more while one refresh runs in the background. Not an unknown number
     (a channel just created must start working within the TTL) and not a bridge token (a
     rotated token must stop working within it); a number of a channel just deactivated is
-    still queued meanwhile, and the consumer drops its events (`ingest._channel_info`)."""
+    still queued meanwhile, and the consumer drops its events (`ingest.channels.channel_info`)."""
 
     def __init__(self, ttl: float | None = None, stale: float | None = None) -> None:
         self.ttl = settings.WHATSAPP_ROUTE_CACHE_SECONDS if ttl is None else ttl

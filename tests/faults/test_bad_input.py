@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from assistant.models import PriceList
 from inbox.conversations import ingest
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Channel, Chat, Message
 from inbox.platform.logs import JsonLines, PrivacyFilter
 from inbox.platform.redis import get_redis

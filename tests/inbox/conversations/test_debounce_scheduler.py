@@ -57,16 +57,26 @@ def test_a_timer_is_claimed_once_and_only_after_its_quiet_period() -> None:
     assert not get_redis().exists(debounce.DUE_KEY)
 
 
+def _due_ms(chat_id: int) -> float:
+    """The chat's score in the due set: its due time (or lease) in ms, on Redis's clock."""
+    score = get_redis().zscore(debounce.DUE_KEY, str(chat_id))
+    assert score is not None, f"chat {chat_id} has no timer"
+    return float(score)
+
+
 def test_a_message_in_the_quiet_period_pushes_the_timer_and_supersedes_the_token() -> None:
     first = debounce.schedule(42, delay=0.4)
-    started = time.monotonic()
-    time.sleep(0.2)  # the customer types the next message of the burst
-    second = debounce.schedule(42, delay=0.4)
+    first_due = _due_ms(42)
+    second = debounce.schedule(42, delay=0.6)  # the customer types the next message of the burst
+    second_due = _due_ms(42)
 
+    # Read from Redis's clock, not timed with a sleep: the second message set the due time to
+    # its own time + 0.6 s (at least 0.2 s past the first's), it did not keep the earlier one.
+    assert second_due >= first_due + 200
     claimed = wait_for(lambda: debounce.claim_due(10, LEASE).chats, timeout=5, interval=0.01)
 
-    assert time.monotonic() - started >= 0.55  # 0.2 + 0.4, not 0.4 after the first
     assert [c.token for c in claimed] == [second]
+    assert claimed[0].due_ms >= second_due  # claimed only once the pushed-back time came
     assert not debounce.is_current(42, first)
 
 
@@ -104,10 +114,13 @@ def test_timers_asked_for_in_a_transaction_start_when_it_commits_and_not_if_it_r
     again = wait_for(lambda: debounce.claim_due(10, LEASE).chats, timeout=5, interval=0.01)
     assert [c.chat_id for c in again] == [chats[1].pk]
 
+    leased = _due_ms(chats[0].pk)  # claimed above: its score is the lease, 30 s ahead
     with contextlib.suppress(RuntimeError), transaction.atomic():
         debounce.schedule_on_commit(chats[0].pk, 0.0)
         raise RuntimeError("rolled back")
-    time.sleep(0.1)  # a timer of 0 s would be due by now
+    # A timer of 0 s would be due at once (on-commit callbacks run before `atomic` returns):
+    # no wait needed to see that none started.
+    assert _due_ms(chats[0].pk) == leased
     assert debounce.claim_due(10, LEASE).chats == []
 
 
@@ -175,15 +188,17 @@ def test_a_burst_of_three_messages_is_one_turn_after_the_quiet_period(
     processes.start_celery_worker("debounce-worker")
     chat = factories.chat(factories.channel(debounce_seconds=1.0))
     burst = []
+    due: list[float] = []
     for text in ("hi", "how much is the oak table", "and delivery to Almaty?"):
         burst.append(factories.customer_message(chat, text).pk)
         debounce.schedule(chat.pk)
-        last = time.time()
-        time.sleep(0.3)  # inside the quiet period
+        due.append(_due_ms(chat.pk))  # each message restarts the quiet period
 
     (turn,) = wait_for(lambda: _turns(chat.pk), timeout=30, message="the burst's turn")
 
-    assert turn.started_at.timestamp() >= last + 1.0 - 0.05  # after the quiet period
+    assert due == sorted(due)
+    # After the last message's quiet period (Redis's clock and the worker's, the same host).
+    assert turn.started_at.timestamp() * 1000 >= due[-1] - 50
     assert (turn.first_message_id, turn.last_message_id) == (burst[0], burst[-1])  # all three
     wait_for(lambda: not get_redis().exists(f"debounce:{chat.pk}"), message="the turn to finish")
     assert len(_turns(chat.pk)) == 1

@@ -10,7 +10,7 @@ import pytest
 
 from inbox.conversations import debounce, ingest, outbound
 from inbox.conversations.events import InboundEvent, MediaRef, StatusEvent
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import (
     Channel,
     Chat,
@@ -279,7 +279,7 @@ class TestConsumer:
     def test_entry_of_a_consumer_that_died_is_reclaimed_by_another(self, channel: Channel) -> None:
         ingest.enqueue([_event(channel)])
         dead = IngestWorker(name="dead", block_ms=10)
-        from inbox.conversations.ingest_worker import ensure_group
+        from inbox.conversations.ingest.worker import ensure_group
 
         ensure_group(dead.redis)
         # It read the entry and died before accepting it.
@@ -292,7 +292,7 @@ class TestConsumer:
         assert get_redis().xpending(ingest.STREAM, ingest.GROUP)["pending"] == 0
 
     def test_unreadable_entry_goes_to_the_dead_letter_stream(self, channel: Channel) -> None:
-        from inbox.conversations.ingest_worker import ensure_group
+        from inbox.conversations.ingest.worker import ensure_group
 
         worker = IngestWorker(name="t2", block_ms=10)
         ensure_group(worker.redis)
@@ -363,7 +363,7 @@ def test_an_event_that_failed_once_and_then_was_stored_starts_afresh(channel: Ch
     """Attempts are counted per stream entry until it is stored: a retry that succeeds clears
     its count, so a later failure of the same entry (replayed after a crash) is not its last."""
     from inbox.conversations import hooks
-    from inbox.conversations.ingest_worker import FAILURES_KEY
+    from inbox.conversations.ingest.worker import FAILURES_KEY
 
     ingest.enqueue([_event(channel, provider_message_id="wamid.a", chat_key="77010000001",
                            text="flaky"),
@@ -603,7 +603,7 @@ def test_an_event_that_breaks_the_batch_transaction_loses_no_other_event(
 
 def _xadd_raw(events: Sequence[InboundEvent | StatusEvent]) -> None:
     """Entries straight onto the stream, past the webhook's dedup (a replay after a crash)."""
-    from inbox.conversations.ingest_worker import ensure_group
+    from inbox.conversations.ingest.worker import ensure_group
 
     client = get_redis()
     ensure_group(client)
@@ -745,7 +745,7 @@ def test_two_consumers_on_interleaved_chats_do_not_deadlock(
         for i in range(600)
     ]  # fmt: skip
     ingest.enqueue(events)
-    from inbox.conversations.ingest_worker import ensure_group
+    from inbox.conversations.ingest.worker import ensure_group
 
     ensure_group(get_redis())
     errors: list[BaseException] = []

@@ -10,7 +10,7 @@ import redis
 
 from inbox.conversations import debounce, ingest
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Channel, Message
 from inbox.platform.redis import ScriptCall, get_redis, run, run_later, sent_together
 from tests import factories

@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from inbox.conversations import ingest
-from inbox.conversations.debounce_scheduler import DebounceScheduler
+from inbox.conversations.debounce import DebounceScheduler
 from inbox.conversations.events import event_from_json
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Channel
 from inbox.platform.logs import JsonLines, PrivacyFilter, bound
 from inbox.platform.redis import get_redis

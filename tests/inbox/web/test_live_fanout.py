@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 
 from inbox.conversations import hooks, ingest, online
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Chat, Label, Membership, Message
 from inbox.web.live import realtime
 from tests import factories

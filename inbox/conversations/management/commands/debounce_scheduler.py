@@ -1,5 +1,5 @@
 """`python manage.py debounce_scheduler`: the debounce scheduler loop as a process of its own
-(inbox/conversations/debounce_scheduler.py). Every assistant Celery worker runs one on a thread
+(inbox/conversations/debounce/scheduler.py). Every assistant Celery worker runs one on a thread
 already; this is for running it apart from them (DEBOUNCE_SCHEDULER_IN_WORKERS=0)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inbox.conversations.debounce_scheduler import DebounceScheduler
+from inbox.conversations.debounce import DebounceScheduler
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """`python manage.py ingest_worker`: the long-running ingest consumer
-(inbox/conversations/ingest_worker.py)."""
+(inbox/conversations/ingest/worker.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inbox.conversations.ingest_worker import IngestWorker
+from inbox.conversations.ingest.worker import IngestWorker
 from inbox.platform import heap
 
 

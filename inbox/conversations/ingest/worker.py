@@ -1,5 +1,6 @@
-"""The ingest consumer: reads the Redis stream the webhooks write, runs `ingest.accept_batch` on
-each batch of events, and acknowledges an entry only after its transaction committed.
+"""The ingest consumer (`manage.py ingest_worker`): reads the Redis stream the webhooks write
+(`stream`), runs `accept_batch` (`store`) on each batch of events, and acknowledges an entry
+only after its transaction committed.
 
 Several consumers may run (one consumer group). An entry whose consumer died is reclaimed by
 another after `claim_idle_ms`; an entry that keeps failing goes to a dead-letter stream after
@@ -19,8 +20,10 @@ from typing import Any
 import redis
 from django.db import close_old_connections
 
-from inbox.conversations import hooks, ingest
+from inbox.conversations import hooks
 from inbox.conversations.events import Event, InboundEvent, event_from_json
+from inbox.conversations.ingest.store import accept, accept_batch
+from inbox.conversations.ingest.stream import DEAD_LETTER_STREAM, GROUP, STREAM
 from inbox.platform import logs
 from inbox.platform.redis import ScriptCall, get_redis, run_later, sent_together
 
@@ -51,7 +54,7 @@ return #ids
 
 def ensure_group(client: redis.Redis) -> None:
     try:
-        client.xgroup_create(ingest.STREAM, ingest.GROUP, id="0", mkstream=True)
+        client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
     except redis.ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise
@@ -132,7 +135,7 @@ class IngestWorker:
     def _read(self, count: int, block_ms: int | None) -> list[tuple[Any, dict[bytes, bytes]]]:
         """New entries for this consumer; `block_ms` None: only what is already waiting."""
         response: Any = self.redis.xreadgroup(
-            ingest.GROUP, self.name, {ingest.STREAM: ">"}, count=count, block=block_ms
+            GROUP, self.name, {STREAM: ">"}, count=count, block=block_ms
         )
         return [entry for _stream, batch in response or [] for entry in batch]
 
@@ -142,8 +145,8 @@ class IngestWorker:
         start = "0-0"
         while True:
             result: Any = self.redis.xautoclaim(
-                ingest.STREAM,
-                ingest.GROUP,
+                STREAM,
+                GROUP,
                 self.name,
                 min_idle_time=self.claim_idle_ms,
                 start_id=start,
@@ -153,7 +156,7 @@ class IngestWorker:
             live = []
             for entry_id, fields in entries:
                 if fields is None:  # deleted while pending
-                    self.redis.xack(ingest.STREAM, ingest.GROUP, entry_id)
+                    self.redis.xack(STREAM, GROUP, entry_id)
                 else:
                     live.append((entry_id, fields))
             handled += self.process_batch(live, reclaimed=True)
@@ -163,7 +166,7 @@ class IngestWorker:
     def process_batch(
         self, entries: list[tuple[Any, dict[bytes, bytes]]], *, reclaimed: bool = False
     ) -> int:
-        """Accept a batch of entries in one transaction (`ingest.accept_batch`: one commit and a
+        """Accept a batch of entries in one transaction (`accept_batch`: one commit and a
         few queries instead of several per event), then acknowledge them all.
 
         Chats are locked in one order in every consumer — sorted by channel and customer, a
@@ -207,7 +210,7 @@ class IngestWorker:
             return 1
         try:
             with logs.bound(_batch_correlation(batch)):
-                ingest.accept_batch([event for _entry_id, _raw, event in batch])
+                accept_batch([event for _entry_id, _raw, event in batch])
         except Exception:
             # Anything may have failed, the commit included: nothing of the batch is stored.
             # Store its events one transaction each, so a failing one is left pending alone.
@@ -229,7 +232,7 @@ class IngestWorker:
     def _accept(self, entry_id: Any, event: Event) -> bool:
         try:
             with logs.bound(event.correlation_id):
-                ingest.accept(event)
+                accept(event)
         except Exception:
             log.exception("ingest.accept_failed", extra={"entry": str(entry_id)})
             return False
@@ -249,13 +252,13 @@ class IngestWorker:
             ScriptCall(
                 "ingest.ack",
                 _ACK_SCRIPT,
-                [ingest.STREAM, FAILURES_KEY],
-                [ingest.GROUP, "1" if failed_before else "0", _joined(entry_ids)],
+                [STREAM, FAILURES_KEY],
+                [GROUP, "1" if failed_before else "0", _joined(entry_ids)],
             )
         )
 
     def _dead_letter(self, entry_id: Any, raw: bytes, why: str) -> None:
-        self.redis.xadd(ingest.DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})
+        self.redis.xadd(DEAD_LETTER_STREAM, {"e": raw, "why": why, "entry": entry_id})
         self._ack(entry_id)
 
 
@@ -281,15 +284,3 @@ def _lock_order(event: Event) -> tuple[int, int, str]:
     if isinstance(event, InboundEvent):
         return (0, event.channel_id, event.chat_key)
     return (1, event.channel_id, "")
-
-
-def oldest_pending_age_seconds(client: redis.Redis | None = None) -> float:
-    """Age of the oldest event not yet accepted (stream ids start with a ms timestamp)."""
-    client = client or get_redis()
-    first: Any = client.xrange(ingest.STREAM, count=1)
-    if not first:
-        return 0.0
-    entry_id = first[0][0]
-    text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-    millis = int(text.split("-")[0])
-    return max(0.0, time.time() - millis / 1000)

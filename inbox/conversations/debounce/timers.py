@@ -4,7 +4,7 @@ People write in bursts ("hi" / "how much is" / "delivery to Almaty?"). Each cust
 (or finished voice transcript) calls `schedule`: it stores a fresh token for the chat and sets
 the chat's due time in one sorted set (`DUE_KEY`, chat id → due time in ms) to now plus the
 channel's debounce seconds, so a later message of the burst pushes the timer back. The
-scheduler loop (`debounce_scheduler.py`) hands each due chat to the assistant queue with the
+scheduler loop (`scheduler`) hands each due chat to the assistant queue with the
 token it had; the turn goes on only while that token is still the chat's newest (`is_current`),
 so a message that comes while a turn runs makes a new token and a later turn, as before.
 
@@ -225,7 +225,7 @@ def _commit_timers() -> tuple[Callable[[], None], dict[int, float | None]]:
 def schedule_on_commit(chat_id: int, delay: float | None = None) -> None:
     """Schedule after commit (at once outside a transaction). If Redis is away at that moment
     the turn is not lost: the consumer cannot acknowledge the event either, and its replay
-    re-arms the turn (`ingest._rearm_unanswered`); `resume_unanswered_chats` is the last
+    re-arms the turn (`ingest.chats.rearm_unanswered`); `resume_unanswered_chats` is the last
     safety net. A timer asked for inside a savepoint that then rolled back still starts when
     the transaction's earlier timers do; that is harmless (a turn answers only what is
     unanswered, as a re-armed replay does)."""

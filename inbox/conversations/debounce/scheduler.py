@@ -1,4 +1,4 @@
-"""The loop that hands due debounce timers to the assistant queue (`debounce.py` holds them).
+"""The loop that hands due debounce timers to the assistant queue (`timers` holds them).
 
 Each pass claims the due chats (atomically, leased), publishes one `assistant.run_turn` per chat
 with the token it had, then releases the leases. Between passes it sleeps until the earliest
@@ -21,7 +21,7 @@ from celery import current_app
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from inbox.conversations import debounce
+from inbox.conversations.debounce import timers as debounce
 from inbox.platform import logs
 from inbox.platform.redis import get_redis
 

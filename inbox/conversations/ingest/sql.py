@@ -9,8 +9,9 @@ columns per row than the database spent storing them (docs/performance.md). The 
 come from the models (`_meta`), and the columns a customer message leaves at their defaults
 take the model field's default, so the models stay the one place those are defined.
 
-SQLite (the embedded default) has no arrays and no row locks; there `ingest` does the same
-through Django. Everything here runs on the connection Django holds, inside its transaction.
+SQLite (the embedded default) has no arrays and no row locks; there `chats` and `messages` do
+the same through Django. Everything here runs on the connection Django holds, inside its
+transaction.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from inbox.conversations.models import Channel, Chat, Message
 ChatKey = tuple[int, str]
 M = TypeVar("M", bound=Model)
 
-# The columns a plain customer message sets (`ingest._new_message`), with their array types.
+# The columns a plain customer message sets (`messages._message_columns`), with their array types.
 # Every other column of the message table gets its model default.
 CUSTOMER_MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("chat_id", "bigint"),
