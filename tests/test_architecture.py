@@ -6,6 +6,8 @@ Each check is also shown to fail on a tree that breaks it, so a broken check can
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +83,75 @@ def test_an_existing_database_needs_no_renamed_or_new_migrations() -> None:
     loader = MigrationLoader(None, ignore_no_migrations=True)
     assert set(loader.disk_migrations) >= RECORDED_MIGRATIONS
     call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+PRODUCT_PACKAGES = ("inbox", "assistant", "integrations")
+ARCHITECTURE_DOC = ROOT / "docs/architecture.md"
+
+
+def _packages() -> list[Path]:
+    return sorted(
+        init.parent
+        for name in PRODUCT_PACKAGES
+        for init in (ROOT / name).rglob("__init__.py")
+        if "migrations" not in init.parts
+    )
+
+
+def _named_paths(doc: str) -> set[str]:
+    """Every product path the document names: a full one in backticks anywhere, and the rooms of
+    the package table, named relative to their row's package (or, inside the parentheses after
+    a `sub/` room, relative to that sub-package)."""
+    names = set(re.findall(r"`((?:inbox|assistant|integrations)/[\w/]*?(?:\.py|/))`", doc))
+    for package, rooms in re.findall(
+        r"^\| `((?:inbox|assistant|integrations)/[\w/]*/)` \|(.*)\|$", doc, re.M
+    ):
+        depth, sub = 0, ""
+        for token in re.findall(r"[()]|`[^`]*`", rooms):
+            if token in "()":
+                depth += 1 if token == "(" else -1
+                continue
+            room = token.strip("`")
+            if not re.fullmatch(r"\w[\w/]*(?:\.py|/)", room):
+                continue
+            if depth == 0:
+                sub = room if room.endswith("/") else ""
+                names.add(package + room)
+            else:
+                names.add(package + sub + room)
+    return names
+
+
+def test_every_module_the_architecture_names_exists() -> None:
+    named = _named_paths(ARCHITECTURE_DOC.read_text())
+    assert len(named) > 50, "the package table was not read"
+    missing = sorted(name for name in named if not (ROOT / name).exists())
+    assert not missing, f"docs/architecture.md names what is not in the tree: {missing}"
+
+
+def test_every_package_is_in_the_architecture() -> None:
+    named = _named_paths(ARCHITECTURE_DOC.read_text())
+    packages = {str(package.relative_to(ROOT)) + "/" for package in _packages()}
+    skipped = {p for p in packages if re.search(r"/(management|commands|templatetags)/$", p)}
+    unnamed = sorted(packages - skipped - named - {f"{name}/" for name in PRODUCT_PACKAGES})
+    assert not unnamed, f"docs/architecture.md does not describe: {unnamed}"
+
+
+def test_a_module_the_architecture_names_and_the_tree_lacks_is_found() -> None:
+    doc = (
+        "| `inbox/conversations/` | `models.py`, `gone_module.py`, `ingest/` (`lost.py`) |\n"
+        "`assistant/vanished/`\n"
+    )
+    named = _named_paths(doc)
+    missing = {"inbox/conversations/gone_module.py", "inbox/conversations/ingest/lost.py"}
+    assert missing | {"assistant/vanished/", "inbox/conversations/ingest/"} <= named
+    assert not any((ROOT / name).exists() for name in missing)
+
+
+def test_every_package_says_what_it_is() -> None:
+    silent = [
+        str(package.relative_to(ROOT))
+        for package in _packages()
+        if not ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+    ]
+    assert not silent, f"packages whose __init__.py has no docstring: {silent}"

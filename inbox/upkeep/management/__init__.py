@@ -1,0 +1,1 @@
+"""Django management commands of upkeep (`commands/`); nothing imports them."""
