@@ -420,7 +420,7 @@ class ChatTransition(models.Model):
     An owner change has `cause` in `OwnershipCause` and `from_owner` ≠ `to_owner`; a status change
     has `cause` in `StatusCause`, `from_owner` = `to_owner` and `from_status`/`to_status` set
     (`is_status_change`). The table keeps the name it had as `OwnershipTransition` (migration
-    0013 renamed the model only), and `OwnershipTransition` below stays an alias."""
+    0013 renamed the model only)."""
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
     from_owner = models.CharField(max_length=16, choices=Owner.choices)
@@ -452,11 +452,6 @@ class ChatTransition(models.Model):
     @property
     def is_status_change(self) -> bool:
         return bool(self.to_status)
-
-
-# The model's name before it held status changes too: the inbox's web layer, its reports and
-# older tests still import it by this name.
-OwnershipTransition = ChatTransition
 
 
 class ReadMarker(models.Model):

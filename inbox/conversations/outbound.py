@@ -22,7 +22,6 @@ countdown, so no worker sleeps between tries. Before each retry the bot must sti
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -38,9 +37,8 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from inbox.conversations import hooks, ownership
-from inbox.conversations.events import StatusEvent, provider_datetime
-from inbox.conversations.models import Chat, Message, Owner, Turn
+from inbox.conversations import delivery_status, hooks, ownership
+from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
     OutgoingMedia,
@@ -55,7 +53,6 @@ from inbox.platform.redis import get_redis
 log = logging.getLogger(__name__)
 
 BOT_SENT_TTL_SECONDS = 7 * 86400
-EARLY_STATUS_TTL_SECONDS = 3600
 SEND_ATTEMPTS = 3
 # Retries of one send: up to 1 s, then up to 2 s (full jitter), or the provider's Retry-After
 # (at most 30 s); none starts later than 60 s after the first try, well before the upkeep
@@ -393,7 +390,7 @@ def _mark_sent(message: Message, provider_id: str) -> SendOutcome:
     try:
         if message.sent_by_bot:
             remember_bot_sent(message.chat_id, provider_id)
-        _apply_early_statuses(message.channel_id, provider_id)
+        delivery_status.apply_early(message.channel_id, provider_id)
     except redis.RedisError:
         log.warning("send.redis_unavailable_after_send", extra={"message_id": message.pk})
     hooks.message_changed(message.pk)
@@ -415,7 +412,7 @@ def _mark_failed(message: Message, error: SendError) -> SendOutcome:
     if message.sent_by_bot and error.code != "cancelled":
         # The customer did not get the bot's answer: a human has to look at this chat.
         with contextlib.suppress(ownership.InvalidTransition):
-            ownership.request_human(message.chat_id, reason="send_failed")
+            ownership.request_human(message.chat_id, reason=HandoffReason.SEND_FAILED)
     return SendOutcome(False, "failed", message.pk, error=error.title)
 
 
@@ -435,84 +432,6 @@ def settle_turn(turn_id: int) -> None:
         outcome__in=(Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED),
         reply_message__status=Message.Status.FAILED,
     ).update(outcome=Turn.Outcome.SEND_FAILED)
-
-
-# --- delivery statuses -----------------------------------------------------------------------
-
-# A status only moves forward; statuses are at-least-once and arrive in any order.
-_RANK = {
-    Message.Status.SENDING: 0,
-    Message.Status.SENT: 1,
-    Message.Status.DELIVERED: 2,
-    Message.Status.READ: 3,
-    Message.Status.PLAYED: 4,
-    Message.Status.FAILED: 5,
-}
-
-
-def apply_status(event: StatusEvent) -> Message | None:
-    """Record a delivery status on our outbound message. None when we do not know the message
-    id yet (the status is kept and applied once the send's response is recorded)."""
-    message = (
-        Message.objects.filter(
-            channel_id=event.channel_id, provider_message_id=event.provider_message_id
-        )
-        .only("id", "status", "chat_id")
-        .first()
-    )
-    if message is None:
-        # The status can beat our own record of the wamid (the send's response): keep it.
-        _keep_early_status(event)
-        return None
-    _apply_status_to(message.pk, event)
-    return message
-
-
-def _apply_status_to(message_id: int, event: StatusEvent) -> None:
-    at = provider_datetime(event.provider_ts) or timezone.now()
-    if event.status == "deleted":
-        return
-    new = Message.Status(event.status)
-    lower = [status for status, rank in _RANK.items() if rank < _RANK[new]]
-    fields: dict[str, object] = {"status": new, "status_at": at}
-    if new == Message.Status.FAILED:
-        fields.update(error_code=event.error_code[:32], error_title=event.error_title[:500])
-        # A failure never overrides proof that the customer read the message.
-        lower = [s for s in lower if s not in (Message.Status.READ, Message.Status.PLAYED)]
-    updated = Message.objects.filter(pk=message_id, status__in=lower).update(**fields)
-    if updated:
-        hooks.message_changed(message_id)
-
-
-def _early_key(channel_id: int, provider_message_id: str) -> str:
-    return f"early_status:{channel_id}:{provider_message_id}"
-
-
-def _keep_early_status(event: StatusEvent) -> None:
-    key = _early_key(event.channel_id, event.provider_message_id)
-    pipe = get_redis().pipeline()
-    pipe.rpush(key, event.to_json())
-    pipe.expire(key, EARLY_STATUS_TTL_SECONDS)
-    pipe.execute()
-
-
-def _apply_early_statuses(channel_id: int, provider_message_id: str) -> None:
-    key = _early_key(channel_id, provider_message_id)
-    pipe = get_redis().pipeline()
-    pipe.lrange(key, 0, -1)
-    pipe.delete(key)
-    raw_events, _ = pipe.execute()
-    if not raw_events:
-        return
-    message = Message.objects.filter(
-        channel_id=channel_id, provider_message_id=provider_message_id
-    ).first()
-    if message is None:
-        return
-    for raw in raw_events:
-        data = json.loads(raw)
-        data.pop("type", None)
-        _apply_status_to(message.pk, StatusEvent(**data))
 
 
 def settle_stuck_sends(*, older_than_seconds: float) -> int:
@@ -535,5 +454,5 @@ def settle_stuck_sends(*, older_than_seconds: float) -> int:
         hooks.message_changed(message_id)
         if by_bot:
             with contextlib.suppress(ownership.InvalidTransition):
-                ownership.request_human(chat_id, reason="send_unknown")
+                ownership.request_human(chat_id, reason=HandoffReason.SEND_UNKNOWN)
     return len(stuck)

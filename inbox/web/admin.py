@@ -18,10 +18,10 @@ from inbox.conversations.models import (
     Business,
     Channel,
     Chat,
+    ChatTransition,
     Handoff,
     Membership,
     Message,
-    OwnershipTransition,
 )
 from inbox.platform import egress
 from inbox.upkeep import alerts
@@ -129,7 +129,7 @@ class MessageInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
-    model = OwnershipTransition
+    model = ChatTransition
     extra = 0
     can_delete = False
     fields = ("at", "from_owner", "to_owner", "cause", "reason", "actor_label", "version")
@@ -173,8 +173,8 @@ class MessageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     raw_id_fields = ("chat", "sent_by")
 
 
-@admin.register(OwnershipTransition)
-class OwnershipTransitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+@admin.register(ChatTransition)
+class ChatTransitionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("at", "chat", "from_owner", "to_owner", "cause", "reason", "actor_label")
     list_filter = ("cause", "to_owner")
     raw_id_fields = ("chat", "actor")

@@ -20,11 +20,11 @@ from inbox.conversations.access import User
 from inbox.conversations.models import (
     Chat,
     ChatStatus,
+    ChatTransition,
     Handoff,
     Label,
     Message,
     Owner,
-    OwnershipTransition,
     Turn,
 )
 
@@ -259,7 +259,7 @@ class ChatView:
     has_earlier: bool
     handoff: Handoff | None
     turn_running: bool
-    transitions: list[OwnershipTransition] = field(default_factory=list)
+    transitions: list[ChatTransition] = field(default_factory=list)
     hit_id: int | None = None  # a search hit to show, highlighted
     has_later: bool = False  # the page stops before the newest messages (an old hit)
 
@@ -299,7 +299,7 @@ def turn_running(chat: Chat, now: datetime | None = None) -> bool:
     ).exists()
 
 
-def transitions(chat: Chat) -> list[OwnershipTransition]:
+def transitions(chat: Chat) -> list[ChatTransition]:
     return list(chat.transitions.select_related("actor").order_by("-pk")[:100])
 
 

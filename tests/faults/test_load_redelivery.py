@@ -23,7 +23,7 @@ import pytest
 from django.db.models import Max
 
 from inbox.conversations import ownership
-from inbox.conversations.models import Chat, Message, OwnershipTransition
+from inbox.conversations.models import Chat, ChatTransition, Message
 from inbox.platform.redis import get_redis
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, sign
@@ -117,7 +117,7 @@ def test_triple_shuffled_delivery_under_load_with_takeovers(
         taken: dict[int, datetime] = {}
         for chat in Chat.objects.filter(channel=channel).order_by("pk")[:TAKEN_OVER]:
             ownership.take_over(chat.pk, manager=manager)
-            taken[chat.pk] = OwnershipTransition.objects.filter(chat=chat).latest("pk").at
+            taken[chat.pk] = ChatTransition.objects.filter(chat=chat).latest("pk").at
         poster.join()
         posted = time.monotonic() - started
 

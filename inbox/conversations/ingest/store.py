@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from inbox.conversations import debounce, hooks, outbound, ownership
+from inbox.conversations import debounce, delivery_status, hooks, outbound, ownership
 from inbox.conversations.events import Event, InboundEvent, StatusEvent
 from inbox.conversations.ingest.channels import (
     ChannelInfo,
@@ -75,7 +75,7 @@ def accept_batch(events: Sequence[Event]) -> list[Accepted]:
 
 
 def _accept_status(event: StatusEvent) -> Accepted:
-    message = outbound.apply_status(event)
+    message = delivery_status.apply(event)
     if message is None:
         return Accepted(None, None, "status_early")
     return Accepted(message.pk, message.chat_id, "status")

@@ -2,7 +2,7 @@
 rows the core writes. Putting them together for the page and the CSV is `report.py`; the queries
 stay together here because they share the `Period` and one read of the range's handoffs.
 
-Sources: `Message` (conversations, voice notes, manager replies), `OwnershipTransition` (who
+Sources: `Message` (conversations, voice notes, manager replies), `ChatTransition` (who
 owned the chat: bot-only means no transition to a human in the range and no manager message),
 `Handoff` (reasons, the clock for the first human reply), `Turn` (questions outside the
 knowledge base). Days are the business's days (`Business.timezone`); the range is
@@ -40,11 +40,11 @@ from django.db.models.functions import TruncDate
 from inbox.conversations.models import (
     Business,
     Channel,
+    ChatTransition,
     Handoff,
     HandoffReason,
     Message,
     Owner,
-    OwnershipTransition,
     Turn,
 )
 from inbox.upkeep.alerts import business_zone
@@ -355,14 +355,14 @@ def first_human_reply(period: Period) -> Waits:
 def pending_waits(period: Period) -> Waits:
     """How long chats sat in PENDING_HUMAN: from the transition into it to the next one out."""
     left = (
-        OwnershipTransition.objects.filter(
+        ChatTransition.objects.filter(
             chat_id=OuterRef("chat_id"), id__gt=OuterRef("id"), from_owner=Owner.PENDING_HUMAN
         )
         .order_by("id")
         .values("at")[:1]
     )
     waits = list(
-        OwnershipTransition.objects.filter(
+        ChatTransition.objects.filter(
             chat__channel_id__in=period.channel_ids,
             at__gte=period.start,
             at__lt=period.end,

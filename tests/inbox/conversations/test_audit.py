@@ -14,7 +14,6 @@ from inbox.conversations.models import (
     ChatTransition,
     Owner,
     OwnershipCause,
-    OwnershipTransition,
     StatusCause,
 )
 from tests import factories
@@ -22,9 +21,8 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_the_model_keeps_its_table_and_its_old_name() -> None:
+def test_the_model_keeps_its_table() -> None:
     assert ChatTransition._meta.db_table == "inbox_ownershiptransition"
-    assert OwnershipTransition is ChatTransition
     chat = factories.chat()
     ownership.request_human(chat.pk, reason="complaint")
     assert [t.cause for t in chat.transitions.all()] == [OwnershipCause.REQUEST_HUMAN]

@@ -14,10 +14,10 @@ from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import (
     Channel,
     Chat,
+    ChatTransition,
     Message,
     Owner,
     OwnershipCause,
-    OwnershipTransition,
 )
 from inbox.platform.redis import get_redis
 from tests import factories
@@ -87,7 +87,7 @@ def test_phone_message_from_the_manager_takes_the_chat_over(channel: Channel) ->
     assert chat.last_manager_at is not None
     message = Message.objects.get(pk=result.message_id)
     assert (message.author, message.from_me, message.sent_by_bot) == ("phone", True, False)
-    transition = OwnershipTransition.objects.get(chat=chat)
+    transition = ChatTransition.objects.get(chat=chat)
     assert (transition.cause, transition.actor_label) == (OwnershipCause.MANAGER_REPLIED, "phone")
 
 
@@ -104,7 +104,7 @@ def test_echo_of_the_bots_own_message_leaves_the_owner_alone(channel: Channel) -
     assert echo.outcome == "duplicate"
     chat = Chat.objects.get(pk=result.chat_id)
     assert chat.owner == Owner.BOT
-    assert not OwnershipTransition.objects.exists()
+    assert not ChatTransition.objects.exists()
 
 
 def test_bot_echo_is_recognised_from_the_row_when_redis_forgot(channel: Channel) -> None:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from inbox.conversations import manager_attachments
+from inbox.conversations.delivery_status import apply as apply_status
 from inbox.conversations.events import StatusEvent
 from inbox.conversations.manager_attachments import FileType, Refused, check, send_attachment
 from inbox.conversations.models import Channel, Chat, Message, Owner
-from inbox.conversations.outbound import apply_status
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import OutgoingMedia, PermanentSendError
 from tests import factories

@@ -17,12 +17,12 @@ from assistant.models import PriceList
 from inbox.conversations import ownership
 from inbox.conversations.models import (
     Chat,
+    ChatTransition,
     Handoff,
     HandoffReason,
     Membership,
     Message,
     Owner,
-    OwnershipTransition,
     Turn,
 )
 from inbox.web import dashboard
@@ -341,7 +341,7 @@ class TestActions:
 
         assert response.status_code == 200
         assert "manager-a took this chat first" in response.content.decode()
-        assert OwnershipTransition.objects.filter(chat=a.chat).count() == 1
+        assert ChatTransition.objects.filter(chat=a.chat).count() == 1
 
     def test_two_managers_clicking_at_once_make_one_transition(self, a: Tenant) -> None:
         colleague = factories.manager(a.business, username="colleague")
@@ -363,7 +363,7 @@ class TestActions:
             thread.join()
 
         assert statuses == [200, 200]
-        assert OwnershipTransition.objects.filter(chat=a.chat, to_owner=Owner.HUMAN).count() == 1
+        assert ChatTransition.objects.filter(chat=a.chat, to_owner=Owner.HUMAN).count() == 1
 
     def test_release_and_release_again(self, a: Tenant) -> None:
         ownership.take_over(a.chat.pk, manager=a.manager)

@@ -18,11 +18,11 @@ from django.test import Client
 from inbox.conversations.models import (
     Business,
     Chat,
+    ChatTransition,
     Handoff,
     Membership,
     Message,
     Owner,
-    OwnershipTransition,
     Turn,
 )
 from tests import factories
@@ -46,10 +46,10 @@ def said(chat: Chat, when: datetime, author: str = "customer", **kwargs: Any) ->
 
 
 def moved(chat: Chat, when: datetime, from_owner: str, to_owner: str, cause: str) -> None:
-    row = OwnershipTransition.objects.create(
+    row = ChatTransition.objects.create(
         chat=chat, from_owner=from_owner, to_owner=to_owner, cause=cause, version=1
     )
-    OwnershipTransition.objects.filter(pk=row.pk).update(at=when)
+    ChatTransition.objects.filter(pk=row.pk).update(at=when)
 
 
 def handed_off(chat: Chat, when: datetime, reason: str) -> None:
