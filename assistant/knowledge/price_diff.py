@@ -7,23 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Protocol
 
-from assistant.knowledge.price_import import item_key
+from assistant.knowledge.price_rows import PriceRow, item_key
 from assistant.models import PriceItem, PriceList
-
-
-class PricedRow(Protocol):
-    """A parsed row or a stored item: what the diff compares."""
-
-    @property
-    def sku(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def price(self) -> Decimal: ...
-    @property
-    def currency(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -57,11 +43,11 @@ class ListDiff:
         return not (self.added or self.removed or self.changed)
 
 
-def _row(row: PricedRow) -> DiffRow:
+def _row(row: PriceRow) -> DiffRow:
     return DiffRow(row.sku, row.name, row.price, row.currency)
 
 
-def diff_rows(current: Iterable[PricedRow], new: Iterable[PricedRow]) -> ListDiff:
+def diff_rows(current: Iterable[PriceRow], new: Iterable[PriceRow]) -> ListDiff:
     """Added / removed / price changed from `current` to `new`, each in the new (or, for
     removed rows, the old) list's order."""
     before = {item_key(r.sku, r.name): r for r in current}
@@ -82,7 +68,7 @@ def diff_rows(current: Iterable[PricedRow], new: Iterable[PricedRow]) -> ListDif
 
 
 def diff_against_current(
-    business_id: int, channel_id: int | None, new: Iterable[PricedRow]
+    business_id: int, channel_id: int | None, new: Iterable[PriceRow]
 ) -> ListDiff:
     """The diff of `new` against the list's current version (everything is added when the
     list has none yet)."""
