@@ -21,7 +21,14 @@ from celery import current_app
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from inbox.conversations.debounce import timers as debounce
+from inbox.conversations.debounce.timers import (
+    TURN_TASK,
+    WAKE_CHANNEL,
+    DueChat,
+    claim_due,
+    correlation_ids,
+    release,
+)
 from inbox.platform import logs
 from inbox.platform.redis import get_redis
 
@@ -67,13 +74,13 @@ class DebounceScheduler:
 
     def run_once(self) -> float:
         """Dispatch what is due now. Returns how long to sleep before the next pass."""
-        claim = debounce.claim_due(self.batch, self.lease_seconds)
-        sent: list[debounce.DueChat] = []
-        cids = debounce.correlation_ids([due.chat_id for due in claim.chats])
+        claim = claim_due(self.batch, self.lease_seconds)
+        sent: list[DueChat] = []
+        cids = correlation_ids([due.chat_id for due in claim.chats])
         for due in claim.chats:
             try:
                 with logs.bound(cids.get(due.chat_id)):
-                    current_app.send_task(debounce.TURN_TASK, args=[due.chat_id, due.token])
+                    current_app.send_task(TURN_TASK, args=[due.chat_id, due.token])
             except Exception as exc:
                 # The broker is likely away: stop here. The leases of this chat and the rest of
                 # the batch run out, and a scheduler (maybe this one) dispatches them then.
@@ -82,11 +89,11 @@ class DebounceScheduler:
                     extra={"chat_id": due.chat_id, "error": str(exc)[:200]},
                 )
                 if sent:
-                    debounce.release(sent)
+                    release(sent)
                 return RETRY_SECONDS
             sent.append(due)
         if sent:
-            debounce.release(sent)
+            release(sent)
             log.debug("debounce.dispatched", extra={"chats": len(sent)})
         if len(claim.chats) >= self.batch:
             return 0.0
@@ -97,7 +104,7 @@ class DebounceScheduler:
     def _subscribe(self) -> None:
         if self._pubsub is None:
             pubsub = get_redis().pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
-            pubsub.subscribe(debounce.WAKE_CHANNEL)
+            pubsub.subscribe(WAKE_CHANNEL)
             self._pubsub = pubsub
 
     def _sleep(self, seconds: float) -> None:

@@ -17,9 +17,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import inbox.conversations.ingest.sql as sql
 from inbox.conversations import debounce, hooks, status, voice
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.ingest import sql
 from inbox.conversations.ingest.channels import ChannelInfo, channel_info
 from inbox.conversations.models import Chat, ChatStatus, Message, Owner
 

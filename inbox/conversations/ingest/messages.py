@@ -18,9 +18,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+import inbox.conversations.ingest.sql as sql
 from inbox.conversations import attachments
 from inbox.conversations.events import InboundEvent, provider_datetime
-from inbox.conversations.ingest import sql
 from inbox.conversations.ingest.chats import VOICE_KINDS, counters_if_stored
 from inbox.conversations.ingest.cleaning import FULL_TEXT_FILENAME, capped_text
 from inbox.conversations.models import Channel, Chat, Message
