@@ -65,7 +65,6 @@ from assistant.llm.errors import (
     PromptOverflowed,
     TransientModelError,
     classify,
-    retry_after_seconds,
 )
 from assistant.llm.prompt import repair_message
 from assistant.llm.resilience import STATE_VALUES, Guard, Lease, Permit, RedisGuard, replica_label
@@ -105,7 +104,6 @@ __all__ = [
     "grammar_schema",
     "parse_decision",
     "response_format",
-    "retry_after_seconds",
     "sse_events",
 ]
 

@@ -80,7 +80,7 @@ def classify(status: int, body: str, headers: Any = None) -> Exception:
     if status in (408, 409, 429) or status >= 500:
         if CONTEXT_OVERFLOW.search(body):  # older llama.cpp answered overflows with 500
             return ContextOverflow(f"HTTP {status}: prompt over the model's context: {text}")
-        return TransientModelError(f"HTTP {status}", retry_after=retry_after_seconds(headers))
+        return TransientModelError(f"HTTP {status}", retry_after=http.retry_after(headers))
     if status in (401, 403):
         return MisconfiguredRequest(f"HTTP {status}: the model server refused the API key ({text})")
     if status == 404:
@@ -90,8 +90,3 @@ def classify(status: int, body: str, headers: Any = None) -> Exception:
     if status == 422:
         return MisconfiguredRequest(f"HTTP 422: the server refused the request's schema ({text})")
     return MisconfiguredRequest(f"HTTP {status}: the server refused the request ({text})")
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Retry-After (seconds, or an HTTP date) as seconds from now, None when absent/unreadable."""
-    return http.retry_after(headers)
