@@ -41,7 +41,13 @@ from assistant.decision.replies import (
 )
 from assistant.knowledge.agreements import Agreement, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.matching import analyse, content_tokens, normalise, segments
+from assistant.knowledge.matching import (
+    analyse,
+    content_tokens,
+    format_quantity,
+    normalise,
+    segments,
+)
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
 from assistant.models import AssistantSettings
@@ -83,6 +89,7 @@ class _Reading:
     codes: set[str]
     intent: str
     rule: RuleAnswer | None
+    rules: str  # the business rules as written
     agreed: list[Agreement]
     found: Found
     quotes: list[Quote]
@@ -124,6 +131,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
         codes=set(config.reason_codes()),
         intent=intent,
         rule=rule,
+        rules=config.business_rules or "",
         agreed=agreed,
         found=found,
         quotes=quotes,
@@ -164,7 +172,7 @@ def _rules_answer(r: _Reading) -> Decision | None:
     if r.rule is None:
         return None
     shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
-    parts = [_order_with_charges(shown, r.message, r.rule, r.lang)] if shown else []
+    parts = [_order_with_charges(shown, r.message, r.rule, r.lang, r.rules)] if shown else []
     parts += list(r.rule.sentences)
     return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=r.facts)
 
@@ -177,7 +185,7 @@ def _several_fit(r: _Reading) -> Decision | None:
         return None
     if _wants_every_option(r.message, ambiguous):
         # Compared, not ordered together: each price, no total.
-        every = [Quote(item, 1) for item in ambiguous]
+        every = [Quote(item, Decimal(1)) for item in ambiguous]
         compared = [with_agreement(q, r.agreed, r.knowledge) for q in [*r.quotes, *every]]
         lines = [_quote_lines([q], r.lang, with_availability=True) for q in compared]
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=r.facts)
@@ -365,9 +373,11 @@ def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False
     for quote in quotes:
         item = quote.item
         price = format_money(quote.unit_price, item.currency)
-        if quote.qty > 1:
-            total = format_money(quote.total, item.currency)
-            line = f"{item.name}: {quote.qty} × {price} = {total}"
+        total = format_money(quote.total, item.currency)
+        if quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
+            line = f"{item.name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
+        elif quote.qty != 1:
+            line = f"{item.name}: {format_quantity(quote.qty)} × {price} = {total}"
         else:
             unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
             line = f"{item.name}: {price}{unit}"
@@ -385,7 +395,9 @@ def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False
     return "\n".join(lines)
 
 
-def _order_with_charges(quotes: list[Quote], message: str, rule: RuleAnswer, lang: str) -> str:
+def _order_with_charges(
+    quotes: list[Quote], message: str, rule: RuleAnswer, lang: str, rules: str = ""
+) -> str:
     """The order's lines, and when the customer asks the total with delivery (assembly, …)
     the rules' fixed charge for each as a line of its own, counted in the total. When a
     charge is not a fixed amount ("from 2 500", "per floor") there is no total at all."""
@@ -394,7 +406,7 @@ def _order_with_charges(quotes: list[Quote], message: str, rule: RuleAnswer, lan
     if not TOTAL_RE.search(normalise(message)) or len(currencies) != 1:
         return lines
     subtotal = sum((q.total for q in quotes), Decimal(0))
-    found = charges(message, rule, subtotal)
+    found = charges(message, rule, subtotal, rules)
     currency = currencies.pop()
     kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
     if not found:
@@ -450,7 +462,8 @@ SUMMARIES: dict[str, dict[str, str]] = {
 def _summary(reason: str, quotes: list[Quote], lang: str, asked: str = "") -> str:
     summary = SUMMARIES[lang if lang in ("en", "ru") else "en"].get(reason, "")
     if quotes:
-        summary += " " + "; ".join(f"{q.qty} × {q.item.name}" for q in quotes) + "."
+        summary += " " + "; ".join(f"{format_quantity(q.qty)} × {q.item.name}" for q in quotes)
+        summary += "."
         summary += "".join(f" «{q.agreed.words[:200]}»" for q in quotes if q.agreed)
     if asked:
         summary += f" «{asked[:300]}»"
@@ -466,7 +479,7 @@ def _facts(turn: TurnInput, quotes: list[Quote]) -> Facts:
     return Facts(
         name=name_match.group(1) if name_match else None,
         city=city,
-        items=[Item(name=q.item.name, qty=q.qty) for q in quotes],
+        items=[Item(name=q.item.name, qty=float(q.qty)) for q in quotes],
     )
 
 

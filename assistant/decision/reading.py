@@ -49,7 +49,7 @@ ORDINALS: dict[str, int] = {
 @dataclass(frozen=True)
 class Quote:
     item: KnowledgeItem
-    qty: int
+    qty: Decimal  # in the item's own unit ("12.5" m², "30" bags)
     # The price a manager agreed for this item in this chat (None: the list price holds).
     agreed: Agreement | None = None
 
@@ -63,6 +63,12 @@ class Quote:
 
     @property
     def total(self) -> Decimal:
+        """The line's total: the amount a manager agreed for exactly this quantity as said
+        ("95 000 за всех троих"), never a divided-and-multiplied 95 000.01."""
+        if self.agreed is not None and not self.agreed.per_unit:
+            exact, _minimum = agreed_quantity(self.agreed)
+            if exact and self.qty == exact:
+                return self.agreed.amount.value
         return self.unit_price * self.qty
 
 
@@ -101,8 +107,9 @@ def find(query: str, knowledge: Knowledge) -> Found:
     for group, qty in knowledge.catalogue.order_lines(query):
         if len(group) == 1:
             item = knowledge.items[group[0].index]
-            if qty == 1 and item.unit:
-                qty = quantity_of_unit(query, item.unit) or 1
+            measure = knowledge.catalogue.measures[group[0].index]
+            if qty == 1 and item.unit and measure is None:
+                qty = Decimal(quantity_of_unit(query, item.unit) or 1)
             quotes.append(Quote(item, qty))
         elif not ambiguous:
             ambiguous = [knowledge.items[m.index] for m in group]
@@ -142,7 +149,7 @@ def find_in_context(
         earlier = find(entry.text, knowledge)
         count = bare_count(message)
         if count and len(earlier.quotes) == 1 and not earlier.ambiguous:
-            return Found([Quote(earlier.quotes[0].item, count)], [])  # "and for 12?"
+            return Found([Quote(earlier.quotes[0].item, Decimal(count))], [])  # "and for 12?"
         if earlier.quotes or earlier.ambiguous:
             return earlier
     return own
@@ -202,7 +209,7 @@ def about_agreed(
     if index not in {m.index for m in knowledge.catalogue.match(message)}:
         return found
     if found.ambiguous and item in found.ambiguous:
-        return Found([*found.quotes, Quote(item, 1)], [])
+        return Found([*found.quotes, Quote(item, Decimal(1))], [])
     if len(found.quotes) == 1 and not found.ambiguous:
         return Found([Quote(item, found.quotes[0].qty)], [])
     return found
@@ -216,7 +223,7 @@ def with_agreement(quote: Quote, found: list[Agreement], knowledge: Knowledge) -
     qty = quote.qty
     exact, minimum = agreed_quantity(agreed)
     if qty == 1 and (exact or minimum):
-        qty = exact or minimum  # "how much is it then?" about the manager's offer for N
+        qty = Decimal(exact or minimum)  # "how much then?" about the manager's offer for N
     return Quote(quote.item, qty, agreed)
 
 

@@ -81,6 +81,7 @@ class Knowledge:
             [i.sku for i in self.items],
             [f"{i.sku} {i.name} {i.description}" for i in self.items],
             [i.aliases for i in self.items],
+            [i.unit for i in self.items],
         )
 
 

@@ -198,16 +198,24 @@ FREE_RE = re.compile(r"free|бесплатн|тегін", re.IGNORECASE)
 FROM_RE = re.compile(r"(?:\bот|\bfrom|\bover|\babove|свыше|не менее|at least)\s*$", re.IGNORECASE)
 # An amount per something the customer did not count (per floor, per km): not a fixed charge.
 PER_RE = re.compile(
-    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+(?!заказ|order)\w+", re.IGNORECASE
+    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+(?!заказ|order|рейс|trip|выезд|поездк)\w+",
+    re.IGNORECASE,
 )
 
 
-def charges(question: str, answer: RuleAnswer, subtotal: Decimal) -> list[Charge] | None:
+def charges(
+    question: str, answer: RuleAnswer, subtotal: Decimal, every_sentence: str = ""
+) -> list[Charge] | None:
     """The fixed charge of every topic the question asks to add to an order ("с доставкой в
     Талгар"), read from the answering sentences; None when one of them is not a fixed amount
     (a price "from", per floor, or no amount), so no total is computed at all."""
     found: list[Charge] = []
     wanted_places = places(question)
+    if every_sentence:
+        # A total asks for the fee itself, wherever the rules write it: every sentence on the
+        # answer's topics, not only the ones that answered the question best.
+        on_topics = tuple(s for s in sentences(every_sentence) if topics(s) & answer.topics)
+        answer = RuleAnswer(answer.topics, on_topics or answer.sentences)
     for topic in sorted(answer.topics):
         clauses = [
             (clause, inherited)

@@ -17,7 +17,7 @@ from assistant.decision.guardrails.items import items_named, mask_codes, stated_
 from assistant.decision.guardrails.sentences import sentence_spans, sentence_text, strip_currency
 from assistant.knowledge.agreements import Agreement, agreements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.matching import stem, words
+from assistant.knowledge.matching import format_quantity, stem, words
 from assistant.knowledge.money import Amount, find_amounts, format_money
 from assistant.schema import TurnInput
 
@@ -28,10 +28,11 @@ TOTAL_RE = re.compile(
     re.IGNORECASE,
 )
 # "4 × 45 000", "4 шт × 45 000", "4 pcs x 45 000" just before a price; "45 000 × 4" after it.
+_QTY = r"\d{1,4}(?:[.,]\d{1,3})?"
 _QTY_BEFORE = re.compile(
-    r"(?<![\d.,])(\d{1,4})\s*(?:шт\.?|pcs\.?|pieces|units|штук\w*|дана)?\s*[×xх*]\s*$", re.I
+    rf"(?<![\d.,])({_QTY})\s*(?:[^\W\d_]{{1,8}}\.?|м²|m²)?\s*[×xх*]\s*$", re.IGNORECASE
 )
-_QTY_AFTER = re.compile(r"^\s*[×xх*]\s*(\d{1,4})(?![\d.,]|\s\d{3})", re.IGNORECASE)
+_QTY_AFTER = re.compile(rf"^\s*[×xх*]\s*({_QTY})(?![\d.,]|\s\d{{3}})", re.IGNORECASE)
 _EQUALS = re.compile(r"^\s*=\s*$")
 # Words that tie an amount to what the business rules charge for (a fee, not an item's price).
 SERVICE_WORDS = re.compile(
@@ -48,6 +49,9 @@ class _Line:
     value: Decimal
     scaled: Decimal  # × the customer's quantity when the line is a unit price
     from_rules: bool = False
+    # A unit price of an item the customer gave a quantity for in this turn: a total counts
+    # it at that quantity, never as one ("30 bags" and "15 sheets" do not total one of each).
+    must_scale: bool = False
 
 
 @dataclass
@@ -57,7 +61,9 @@ class _Amounts:
     rule_amounts: list[tuple[Amount, str]]  # (amount, the rules sentence it stands in)
     manager_amounts: list[Amount]  # what a manager agreed without naming an item
     agreed: dict[int, Agreement]  # item index → the price a manager agreed for it (latest)
-    stated: dict[int, set[int]]
+    stated: dict[int, set[Decimal]]
+    # The quantities this turn's messages gave (a line or total must use them).
+    stated_now: dict[int, set[Decimal]]
     asked: str  # the customer's messages of this turn
     context: set[int]  # items the customer's messages (or the chat) named
     sentences: list[tuple[int, int]] = field(default_factory=list)
@@ -95,8 +101,14 @@ class _Amounts:
             else set()
         )
 
-    def qty_for(self, index: int) -> set[int]:
-        return {1} | self.stated.get(index, set())
+    def qty_for(self, index: int) -> set[Decimal]:
+        return {Decimal(1)} | self.stated.get(index, set())
+
+    def qty_now(self, index: int) -> set[Decimal]:
+        """The quantities this turn's messages clearly gave an item: {} when they gave none, or
+        also read a 1 ("the 160 table": a name's number, maybe a count)."""
+        now = self.stated_now.get(index, set())
+        return set() if Decimal(1) in now else now
 
 
 def unbacked_amounts(
@@ -123,6 +135,7 @@ def unbacked_amounts(
         manager_amounts=[a.amount for a in agreed if a.item_index is None],
         agreed={a.item_index: a for a in agreed if a.item_index is not None},
         stated=stated_quantities(knowledge, customer),
+        stated_now=stated_quantities(knowledge, [e.text for e in turn.pending]),
         asked="\n".join(e.text for e in turn.pending),
         # Nothing named anywhere (a name the matcher cannot read, "teeth whitening" on a Russian
         # list): the amount must at least be some item's price. docs/guardrails.md says so.
@@ -144,7 +157,8 @@ def unbacked_amounts(
         after = masked[amount.end : amount.end + 12]
         qty_after = None if qty_match else _QTY_AFTER.match(after)
         if qty_match or qty_after:
-            qty = int((qty_match or qty_after).group(1))  # type: ignore[union-attr]
+            written = (qty_match or qty_after).group(1)  # type: ignore[union-attr]
+            qty = Decimal(written.replace(",", "."))
             result = amounts[position + 1] if position + 1 < len(amounts) else None
             tail_start = amount.end + (qty_after.end() if qty_after else 0)
             if result is not None and _EQUALS.match(
@@ -163,7 +177,7 @@ def unbacked_amounts(
 
 
 def _judge_product(
-    state: _Amounts, unit: Amount, qty: int, result: Amount | None, window_start: int
+    state: _Amounts, unit: Amount, qty: Decimal, result: Amount | None, window_start: int
 ) -> None:
     """A written line "N × P (= T)": P the price of the item it is about, N a quantity the
     customer gave that item, T = N × P."""
@@ -171,15 +185,18 @@ def _judge_product(
     priced = [i for i in items if unit.value in state.unit_prices(i, unit.currency)]
     by_manager = _by_manager(state, unit)
     shown = format_money(unit.value, unit.currency)
+    count = format_quantity(qty)
     if not priced and not by_manager:
         state.found.append(_not_the_price(state, unit, items))
-    elif priced and not any(qty in state.qty_for(i) for i in priced):
+    elif priced and not any(qty in (state.qty_now(i) or state.qty_for(i)) for i in priced):
         names = ", ".join(state.knowledge.items[i].name for i in priced)
         state.found.append(
-            Finding("price", f"{qty} × {shown}: the customer did not ask for {qty} × {names}")
+            Finding("price", f"{count} × {shown}: the customer did not ask for {count} × {names}")
         )
     elif by_manager and not priced and qty not in set().union({1}, *state.stated.values()):
-        state.found.append(Finding("price", f"{qty} × {shown}: the customer did not ask for {qty}"))
+        state.found.append(
+            Finding("price", f"{count} × {shown}: the customer did not ask for {count}")
+        )
     product = unit.value * qty
     if result is not None and result.value != product:
         state.found.append(
@@ -207,10 +224,17 @@ def _judge_total(state: _Amounts, amount: Amount) -> None:
 
 
 def _sums(lines: list[_Line]) -> set[Decimal]:
+    """What the lines may add up to: with or without the rules' fees, each unit price at the
+    customer's quantity, or as written where this turn gave the item no quantity."""
     zero = Decimal(0)
     every = [lines, [line for line in lines if not line.from_rules]]
     return {
-        sum((getattr(line, k) for line in ls), zero) for ls in every for k in ("value", "scaled")
+        sum(
+            (line.scaled if scaled or line.must_scale else line.value for line in ls),
+            zero,
+        )
+        for ls in every
+        for scaled in (False, True)
     }
 
 
@@ -242,9 +266,10 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
                 return
             continue
         if _is_price(amount, item):
-            qtys = state.stated.get(index, set())
+            now = state.qty_now(index)
+            qtys = now or state.stated.get(index, set())
             scaled = amount.value * max(qtys) if len(qtys) == 1 else amount.value
-            state.lines.append(_Line(amount.value, scaled))
+            state.lines.append(_Line(amount.value, scaled, must_scale=len(now) == 1))
             return
         for qty in state.qty_for(index) - {1}:
             if _same_money(amount, item.price * qty, item.currency):

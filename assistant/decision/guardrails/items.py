@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Sequence
+from decimal import Decimal
 
 from assistant.decision.guardrails.sentences import blank_amounts
 from assistant.knowledge.effective import Knowledge
@@ -19,6 +20,7 @@ from assistant.knowledge.matching import (
     QueryToken,
     analyse,
     content_tokens,
+    quantity_in,
     quantity_near,
     segments,
 )
@@ -38,25 +40,31 @@ def items_named(knowledge: Knowledge, text: str, strong: bool = False) -> set[in
     }
 
 
-def stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, set[int]]:
+def stated_quantities(knowledge: Knowledge, texts: Sequence[str]) -> dict[int, set[Decimal]]:
     """item index → the quantities the customer put next to it (`Catalogue.order_lines`: "4
     oak dining chairs" gives the chairs 4, not the table named before them). A number that
     reads as a count anywhere in the message goes to what it names ("the Lux chair for 40k if
     I take ten": ten; "7 жаста", a child's age, is not one); a message naming none ("4 of
-    them") gives its numbers to the items named last. Amounts of money are not quantities."""
-    stated: dict[int, set[int]] = {}
+    them") gives its numbers to the items named last. Amounts of money are not quantities;
+    a quantity in the unit an item is sold in is one, in that unit ("for 3 months" of a
+    monthly fee, "12 кв.м" of a price per m²)."""
+    stated: dict[int, set[Decimal]] = {}
     last: set[int] = set()
     catalogue = knowledge.catalogue
     for raw in texts:
-        text = NOT_A_COUNT.sub(
-            lambda m: " " * len(m.group(0)), blank_amounts(mask_codes(raw, knowledge))
-        )
+        unmasked = blank_amounts(mask_codes(raw, knowledge))
+        text = NOT_A_COUNT.sub(lambda m: " " * len(m.group(0)), unmasked)
         lines = catalogue.order_lines(text) if knowledge.items else []
+        lines += [
+            (group, qty)
+            for group, qty in (catalogue.order_lines(unmasked) if knowledge.items else [])
+            if len(group) == 1 and qty != 1 and catalogue.measures[group[0].index] is not None
+        ]
         groups = _resolve(knowledge, text)
         in_names = {p for g in groups for m in g for p in m.number_positions}
         tokens = analyse(text)
         free = [
-            t.number
+            Decimal(t.number)
             for t in tokens
             if t.number is not None
             and 0 < t.number < 1000
@@ -142,7 +150,7 @@ def _reads_as_a_count(tokens: Sequence[QueryToken], position: int) -> bool:
     return bool(before & _BUYING) or (after is not None and after.word in _PIECES)
 
 
-def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatch], int]]:
+def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatch], Decimal]]:
     """The quantity next to each thing named, part by part, where only the thing's own name
     numbers are not quantities: `order_lines` also sets aside numbers another, weaker match
     took ("4 × Масляный фильтр" loses its 4 to "Масло … 4л")."""
@@ -161,7 +169,10 @@ def _own_quantities(knowledge: Knowledge, text: str) -> list[tuple[list[ItemMatc
             positions = words_at | own
             while max(positions) + 1 in letters:  # "4л", "0W-20": the unit letter
                 positions.add(max(positions) + 1)
-            found.append((group, quantity_near(tokens, frozenset(positions), own)))
+            measure = knowledge.catalogue.measures[group[0].index]
+            in_unit = quantity_in(part, measure) if measure is not None else None
+            qty = in_unit or Decimal(quantity_near(tokens, frozenset(positions), own))
+            found.append((group, qty))
     return found
 
 

@@ -37,17 +37,22 @@ from assistant.knowledge.matching.tokens import (
     stem,
     words,
 )
+from assistant.knowledge.matching.units import Measure, format_quantity, measure_of, quantity_in
 
 __all__ = [
     "MEASURE_WORDS",
     "NUMBER_WORDS",
     "Catalogue",
     "ItemMatch",
+    "Measure",
     "QueryToken",
     "analyse",
     "compact",
     "content_tokens",
+    "format_quantity",
+    "measure_of",
     "normalise",
+    "quantity_in",
     "quantity_near",
     "quantity_of_unit",
     "segments",

@@ -6,10 +6,13 @@ the prompt when the list is too big to send whole (BM25)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 
 from assistant.knowledge.matching.keys import (
     ATTRIBUTE_KEYS,
@@ -33,6 +36,7 @@ from assistant.knowledge.matching.tokens import (
     stem,
     words,
 )
+from assistant.knowledge.matching.units import Measure, family_of, measure_of, quantity_in
 from assistant.knowledge.transliteration import skeleton
 
 
@@ -54,6 +58,9 @@ class ItemMatch:
 MATCH_CACHE_SIZE = 4096
 
 
+TIME_RE = re.compile(r"(?<![\d.,])\d{1,2}:\d{2}(?![\d.,])|(?<!\d)\d{1,2}\s?(?:am|pm)\b", re.I)
+
+
 class Catalogue:
     """An index over item names, aliases and SKUs for matching and retrieval."""
 
@@ -63,8 +70,14 @@ class Catalogue:
         skus: Sequence[str],
         texts: Sequence[str],
         aliases: Sequence[Sequence[str]] | None = None,
+        units: Sequence[str] | None = None,
     ) -> None:
         self.names = list(names)
+        # What one priced unit of each item is ("м²", "мешок 50 кг"): a customer's "12 кв.м"
+        # or "5 қап" is a quantity of the items sold that way.
+        self.measures: list[Measure | None] = [measure_of(u) for u in (units or [])] or [
+            None for _ in self.names
+        ]
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
         # Each item is named by its name and by each alias: one key list per way of naming it.
         self.variants: list[list[list[str]]] = []
@@ -159,7 +172,14 @@ class Catalogue:
 
     def _match(self, text: str) -> tuple[ItemMatch, ...]:
         tokens = analyse(text)
-        content = content_tokens(tokens)
+        # "12 мешков", "5 листов": a unit after a count says how much, not which item (every
+        # cement and plaster name says "мешок").
+        units = {
+            t.position
+            for before, t in itertools.pairwise(tokens)
+            if before.number is not None and family_of(t.word) is not None
+        }
+        content = [t for t in content_tokens(tokens) if t.position not in units]
         numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
@@ -290,11 +310,13 @@ class Catalogue:
             ]
         return groups
 
-    def order_lines(self, text: str) -> list[tuple[list[ItemMatch], int]]:
+    def order_lines(self, text: str) -> list[tuple[list[ItemMatch], Decimal]]:
         """What the customer named, part by part, each with the quantity written next to it:
-        "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4). Positions are relative to
-        each part."""
-        lines: list[tuple[list[ItemMatch], int]] = []
+        "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4); a quantity in the unit an
+        item is sold in counts in that unit ("12 кв.м ламината" → 12 of a price per m²).
+        Positions are relative to each part."""
+        lines: list[tuple[list[ItemMatch], Decimal]] = []
+        text = TIME_RE.sub(lambda m: " " * len(m.group(0)), text)  # "на 12:00" is no count
         seen: set[int] = set()
         previous = ""
         last_line: int | None = None  # the line the part before named, for "…, штук 6"
@@ -310,7 +332,7 @@ class Catalogue:
             if not groups:
                 count = count_only(part)
                 if count is not None and last_line is not None and lines[last_line][1] == 1:
-                    lines[last_line] = (lines[last_line][0], count)
+                    lines[last_line] = (lines[last_line][0], Decimal(count))
                 last_line = None
                 continue
             tokens = analyse(part)
@@ -325,7 +347,7 @@ class Catalogue:
                     continue  # a stray word beside the thing named ("teeth whitening")
                 if len(group) == 1 and group[0].index in seen:
                     continue  # named twice ("the table … and that table"): one line
-                lines.append((group, quantity_near(tokens, group[0].positions, taken)))
+                lines.append((group, self._quantity(part, group, tokens, taken)))
                 last_line = len(lines) - 1
                 if len(group) == 1:
                     seen.add(group[0].index)
@@ -335,6 +357,18 @@ class Catalogue:
             for group, qty in lines
             if len(group) == 1 or not ({m.index for m in group} & seen)
         ]
+
+    def _quantity(
+        self, part: str, group: list[ItemMatch], tokens: list[QueryToken], taken: set[int]
+    ) -> Decimal:
+        """How many of the item a part asks for: in the item's own unit where the part says
+        so ("12 кв.м", "for 3 months", "4 pieces of 6 m"), else the count beside its name."""
+        measure = self.measures[group[0].index] if len(group) == 1 else None
+        if measure is not None:
+            in_unit = quantity_in(part, measure)
+            if in_unit is not None:
+                return in_unit
+        return Decimal(quantity_near(tokens, group[0].positions, taken))
 
     def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
         """A part that only describes ("and the oil one too" after "air filter Camry") read

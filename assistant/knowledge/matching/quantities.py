@@ -10,10 +10,10 @@ import re
 from collections.abc import Sequence
 
 from assistant.knowledge.matching.keys import is_stopword, word_key
-from assistant.knowledge.matching.tokens import QueryToken, analyse, words
+from assistant.knowledge.matching.tokens import COUNT_MULTIPLIERS, QueryToken, analyse, words
 
 SEPARATORS_RE = re.compile(
-    r"[,;+\n]|(?<!\d)[.?!]|[.?!](?!\d)"
+    r"[;+\n]|(?<!\d),|,(?!\d)|(?<!\d)[.?!]|[.?!](?!\d)"
     r"|\s(?:and|also|plus|as well as|и|а также|плюс|ещё|еще|және|мен|тағы)\s",
     re.IGNORECASE,
 )
@@ -132,11 +132,16 @@ def quantity_near(
         t = by_position.get(p)
         if t is None or t.number is None or p in exclude or not 0 < t.number < 1000:
             return None
+        before = by_position.get(p - 1)
+        if t.word in COUNT_MULTIPLIERS and before is not None and before.number:
+            return before.number * COUNT_MULTIPLIERS[t.word]  # "2 dozen cupcakes"
         after = by_position.get(p + 1)
         if after is not None and after.word in MEASURE_WORDS and after.word != "x":
             return None
         if after is not None and len(after.word) == 3 and after.word.isdigit():
             return None  # "30 000": an amount written in groups of thousands
+        if after is not None and after.word in COUNT_MULTIPLIERS:
+            return t.number * COUNT_MULTIPLIERS[after.word]  # "2 dozen"
         return t.number
 
     for p in range(first - 1, max(-1, first - 4), -1):

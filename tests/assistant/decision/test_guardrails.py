@@ -162,7 +162,11 @@ def test_a_quantity_is_the_customers_for_that_item_not_for_another():
         "Oak dining table 180 cm: 4 × 189 000 KZT = 756 000 KZT\n"
         "Oak dining chair: 32 000 KZT\nTotal: 788 000 KZT",
         asked,
-    ) == ["4 × 189 000 KZT: the customer did not ask for 4 × Oak dining table 180 cm"]
+    ) == [
+        "4 × 189 000 KZT: the customer did not ask for 4 × Oak dining table 180 cm",
+        # …and the total counts one chair where the customer asked for four.
+        "total 788 000 KZT is not the sum of the lines above (884 000 KZT)",
+    ]
     # The line naming no item binds to the customer's items: 189 000 is the table's, 4 is not.
     assert order("4 × 189 000 KZT = 756 000 KZT", asked) == [
         "4 × 189 000 KZT: the customer did not ask for 4 × Oak dining table 180 cm"
@@ -375,3 +379,47 @@ CROSS = knowledge((*FURNITURE, item("SF-302", "Диван угловой Бос�
 )
 def test_items_are_bound_across_languages_and_scripts(asked, reply, found):
     assert [f.text for f in guardrails.findings(reply, turn(asked), CROSS, CONFIG)] == found
+
+
+# A building-materials list: quantities in bags, sheets and square metres. A reply that quotes
+# the unit prices and totals them as if one of each was asked for is not proven.
+BUILDING = (
+    item("CEM-400", "Цемент М400", "3200", unit="мешок 50 кг"),
+    item("GKL", "Гипсокартон Knauf стеновой", "2900", unit="лист"),
+    item("TILE", "Плитка настенная белая", "4200", unit="м²"),
+)
+
+
+def building(reply: str, asked: str) -> list[str]:
+    decision = Decision(action=Action.ANSWER, reply_to_customer=reply)
+    return check_against(decision, turn(asked), knowledge(BUILDING), CONFIG).blocked
+
+
+def test_a_total_that_ignores_the_customers_quantities_is_not_proven():
+    asked = "30 мешков цемента и 15 листов гипсокартона, сколько всего?"
+    blind = "Цемент М400: 3 200 ₸\nГипсокартон Knauf стеновой: 2 900 ₸\nИтого: 6 100 ₸"
+    assert building(blind, asked) == [
+        "total 6 100 KZT is not the sum of the lines above (139 500 KZT)"
+    ]
+    right = (
+        "Цемент М400: 30 × 3 200 ₸ = 96 000 ₸\n"
+        "Гипсокартон Knauf стеновой: 15 × 2 900 ₸ = 43 500 ₸\nИтого: 139 500 ₸"
+    )
+    assert building(right, asked) == []
+    # Unit prices stated as such, with the total at the customer's quantities, are proven.
+    assert building("Цемент 3 200 ₸ за мешок, итого за 30 мешков 96 000 ₸", asked) == []
+
+
+def test_a_line_for_another_quantity_than_this_turn_gave_is_not_proven():
+    asked = "плитка настенная 12,5 кв.м сколько?"
+    assert building("Плитка настенная белая: 12,5 × 4 200 ₸ = 52 500 ₸", asked) == []
+    assert building("Плитка настенная белая: 1 × 4 200 ₸ = 4 200 ₸", asked) == [
+        "1 × 4 200 KZT: the customer did not ask for 1 × Плитка настенная белая"
+    ]
+
+
+def test_an_amount_with_a_currency_is_read_whatever_its_size():
+    # 3 200 a bag written a hundred times too small.
+    assert building("Цемент М400: 100 × 32 KZT = 3 200 KZT", "100 мешков цемента") == [
+        "price 32 KZT not in the price list"
+    ]

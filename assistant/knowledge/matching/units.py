@@ -1,0 +1,272 @@
+"""Units as price lists and customers write them, in any trade: what one priced unit of an item
+is ("м²", "мешок 50 кг", "упаковка 2,16 м²", "100 г", "месяц", "занятие"), and how many of
+those units a customer's words ask for ("12 кв.м", "30 квадратов", "5 қап", "for 3 months",
+"4 куска по 6 метров", "1,5 кг", "a dozen", "десяток").
+
+A unit is one of a few families (area, length, bag, sheet, month, lesson…), read from words in
+Russian, Kazakh and English by their beginnings, so a new trade's list needs no vocabulary of
+its own. A customer's quantity counts for an item only in the item's own family, or in the
+family of what one unit holds (20 m² of laminate sold by the pack of 2.16 m² is 10 packs), or
+in a mass or volume the unit converts to (1 kg of cookies priced per 100 g is 10 units).
+Functions of the text alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+from enum import StrEnum
+
+
+class Family(StrEnum):
+    PIECE = "piece"
+    AREA = "m2"
+    LENGTH = "m"
+    VOLUME_M3 = "m3"
+    MASS = "kg"
+    LIQUID = "l"
+    BAG = "bag"
+    SHEET = "sheet"
+    PACK = "pack"
+    ROLL = "roll"
+    BUCKET = "bucket"
+    MONTH = "month"
+    WEEK = "week"
+    DAY = "day"
+    HOUR = "hour"
+    LESSON = "lesson"
+    SESSION = "session"
+    PERSON = "person"
+    PAIR = "pair"
+    SET = "set"
+
+
+# Each family's word beginnings (lower case, "ё" as "е"). Short forms are whole words.
+_STARTS: dict[Family, tuple[str, ...]] = {
+    Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы"),
+    Family.LENGTH: ("метр", "meter", "metre", "погон", "пог.", "пог ", "п.м", "running m",
+                    "linear m"),
+    Family.VOLUME_M3: ("куб", "cubic", "текше"),
+    Family.MASS: ("килограм", "кило", "kilo", "грам", "gram"),
+    Family.LIQUID: ("литр", "liter", "litre"),
+    Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack"),
+    Family.SHEET: ("лист", "sheet", "парақ", "табақ"),
+    Family.PACK: ("упаков", "уп.", "пачк", "пачек", "pack", "box", "коробк", "коробок",
+                  "қорап", "орам"),
+    Family.ROLL: ("рулон", "roll"),
+    Family.BUCKET: ("ведр", "ведер", "bucket", "шелек"),
+    Family.MONTH: ("месяц", "мес.", "month", "айға", "айлық"),
+    Family.WEEK: ("недел", "week", "апта"),
+    Family.DAY: ("день", "дня", "дней", "суток", "сутки", "day", "күн", "күнге"),
+    Family.HOUR: ("час", "часа", "часов", "hour", "сағат"),
+    Family.LESSON: ("заняти", "урок", "lesson", "class", "сабақ", "сабак"),
+    Family.SESSION: ("сеанс", "процедур", "session", "visit", "посещени", "визит"),
+    Family.PERSON: ("человек", "чел.", "people", "person", "адам", "гост", "guest"),
+    Family.PAIR: ("пар", "pair"),
+    Family.SET: ("комплект", "набор", "set", "kit", "жиынтық"),
+    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед."),
+}  # fmt: skip
+# Whole short words: "м", "m2", "кг", "ай" (a month in Kazakh), "мес".
+_WORDS: dict[str, tuple[Family, Decimal]] = {
+    "sqm": (Family.AREA, Decimal(1)), "квм": (Family.AREA, Decimal(1)),
+    "м": (Family.LENGTH, Decimal(1)), "m": (Family.LENGTH, Decimal(1)),
+    "мп": (Family.LENGTH, Decimal(1)), "пм": (Family.LENGTH, Decimal(1)),
+    "см": (Family.LENGTH, Decimal("0.01")), "cm": (Family.LENGTH, Decimal("0.01")),
+    "кубм": (Family.VOLUME_M3, Decimal(1)),
+    "кг": (Family.MASS, Decimal(1)), "kg": (Family.MASS, Decimal(1)),
+    "г": (Family.MASS, Decimal("0.001")), "гр": (Family.MASS, Decimal("0.001")),
+    "g": (Family.MASS, Decimal("0.001")), "т": (Family.MASS, Decimal(1000)),
+    "тонн": (Family.MASS, Decimal(1000)), "тонна": (Family.MASS, Decimal(1000)),
+    "тонны": (Family.MASS, Decimal(1000)), "л": (Family.LIQUID, Decimal(1)),
+    "l": (Family.LIQUID, Decimal(1)), "мл": (Family.LIQUID, Decimal("0.001")),
+    "ml": (Family.LIQUID, Decimal("0.001")), "ай": (Family.MONTH, Decimal(1)),
+    "айға": (Family.MONTH, Decimal(1)), "мес": (Family.MONTH, Decimal(1)),
+    "mo": (Family.MONTH, Decimal(1)), "ч": (Family.HOUR, Decimal(1)),
+    "h": (Family.HOUR, Decimal(1)), "уп": (Family.PACK, Decimal(1)),
+    "шт": (Family.PIECE, Decimal(1)), "pc": (Family.PIECE, Decimal(1)),
+    "пог": (Family.LENGTH, Decimal(1)), "кв": (Family.AREA, Decimal(1)),
+}  # fmt: skip
+# Counts written as words, and words that multiply the number before them ("2 dozen").
+NUMBER_WORDS: dict[str, Decimal] = {
+    "one": Decimal(1), "two": Decimal(2), "three": Decimal(3), "four": Decimal(4),
+    "five": Decimal(5), "six": Decimal(6), "seven": Decimal(7), "eight": Decimal(8),
+    "nine": Decimal(9), "ten": Decimal(10), "eleven": Decimal(11), "twelve": Decimal(12),
+    "fifteen": Decimal(15), "twenty": Decimal(20), "thirty": Decimal(30), "forty": Decimal(40),
+    "fifty": Decimal(50), "hundred": Decimal(100), "half": Decimal("0.5"),
+    "один": Decimal(1), "одна": Decimal(1), "одну": Decimal(1), "одно": Decimal(1),
+    "два": Decimal(2), "две": Decimal(2), "двух": Decimal(2), "три": Decimal(3),
+    "трех": Decimal(3), "четыре": Decimal(4), "четырех": Decimal(4), "пять": Decimal(5),
+    "пяти": Decimal(5), "шесть": Decimal(6), "шести": Decimal(6), "семь": Decimal(7),
+    "восемь": Decimal(8), "девять": Decimal(9), "десять": Decimal(10), "десяти": Decimal(10),
+    "пятнадцать": Decimal(15), "двадцать": Decimal(20), "тридцать": Decimal(30),
+    "сорок": Decimal(40), "пятьдесят": Decimal(50), "сто": Decimal(100),
+    "полтора": Decimal("1.5"), "полторы": Decimal("1.5"), "пол": Decimal("0.5"),
+    "бір": Decimal(1), "екі": Decimal(2), "үш": Decimal(3), "төрт": Decimal(4),
+    "бес": Decimal(5), "алты": Decimal(6), "жеті": Decimal(7), "сегіз": Decimal(8),
+    "тоғыз": Decimal(9), "жиырма": Decimal(20), "отыз": Decimal(30), "қырық": Decimal(40),
+    "елу": Decimal(50), "жүз": Decimal(100),
+    "dozen": Decimal(12), "дюжина": Decimal(12), "дюжину": Decimal(12),
+    "десяток": Decimal(10), "десятка": Decimal(10), "десятков": Decimal(10),
+    "пару": Decimal(2), "пара": Decimal(2), "couple": Decimal(2), "pair": Decimal(2),
+}  # fmt: skip
+MULTIPLIER_WORDS: dict[str, Decimal] = {
+    "dozen": Decimal(12), "dozens": Decimal(12), "дюжины": Decimal(12), "дюжин": Decimal(12),
+    "десятка": Decimal(10), "десятков": Decimal(10), "десяток": Decimal(10),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One priced unit of an item: `size` of `family` ("100 г" → 0.1 kg), and what one such
+    unit holds when the list says so ("мешок 50 кг" holds 50 kg; "упаковка 2,16 м²" 2.16 m²)."""
+
+    family: Family
+    size: Decimal = Decimal(1)
+    holds: tuple[Family, Decimal] | None = None
+
+
+_NUMBER = r"\d+(?:[.,]\d+)?"
+_NOT_AFTER_LETTER = r"(?<![^\W\d_])"
+_TOKEN_RE = re.compile(rf"{_NUMBER}|[^\W\d_]+|[×]", re.UNICODE)
+# Between a count and a length: "4 куска по 6 метров", "3 pieces of 6 m", "4 x 6 м".
+_EACH = frozenset({"по", "of", "x", "х", "×", "at"})
+
+
+def _tokens(text: str) -> list[str]:
+    text = text.lower().replace("ё", "е")
+    # "кв.м", "п.м", "пог.м" are one unit; "м2"/"m²" are one word; "2шт" is a count and a unit.
+    text = re.sub(rf"{_NOT_AFTER_LETTER}кв\.?\s?м(?![^\W\d_])\.?", " квм ", text)
+    text = re.sub(rf"{_NOT_AFTER_LETTER}(?:пог|п)\.?\s?м(?![^\W\d_])\.?", " пм ", text)
+    text = re.sub(rf"{_NOT_AFTER_LETTER}[мm]\s?(?:\^?2|²)(?!\d)", " квм ", text)
+    text = re.sub(rf"{_NOT_AFTER_LETTER}[мm]\s?(?:\^?3|³)(?!\d)", " кубм ", text)
+    return _TOKEN_RE.findall(text)
+
+
+def family_of(word: str) -> tuple[Family, Decimal] | None:
+    """The unit a word names, with its size in the family's base unit ("г" → 0.001 kg)."""
+    word = word.lower().replace("ё", "е").rstrip(".")
+    if word in _WORDS:
+        return _WORDS[word]
+    if len(word) < 3:
+        return None
+    probe = word + " "
+    for family, starts in _STARTS.items():
+        # A beginning of four letters or more begins the word; a shorter one is the word
+        # itself or its plural ("bag", "bags"; never the "kit" of "kitchen").
+        if any(
+            probe.startswith(s) if len(s.strip()) >= 4 else word in _short_forms(s) for s in starts
+        ):
+            return family, Decimal(1)
+    return None
+
+
+def _short_forms(start: str) -> set[str]:
+    stem = start.strip(" .")
+    return {stem, stem + "s", stem + "es", stem + "а", stem + "ы", stem + "у", stem + "ов"}
+
+
+def _number(word: str) -> Decimal | None:
+    if word[:1].isdigit():
+        try:
+            return Decimal(word.replace(",", "."))
+        except ArithmeticError:
+            return None
+    return NUMBER_WORDS.get(word)
+
+
+def measure_of(unit: str) -> Measure | None:
+    """What one priced unit of an item is, read from the list's unit column: "м²", "мешок 50
+    кг", "упаковка (2,16 м²)", "100 г", "месяц", "8 занятий" (a package: one unit, holding 8
+    lessons). None when the column names no unit the reader knows."""
+    tokens = _tokens(unit)
+    found: list[tuple[Decimal | None, Family, Decimal]] = []
+    pending: Decimal | None = None
+    for word in tokens:
+        number = _number(word)
+        if number is not None:
+            pending = number
+            continue
+        named = family_of(word)
+        if named is not None:
+            found.append((pending, named[0], named[1]))
+        pending = None
+    if not found:
+        return None
+    count, family, size = found[0]
+    holds = None
+    if len(found) > 1 and found[1][0] is not None:
+        holds = (found[1][1], found[1][0] * found[1][2])
+    if count is not None and family not in (Family.PIECE,) and holds is None:
+        if family in (Family.MASS, Family.LIQUID, Family.LENGTH, Family.AREA):
+            return Measure(family, count * size)  # "100 г": a price per 0.1 kg
+        return Measure(Family.PACK, Decimal(1), (family, count))  # "8 занятий": a package
+    return Measure(family, size, holds)
+
+
+def quantity_in(text: str, measure: Measure) -> Decimal | None:
+    """How many priced units of an item `text` asks for, where it says so in a unit: "12 кв.м"
+    of an item sold by m², "20 m2" of one sold by the pack of 2.16 m² (10 packs, rounded up),
+    "4 куска по 6 метров" of one sold by the metre (24), "1 кг" of one sold per 100 g (10).
+    None when the text gives no quantity in a unit the item is sold in."""
+    tokens = _tokens(text)
+    written: list[tuple[Decimal, Family, Decimal]] = []  # (number, family, size) as written
+    for i, word in enumerate(tokens):
+        number = _number(word)
+        if number is None or number <= 0:
+            continue
+        j = i + 1
+        if j < len(tokens) and tokens[j] in MULTIPLIER_WORDS:
+            number *= MULTIPLIER_WORDS[tokens[j]]
+            j += 1
+        pieces = _pieces_of(tokens, j, measure)
+        if pieces is not None:
+            return _units(number * pieces, measure.size)
+        named = family_of(tokens[j]) if j < len(tokens) else None
+        if named is not None:
+            written.append((number, *named))
+    # The item's own unit first ("10 мешков" beats the "50 кг" a bag holds), then what it holds.
+    for number, family, size in written:
+        if family == measure.family:
+            return _units(number * size, measure.size)
+    for number, family, size in written:
+        converted = _convert(number * size, family, measure)
+        if converted is not None:
+            return converted
+    return None
+
+
+def _pieces_of(tokens: list[str], j: int, measure: Measure) -> Decimal | None:
+    """The length (area…) of each piece when a count is followed by "по 6 метров", "(куска)
+    по 6 м", "of 6 m": in the item's own family, else None."""
+    for k in (j, j + 1):
+        if k + 2 < len(tokens) and tokens[k] in _EACH:
+            each = _number(tokens[k + 1])
+            inner = family_of(tokens[k + 2])
+            if each is not None and inner is not None and inner[0] == measure.family:
+                return each * inner[1]
+    return None
+
+
+def _convert(amount: Decimal, family: Family, measure: Measure) -> Decimal | None:
+    if family == measure.family:
+        return _units(amount, measure.size)
+    if measure.holds is not None and family == measure.holds[0] and measure.holds[1] > 0:
+        return (amount / measure.holds[1]).to_integral_value(rounding=ROUND_CEILING)
+    return None
+
+
+def _units(amount: Decimal, size: Decimal) -> Decimal:
+    units = amount / size if size else amount
+    if units == units.to_integral_value():
+        return units.quantize(Decimal(1))
+    return units.normalize()
+
+
+def format_quantity(qty: Decimal | int) -> str:
+    """A quantity as a reply writes it: "30", "12,5" (a decimal comma: "12.5" reads as a date),
+    never "30.00" or "1E+1"."""
+    value = Decimal(qty)
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f").replace(".", ",")

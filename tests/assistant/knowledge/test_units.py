@@ -1,0 +1,111 @@
+"""Units and quantities in any trade: what one priced unit of an item is, and how many of them
+a customer's words ask for, in Russian, Kazakh and English."""
+
+from decimal import Decimal
+
+import pytest
+
+from assistant.decision import catalogue
+from assistant.knowledge.matching import format_quantity, measure_of, quantity_in
+from assistant.knowledge.matching.units import Family, family_of
+from assistant.models import AssistantSettings
+from tests.assistant.builders import item, knowledge, turn
+
+
+@pytest.mark.parametrize(
+    ("unit", "family", "size", "holds"),
+    [
+        ("м²", Family.AREA, "1", None),
+        ("m2", Family.AREA, "1", None),
+        ("мешок 50 кг", Family.BAG, "1", (Family.MASS, "50")),
+        ("упаковка (2,16 м²)", Family.PACK, "1", (Family.AREA, "2.16")),
+        ("100 г", Family.MASS, "0.1", None),
+        ("пог. м", Family.LENGTH, "1", None),
+        ("месяц", Family.MONTH, "1", None),
+        ("8 занятий", Family.PACK, "1", (Family.LESSON, "8")),
+        ("лист", Family.SHEET, "1", None),
+        ("шт", Family.PIECE, "1", None),
+    ],
+)
+def test_the_unit_column_says_what_one_priced_unit_is(unit, family, size, holds):
+    measure = measure_of(unit)
+    assert measure is not None
+    assert (measure.family, measure.size) == (family, Decimal(size))
+    assert measure.holds == (None if holds is None else (holds[0], Decimal(holds[1])))
+
+
+def test_a_column_without_a_known_unit_is_no_measure():
+    assert measure_of("") is None
+    assert measure_of("бутылка") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "expected"),
+    [
+        ("нужно 12 кв.м плитки", "м²", "12"),
+        ("12м2", "м²", "12"),
+        ("на 30 квадратов", "м²", "30"),
+        ("12,5 кв м", "м²", "12.5"),
+        ("30 мешков цемента и 15 листов", "мешок 50 кг", "30"),  # the bags, not the sheets
+        ("цемент 5 қап", "мешок", "5"),
+        ("10 мешков по 50 кг", "мешок 50 кг", "10"),  # the bag count beats what a bag holds
+        ("2 тонны", "мешок 50 кг", "40"),
+        ("ламинат на 20 m2", "упаковка 2,16 м²", "10"),  # whole packs, rounded up
+        ("4 куска по 6 метров", "пог. м", "24"),
+        ("3 pieces of 6 m", "m", "18"),
+        ("1 кг печенья", "100 г", "10"),
+        ("for 3 months", "месяц", "3"),
+        ("2 ай", "месяц", "2"),
+        ("16 занятий", "8 занятий", "2"),
+    ],
+)
+def test_a_quantity_counts_in_the_unit_the_item_is_sold_in(text, unit, expected):
+    measure = measure_of(unit)
+    assert measure is not None
+    assert quantity_in(text, measure) == Decimal(expected)
+
+
+def test_a_quantity_in_another_unit_is_none_of_the_items():
+    assert quantity_in("15 листов", measure_of("мешок")) is None  # type: ignore[arg-type]
+    assert quantity_in("на 12:00", measure_of("шт")) is None  # type: ignore[arg-type]
+
+
+def test_short_unit_words_are_whole_words_not_beginnings():
+    assert family_of("kitchen") is None  # not a "kit"
+    assert family_of("парковка") is None  # not a "пара"
+    assert family_of("bags") == (Family.BAG, Decimal(1))
+
+
+def test_quantities_are_written_without_trailing_zeros():
+    assert format_quantity(Decimal("30.00")) == "30"
+    assert format_quantity(Decimal("12.50")) == "12,5"
+    assert format_quantity(Decimal("3E+1")) == "30"
+
+
+BUILDING = (
+    item("CEM-400", "Цемент М400", "3200", unit="мешок 50 кг"),
+    item("GKL", "Гипсокартон Knauf стеновой", "2900", unit="лист"),
+    item("LAM-33", "Ламинат Kronostar 33 класс", "11500", unit="упаковка 2,4 м²"),
+    item("TILE", "Плитка настенная белая", "4200", unit="м²"),
+    item("SCREW", "Саморез кровельный", "45", unit="шт"),
+    item("BRUS", "Брус сосна 50x100", "1300", unit="пог. м"),
+    item("ENG", "English group course", "28000", unit="месяц"),
+)
+
+
+def answer(message: str) -> str:
+    decision = catalogue.decide(turn(message), knowledge(BUILDING), AssistantSettings())
+    return decision.reply_to_customer
+
+
+def test_the_catalogue_assistant_prices_quantities_in_the_items_units():
+    reply = answer("30 мешков цемента и 15 листов гипсокартона, сколько всего?")
+    assert "30 × 3 200 KZT = 96 000 KZT" in reply
+    assert "15 × 2 900 KZT = 43 500 KZT" in reply
+    assert "139 500 KZT" in reply
+    assert "12,5 × 4 200 KZT = 52 500 KZT" in answer("плитка настенная 12,5 кв.м")
+    assert "9 × 11 500 KZT = 103 500 KZT" in answer("ламинат 33 класс на 20 квадратов")
+    assert "200 × 45 KZT = 9 000 KZT" in answer("саморез кровельный 200 шт")
+    assert "24 × 1 300 KZT = 31 200 KZT" in answer("брус 50x100 4 куска по 6 метров")
+    assert "3 × 28 000 KZT = 84 000 KZT" in answer("english group course for 3 months")
+    assert "5 × 3 200 KZT = 16 000 KZT" in answer("цемент 5 қап қанша")
