@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from assistant.decision.composer import TOTAL_RE, order_with_charges, quote_lines
 from assistant.decision.intents import INTENTS, detect_intent, shared_terms
 from assistant.decision.reading import (
     Found,
@@ -33,8 +34,6 @@ from assistant.decision.reading import (
     with_agreement,
 )
 from assistant.decision.replies import (
-    TEXTS,
-    availability_phrase,
     handoff_message,
     language_for,
     text,
@@ -49,7 +48,7 @@ from assistant.knowledge.matching import (
     segments,
 )
 from assistant.knowledge.money import format_money
-from assistant.knowledge.rules import RuleAnswer, charges, rule_answer, topics
+from assistant.knowledge.rules import RuleAnswer, rule_answer, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
 from inbox.conversations.models import HandoffReason
@@ -154,7 +153,7 @@ def _intent(r: _Reading) -> Decision | None:
         return None
     reply = handoff_message(r.intent, r.lang)
     if r.quotes and r.intent == HandoffReason.READY_TO_BUY:
-        reply += "\n" + _quote_lines(r.quotes, r.lang)
+        reply += "\n" + quote_lines(r.quotes, r.lang)
     return _handoff(r.intent, reply, r.quotes, r.lang, r.facts)
 
 
@@ -172,7 +171,7 @@ def _rules_answer(r: _Reading) -> Decision | None:
     if r.rule is None:
         return None
     shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
-    parts = [_order_with_charges(shown, r.message, r.rule, r.lang, r.rules)] if shown else []
+    parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules)] if shown else []
     parts += list(r.rule.sentences)
     return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=r.facts)
 
@@ -187,7 +186,7 @@ def _several_fit(r: _Reading) -> Decision | None:
         # Compared, not ordered together: each price, no total.
         every = [Quote(item, Decimal(1)) for item in ambiguous]
         compared = [with_agreement(q, r.agreed, r.knowledge) for q in [*r.quotes, *every]]
-        lines = [_quote_lines([q], r.lang, with_availability=True) for q in compared]
+        lines = [quote_lines([q], r.lang, with_availability=True) for q in compared]
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(lines), facts=r.facts)
     return Decision(
         action=Action.CLARIFY,
@@ -204,7 +203,7 @@ def _quoted(r: _Reading) -> Decision | None:
         return None
     return Decision(
         action=Action.ANSWER,
-        reply_to_customer=_quote_lines(r.quotes, r.lang, with_availability=True),
+        reply_to_customer=quote_lines(r.quotes, r.lang, with_availability=True),
         facts=r.facts,
     )
 
@@ -310,11 +309,6 @@ CLOSING_WORDS = frozenset(
         "көп",
     ]
 )
-TOTAL_RE = re.compile(
-    r"total|altogether|in all|all together|всего|итого|вместе|в сумме|барлығы|жалпы|бәрі|"
-    r"\bwith (?:the )?(?:delivery|shipping|assembly|installation)|"
-    r"\bс (?:доставкой|сборкой|установкой|подъемом)|\bплюс (?:доставка|сборка)"
-)
 EVERY_OPTION_RE = re.compile(
     r"\bboth\b|\bthe (?:two|three|four)\b|\ball (?:of )?(?:the|them|your)\b|\bоба\b|"
     r"\bобе\b|\bобоих\b|\bвсе (?:\w+ )?(?:варианты|модели|виды)\b|екеуі|екеуін"
@@ -366,68 +360,6 @@ def _handoff(
         reply_to_customer=reply,
         facts=facts,
     )
-
-
-def _quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False) -> str:
-    lines = []
-    for quote in quotes:
-        item = quote.item
-        price = format_money(quote.unit_price, item.currency)
-        total = format_money(quote.total, item.currency)
-        if quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
-            line = f"{item.name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
-        elif quote.qty != 1:
-            line = f"{item.name}: {format_quantity(quote.qty)} × {price} = {total}"
-        else:
-            unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
-            line = f"{item.name}: {price}{unit}"
-        notes = [text("answer.agreed", lang)] if quote.agreed else []
-        if with_availability:
-            phrase = availability_phrase(item.availability, item.availability_note, lang)
-            notes += [phrase] if phrase else []
-        if notes:
-            line += f" ({'; '.join(notes)})"
-        lines.append(line)
-    currencies = {q.item.currency for q in quotes}
-    if len(quotes) > 1 and len(currencies) == 1:
-        grand = sum((q.total for q in quotes), Decimal(0))
-        lines.append(text("answer.total", lang, total=format_money(grand, currencies.pop())))
-    return "\n".join(lines)
-
-
-def _order_with_charges(
-    quotes: list[Quote], message: str, rule: RuleAnswer, lang: str, rules: str = ""
-) -> str:
-    """The order's lines, and when the customer asks the total with delivery (assembly, …)
-    the rules' fixed charge for each as a line of its own, counted in the total. When a
-    charge is not a fixed amount ("from 2 500", "per floor") there is no total at all."""
-    lines = _quote_lines(quotes, lang, with_availability=True)
-    currencies = {q.item.currency for q in quotes}
-    if not TOTAL_RE.search(normalise(message)) or len(currencies) != 1:
-        return lines
-    subtotal = sum((q.total for q in quotes), Decimal(0))
-    found = charges(message, rule, subtotal, rules)
-    currency = currencies.pop()
-    kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
-    if not found:
-        return "\n".join(kept)
-    for charge in found:
-        key = f"charge.{charge.topic}"
-        label = text(key if key in TEXTS else "charge.default", lang)
-        shown = (
-            format_money(charge.amount, currency) if charge.amount else text("charge.free", lang)
-        )
-        kept.append(f"{label}: {shown}")
-    grand = subtotal + sum((c.amount for c in found), Decimal(0))
-    kept.append(text("answer.total", lang, total=format_money(grand, currency)))
-    return "\n".join(kept)
-
-
-def _is_total_line(line: str, lang: str) -> bool:
-    return line.startswith(text("answer.total", lang, total="").strip())
-
-
-PIECES = {"шт", "шт.", "pcs", "pc", "piece", "pieces", "unit", "units", "дана"}
 
 
 def _options(items: list[KnowledgeItem], lang: str) -> str:

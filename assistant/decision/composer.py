@@ -1,0 +1,87 @@
+"""The quote composer: every amount a reply states is computed here, in code, from what the
+turn was read to ask for (`reading.Quote`: an item, its quantity in the item's own unit, a price
+a manager agreed) and the business rules: each line (unit price × quantity = line total), the
+order total, and the fees the rules define as fixed amounts (delivery, assembly, …; free above
+the rules' threshold). A fee the rules give "from" or "per floor" gives no total at all. Both
+backends render their amounts through it; the guardrail checks the result as the last proof.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from assistant.decision.reading import Quote
+from assistant.decision.replies import TEXTS, availability_phrase, text
+from assistant.knowledge.matching import format_quantity, normalise
+from assistant.knowledge.money import format_money
+from assistant.knowledge.rules import RuleAnswer, charges
+
+# A request for the total ("сколько всего?", "with delivery").
+TOTAL_RE = re.compile(
+    r"total|altogether|in all|all together|всего|итого|вместе|в сумме|барлығы|жалпы|бәрі|"
+    r"\bwith (?:the )?(?:delivery|shipping|assembly|installation)|"
+    r"\bс (?:доставкой|сборкой|установкой|подъемом)|\bплюс (?:доставка|сборка)"
+)
+
+
+def quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False) -> str:
+    lines = []
+    for quote in quotes:
+        item = quote.item
+        price = format_money(quote.unit_price, item.currency)
+        total = format_money(quote.total, item.currency)
+        if quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
+            line = f"{item.name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
+        elif quote.qty != 1:
+            line = f"{item.name}: {format_quantity(quote.qty)} × {price} = {total}"
+        else:
+            unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
+            line = f"{item.name}: {price}{unit}"
+        notes = [text("answer.agreed", lang)] if quote.agreed else []
+        if with_availability:
+            phrase = availability_phrase(item.availability, item.availability_note, lang)
+            notes += [phrase] if phrase else []
+        if notes:
+            line += f" ({'; '.join(notes)})"
+        lines.append(line)
+    currencies = {q.item.currency for q in quotes}
+    if len(quotes) > 1 and len(currencies) == 1:
+        grand = sum((q.total for q in quotes), Decimal(0))
+        lines.append(text("answer.total", lang, total=format_money(grand, currencies.pop())))
+    return "\n".join(lines)
+
+
+def order_with_charges(
+    quotes: list[Quote], message: str, rule: RuleAnswer, lang: str, rules: str = ""
+) -> str:
+    """The order's lines, and when the customer asks the total with delivery (assembly, …)
+    the rules' fixed charge for each as a line of its own, counted in the total. When a
+    charge is not a fixed amount ("from 2 500", "per floor") there is no total at all."""
+    lines = quote_lines(quotes, lang, with_availability=True)
+    currencies = {q.item.currency for q in quotes}
+    if not TOTAL_RE.search(normalise(message)) or len(currencies) != 1:
+        return lines
+    subtotal = sum((q.total for q in quotes), Decimal(0))
+    found = charges(message, rule, subtotal, rules)
+    currency = currencies.pop()
+    kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
+    if not found:
+        return "\n".join(kept)
+    for charge in found:
+        key = f"charge.{charge.topic}"
+        label = text(key if key in TEXTS else "charge.default", lang)
+        shown = (
+            format_money(charge.amount, currency) if charge.amount else text("charge.free", lang)
+        )
+        kept.append(f"{label}: {shown}")
+    grand = subtotal + sum((c.amount for c in found), Decimal(0))
+    kept.append(text("answer.total", lang, total=format_money(grand, currency)))
+    return "\n".join(kept)
+
+
+def _is_total_line(line: str, lang: str) -> bool:
+    return line.startswith(text("answer.total", lang, total="").strip())
+
+
+PIECES = {"шт", "шт.", "pcs", "pc", "piece", "pieces", "unit", "units", "дана"}
