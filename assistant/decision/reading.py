@@ -126,11 +126,16 @@ def find_in_context(
     """What the message is about, read with the conversation where it leans on it: the answer
     to "which one?", or "and the price?" after a product was named."""
     own = find(message, knowledge)
-    if last_bot is not None and is_text(last_bot.text, "clarify.ambiguous"):
+    options = options_asked(last_bot, knowledge)
+    if last_bot is not None and options:
         # One question with the answer to "which one?": no sentence break between them.
         asked = re.sub(r"(?<!\d)[?!.]|[?!.](?!\d)", " ", last_customer_before(history, last_bot))
-        options = [i for i in knowledge.items if i.name in last_bot.text]
-        picked = ordinal(message, options)
+        # "first" is an answer to our own "which one?"; to another question only when it is
+        # about all the message says ("the first one", not "actually first - do you take kids?").
+        short = len(content_tokens(analyse(message))) <= 3
+        own_question = is_text(last_bot.text, "clarify.ambiguous")
+        picked = ordinal(message, options) if own_question or short else None
+        picked = picked or option_named(message, options, knowledge)
         if picked is not None:
             return find(f"{asked} {picked.name}", knowledge)
         named = {q.item.key for q in own.quotes} | {i.key for i in own.ambiguous}
@@ -153,6 +158,47 @@ def find_in_context(
         if earlier.quotes or earlier.ambiguous:
             return earlier
     return own
+
+
+def option_named(
+    message: str, options: list[KnowledgeItem], knowledge: Knowledge
+) -> KnowledgeItem | None:
+    """The one option of a "which one?" that the answer's words fit best ("12 мм", "с
+    покрытием"), read among the options only; None on a tie, or when most of the message is
+    about something else ("do you take kids? how much is a checkup": the question expired)."""
+    indices = {knowledge.items.index(o) for o in options}
+    fits = [m for m in knowledge.catalogue.match(message) if m.index in indices]
+    if not fits:
+        return None
+    fits.sort(key=lambda m: (m.coverage, m.weight), reverse=True)
+    best = fits[0]
+    if len(fits) > 1 and (fits[1].coverage, fits[1].weight) >= (best.coverage, best.weight):
+        return None
+    tokens = analyse(message)
+    said = {t.position for t in content_tokens(tokens)} | {
+        t.position for t in tokens if t.number is not None
+    }
+    if len(said & (best.positions | best.number_positions)) * 2 < len(said):
+        return None
+    return knowledge.items[best.index]
+
+
+def options_asked(last_bot: HistoryEntry | None, knowledge: Knowledge) -> list[KnowledgeItem]:
+    """The items the bot's last message asked the customer to choose between: our own "which
+    one?", or any question of the bot's (a manager's words in the bot's name, another
+    assistant's) that names two or more items of the list ("9 мм — 5 200, 12 мм — 6 800. Какая
+    толщина нужна?"). [] when it asked no such thing."""
+    if last_bot is None:
+        return []
+    if is_text(last_bot.text, "clarify.ambiguous"):
+        return [i for i in knowledge.items if i.name in last_bot.text]
+    if "?" not in last_bot.text or not knowledge.items:
+        return []
+    named: list[KnowledgeItem] = []
+    for group in knowledge.catalogue.resolve(last_bot.text):
+        named += [knowledge.items[m.index] for m in group if m.by_sku or m.coverage >= 0.4]
+    unique = list(dict.fromkeys(named))
+    return unique if len(unique) >= 2 else []
 
 
 def mostly_unknown(message: str, knowledge: Knowledge) -> bool:

@@ -82,6 +82,7 @@ class Knowledge:
             [f"{i.sku} {i.name} {i.description}" for i in self.items],
             [i.aliases for i in self.items],
             [i.unit for i in self.items],
+            [i.description for i in self.items],
         )
 
 

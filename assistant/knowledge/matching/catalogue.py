@@ -36,7 +36,13 @@ from assistant.knowledge.matching.tokens import (
     stem,
     words,
 )
-from assistant.knowledge.matching.units import Measure, family_of, measure_of, quantity_in
+from assistant.knowledge.matching.units import (
+    CONTAINERS,
+    Measure,
+    family_of,
+    measure_of,
+    quantity_in,
+)
 from assistant.knowledge.transliteration import skeleton
 
 
@@ -61,6 +67,34 @@ MATCH_CACHE_SIZE = 4096
 TIME_RE = re.compile(r"(?<![\d.,])\d{1,2}:\d{2}(?![\d.,])|(?<!\d)\d{1,2}\s?(?:am|pm)\b", re.I)
 
 
+def _described(descriptions: Sequence[str]) -> list[frozenset[str]]:
+    """Each description's word keys, less those many descriptions share ("цена от, зависит
+    от длины" sets nothing apart)."""
+    keyed = [
+        {word_key(w) for w in words(d) if not w.isdigit() and not is_stopword(w) and len(w) > 2}
+        for d in descriptions
+    ]
+    df = Counter(key for keys in keyed for key in keys)
+    common = max(2, len(descriptions) // 10)
+    return [frozenset(k for k in keys if df[k] <= common) for keys in keyed]
+
+
+# Words that deny the word after them: "без покрытия", "without coating", "no gel".
+DENYING = frozenset({"без", "without", "no", "non", "не"})
+
+
+def _denied(tokens: Sequence[QueryToken], position: int) -> bool:
+    before = [t for t in tokens if position - 2 <= t.position < position]
+    return any(t.word in DENYING for t in before)
+
+
+def _polarity(name: str) -> dict[str, bool]:
+    """A name's words, each with whether the name denies it: {key: denied}. Only the words
+    some name of the list denies (the options) are compared."""
+    tokens = analyse(name)
+    return {word_key(t.word): _denied(tokens, t.position) for t in content_tokens(tokens)}
+
+
 class Catalogue:
     """An index over item names, aliases and SKUs for matching and retrieval."""
 
@@ -71,6 +105,7 @@ class Catalogue:
         texts: Sequence[str],
         aliases: Sequence[Sequence[str]] | None = None,
         units: Sequence[str] | None = None,
+        descriptions: Sequence[str] | None = None,
     ) -> None:
         self.names = list(names)
         # What one priced unit of each item is ("м²", "мешок 50 кг"): a customer's "12 кв.м"
@@ -78,7 +113,22 @@ class Catalogue:
         self.measures: list[Measure | None] = [measure_of(u) for u in (units or [])] or [
             None for _ in self.names
         ]
+        # The words the list's unit column uses ("мешок", "лист", "занятие"): how a thing is
+        # sold, not which thing it is, so "сколько мешок?" names no cement.
+        self.unit_words = frozenset(
+            word_key(w)
+            for u in (units or [])
+            for w in words(u)
+            if (family_of(w) or (None,))[0] in CONTAINERS
+        )
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
+        # Each description's words that set its item apart, by key: a word of the customer's
+        # that no name knows ("газоблок", "балаяж") may still name the item it describes.
+        self.described: list[frozenset[str]] = _described(descriptions or [])
+        self.items_by_description: dict[str, list[int]] = {}
+        for index, described in enumerate(self.described):
+            for key in sorted(described):
+                self.items_by_description.setdefault(key, []).append(index)
         # Each item is named by its name and by each alias: one key list per way of naming it.
         self.variants: list[list[list[str]]] = []
         # key → the spelling of the name word it came from, per way of naming an item
@@ -106,6 +156,14 @@ class Catalogue:
                         extra_keys.setdefault(b, set()).add(c)
                 also.append(extra_keys)
             self.also.append(also)
+        # Name words said with "без/without/-сыз" ("Маникюр без покрытия": покрытие denied)
+        # and the words said plainly, for the options "with" and "without" a thing.
+        said = [_polarity(name) for name in self.names]
+        options = {key for words_said in said for key, denied in words_said.items() if denied}
+        self.polarity: list[dict[str, bool]] = [
+            {key: denied for key, denied in words_said.items() if key in options}
+            for words_said in said
+        ]
         self.skus = [compact(s) for s in skus]
         # What a query can reach each item by: the items a key can score (a name word of one
         # of its namings, or a word it also matches by), and the items a compound SKU names.
@@ -179,7 +237,11 @@ class Catalogue:
             for before, t in itertools.pairwise(tokens)
             if before.number is not None and family_of(t.word) is not None
         }
-        content = [t for t in content_tokens(tokens) if t.position not in units]
+        content = [
+            t
+            for t in content_tokens(tokens)
+            if t.position not in units and word_key(t.word) not in self.unit_words
+        ]
         numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
@@ -208,10 +270,62 @@ class Catalogue:
             )
             if best is not None:
                 matches.append(best)
+        matches += self._by_description(keys_of, {m.index for m in matches})
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
+        matches = self._without_contradictions(tokens, matches)
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return tuple(matches)
+
+    def _by_description(
+        self, keys_of: list[tuple[QueryToken, frozenset[str]]], named: set[int]
+    ) -> list[ItemMatch]:
+        """Items the customer names by what their description says, where the words name no
+        item by its name: "клей для газоблока" is the masonry mix described as "клей для
+        газоблока", not the tile adhesive that shares "клей". Only when a word of the query
+        is known to no name; the match covers the query words the description holds."""
+        if not self.items_by_description:
+            return []
+        unnamed = [t for t, found in keys_of if not found]
+        reached = {
+            i
+            for t in unnamed
+            for i in self.items_by_description.get(word_key(t.word), ())
+            if i not in named
+        }
+        found: list[ItemMatch] = []
+        content = len(keys_of) or 1
+        for index in sorted(reached):
+            described = self.described[index]
+            name_keys = set(self.variants[index][0]) if self.variants[index] else set()
+            at = frozenset(
+                t.position
+                for t, keys in keys_of
+                if word_key(t.word) in described or keys & name_keys
+            )
+            if len(at) >= 2:  # one shared word ("тест" in "пробные тесты") is no description
+                found.append(ItemMatch(index, 0.9 * len(at) / content, float(len(at)), at))
+        return found
+
+    def _without_contradictions(
+        self, tokens: list[QueryToken], matches: list[ItemMatch]
+    ) -> list[ItemMatch]:
+        """Options told apart by "with"/"without": "маникюр с покрытием" is not the one "без
+        покрытия", and "без покрытия" is not the one with it. An item whose name denies a
+        word the customer asks for (or asserts one the customer denies) drops out while
+        another item fits."""
+        asked: dict[str, set[bool]] = {}
+        for t in tokens:
+            asked.setdefault(word_key(t.word), set()).add(_denied(tokens, t.position))
+        kept = [
+            m
+            for m in matches
+            if not any(
+                key in asked and denied not in asked[key]
+                for key, denied in self.polarity[m.index].items()
+            )
+        ]
+        return kept or matches
 
     def _score(
         self,

@@ -42,6 +42,15 @@ class Family(StrEnum):
     SET = "set"
 
 
+# Families that say how a thing is packed or measured, never which thing it is ("мешок",
+# "лист", "кг"); a lesson, a month or a person may be part of what a service is.
+CONTAINERS = frozenset(
+    {
+        Family.PIECE, Family.AREA, Family.LENGTH, Family.VOLUME_M3, Family.MASS, Family.LIQUID,
+        Family.BAG, Family.SHEET, Family.PACK, Family.ROLL, Family.BUCKET,
+    }
+)  # fmt: skip
+
 # Each family's word beginnings (lower case, "ё" as "е"). Short forms are whole words.
 _STARTS: dict[Family, tuple[str, ...]] = {
     Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы"),
