@@ -120,7 +120,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     found = find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
     found = about_agreed(found, message, agreed, knowledge)
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
-    intent = detect_intent(message)
+    intent = detect_intent(message, knowledge.catalogue.name_words)
     if intent == HandoffReason.NON_STANDARD_TERMS and rule and _rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
     return _Reading(

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 
-from assistant.knowledge.matching import normalise
+from assistant.knowledge.matching import normalise, word_key
 from inbox.conversations.models import HandoffReason
+
+WORD_RE = re.compile(r"[^\W\d_]{3,}")
 
 INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (HandoffReason.COMPLAINT, (
@@ -229,9 +231,14 @@ POLITE_IF_RE = re.compile(
 )
 
 
-def detect_intent(message: str) -> str:
-    """The handoff reason the message asks for, or ""."""
+def detect_intent(message: str, list_words: frozenset[str] = frozenset()) -> str:
+    """The handoff reason the message asks for, or "". Words the price list itself uses
+    (`list_words`, as `word_key`s) name what is sold, not what the customer wants: at a
+    language school "индивидуальные занятия" are a product, not special terms; a bakery's
+    "торт на заказ" is its list, not a custom order."""
     low = normalise(message)
+    if list_words:
+        low = WORD_RE.sub(lambda m: "_" if word_key(m.group(0)) in list_words else m.group(0), low)
     for phrase in NEUTRAL_PHRASES:
         low = re.sub(phrase, " ", low)
     clauses = CLAUSE_RE.split(f" {low} ")

@@ -21,7 +21,7 @@ Callers import from this package, never from its modules.
 """
 
 from assistant.knowledge.matching.catalogue import Catalogue, ItemMatch
-from assistant.knowledge.matching.keys import content_tokens
+from assistant.knowledge.matching.keys import content_tokens, word_key
 from assistant.knowledge.matching.quantities import (
     MEASURE_WORDS,
     quantity_near,
@@ -57,5 +57,6 @@ __all__ = [
     "quantity_of_unit",
     "segments",
     "stem",
+    "word_key",
     "words",
 ]

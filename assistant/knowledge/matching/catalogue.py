@@ -38,6 +38,7 @@ from assistant.knowledge.matching.tokens import (
 )
 from assistant.knowledge.matching.units import (
     CONTAINERS,
+    COUNTED,
     Measure,
     family_of,
     measure_of,
@@ -119,7 +120,7 @@ class Catalogue:
             word_key(w)
             for u in (units or [])
             for w in words(u)
-            if (family_of(w) or (None,))[0] in CONTAINERS
+            if len(w) >= 3 and (family_of(w) or (None,))[0] in CONTAINERS
         )
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
         # Each description's words that set its item apart, by key: a word of the customer's
@@ -205,6 +206,11 @@ class Catalogue:
         self.doc_df = doc_df
         self.doc_tf = [Counter(d) for d in self.doc_tokens]
 
+    @functools.cached_property
+    def name_words(self) -> frozenset[str]:
+        """Every word key the list's names and aliases use (what is sold)."""
+        return frozenset(k for v in self.variants for keys in v for k in keys if not k.isdigit())
+
     # --- matching (catalogue assistant) ---------------------------------------------------
 
     def _token_keys(self, token: QueryToken) -> frozenset[str]:
@@ -237,12 +243,22 @@ class Catalogue:
             for before, t in itertools.pairwise(tokens)
             if before.number is not None and family_of(t.word) is not None
         }
+        by_position = {t.position: t for t in tokens}
         content = [
             t
             for t in content_tokens(tokens)
             if t.position not in units and word_key(t.word) not in self.unit_words
         ]
-        numbers = [t for t in tokens if t.number is not None and len(t.word) <= 9]
+        # A count of bags, months or lessons ("2 месяца") is how many, never the "2" of a
+        # name's "A1–B2"; a size ("200 см", "5 кг") may be the name's own.
+        counted = {
+            p for p in units if (family_of(by_position[p].word) or (None,))[0] in COUNTED
+        }
+        numbers = [
+            t
+            for t in tokens
+            if t.number is not None and len(t.word) <= 9 and t.position + 1 not in counted
+        ]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
         # Which name keys each content token matches, computed once over the vocabulary
@@ -393,6 +409,17 @@ class Catalogue:
             if not remaining:
                 break
             top = remaining[0]
+            # A name that explains every word the best one does and more ("китайский в
+            # группе": the Chinese group, not any group) leads when it fits nearly as well.
+            wider = [
+                m
+                for m in remaining
+                if not top.by_sku
+                and m.positions > top.positions
+                and m.coverage >= top.coverage - 0.15
+            ]
+            if wider:
+                top = max(wider, key=lambda m: (len(m.positions), m.coverage, m.weight))
             if top.by_sku:
                 group = [top]
             else:

@@ -51,6 +51,15 @@ CONTAINERS = frozenset(
     }
 )  # fmt: skip
 
+# Families whose number is a count ("30 мешков", "2 месяца"), not a size ("200 см", "5 кг").
+COUNTED = frozenset(
+    {
+        Family.BAG, Family.SHEET, Family.PACK, Family.ROLL, Family.BUCKET, Family.MONTH,
+        Family.WEEK, Family.DAY, Family.HOUR, Family.LESSON, Family.SESSION, Family.PERSON,
+        Family.PAIR, Family.SET,
+    }
+)  # fmt: skip
+
 # Each family's word beginnings (lower case, "ё" as "е"). Short forms are whole words.
 _STARTS: dict[Family, tuple[str, ...]] = {
     Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы"),
