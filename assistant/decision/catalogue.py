@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from assistant.decision.composer import TOTAL_RE, order_with_charges, quote_lines
+from assistant.decision.composer import (
+    TOTAL_RE,
+    charge_line,
+    order_counts,
+    order_with_charges,
+    per_unit_charges,
+    quote_lines,
+)
 from assistant.decision.intents import INTENTS, detect_intent, shared_terms
 from assistant.decision.reading import (
     Found,
@@ -172,6 +179,13 @@ def _rules_answer(r: _Reading) -> Decision | None:
         return None
     shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
     parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules)] if shown else []
+    asks_total = bool(shown) and bool(TOTAL_RE.search(normalise(r.message)))
+    if not asks_total and HOW_MUCH_RE.search(normalise(r.message)):
+        # "20 мешков на 4 этаж, сколько за подъём?": the fee the rules charge per bag and
+        # floor, computed, above the sentence that says so (a total already counts it).
+        fees = per_unit_charges(r.rule.topics, r.message, r.rules, order_counts(r.quotes)) or []
+        currency = r.knowledge.default_currency
+        parts += [charge_line(charge, currency, r.lang) for charge in fees]
     parts += list(r.rule.sentences)
     return Decision(action=Action.ANSWER, reply_to_customer="\n".join(parts), facts=r.facts)
 
@@ -309,6 +323,8 @@ CLOSING_WORDS = frozenset(
         "көп",
     ]
 )
+# A question about an amount: "сколько", "how much", "қанша", "почём".
+HOW_MUCH_RE = re.compile(r"сколько|скока|почем|how much|what.{0,10}cost|қанша|стоимость|цена")
 EVERY_OPTION_RE = re.compile(
     r"\bboth\b|\bthe (?:two|three|four)\b|\ball (?:of )?(?:the|them|your)\b|\bоба\b|"
     r"\bобе\b|\bобоих\b|\bвсе (?:\w+ )?(?:варианты|модели|виды)\b|екеуі|екеуін"

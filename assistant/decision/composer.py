@@ -13,9 +13,10 @@ from decimal import Decimal
 
 from assistant.decision.reading import Quote
 from assistant.decision.replies import TEXTS, availability_phrase, text
-from assistant.knowledge.matching import format_quantity, normalise
+from assistant.knowledge.fees import counter, fee_for
+from assistant.knowledge.matching import format_quantity, measure_of, normalise
 from assistant.knowledge.money import format_money
-from assistant.knowledge.rules import RuleAnswer, charges
+from assistant.knowledge.rules import CHARGED, Charge, RuleAnswer, charges, topic_clauses
 
 # A request for the total ("сколько всего?", "with delivery").
 TOTAL_RE = re.compile(
@@ -64,20 +65,50 @@ def order_with_charges(
         return lines
     subtotal = sum((q.total for q in quotes), Decimal(0))
     found = charges(message, rule, subtotal, rules)
+    if found is None and rules:
+        found = per_unit_charges(rule.topics, message, rules, order_counts(quotes))
     currency = currencies.pop()
     kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
     if not found:
         return "\n".join(kept)
-    for charge in found:
-        key = f"charge.{charge.topic}"
-        label = text(key if key in TEXTS else "charge.default", lang)
-        shown = (
-            format_money(charge.amount, currency) if charge.amount else text("charge.free", lang)
-        )
-        kept.append(f"{label}: {shown}")
+    kept += [charge_line(charge, currency, lang) for charge in found]
     grand = subtotal + sum((c.amount for c in found), Decimal(0))
     kept.append(text("answer.total", lang, total=format_money(grand, currency)))
     return "\n".join(kept)
+
+
+def per_unit_charges(
+    asked: frozenset[str], message: str, rules: str, order: dict[str, Decimal] | None = None
+) -> list[Charge] | None:
+    """The fee of each topic asked about that the rules charge per something ("150 тг за
+    мешок за каждый этаж", "7 000 тг + 250 тг за км"), computed from the order and the counts
+    the customer wrote; None when one of them cannot be computed (the sentence is quoted as
+    written, with no total)."""
+    count = counter(message, order)
+    found: list[Charge] = []
+    for topic in sorted(asked & CHARGED):
+        fee = fee_for(topic_clauses(rules, topic), message, count)
+        if fee is None:
+            return None
+        found.append(Charge(topic, fee[1], fee[0].clause))
+    return found or None
+
+
+def charge_line(charge: Charge, currency: str, lang: str) -> str:
+    key = f"charge.{charge.topic}"
+    label = text(key if key in TEXTS else "charge.default", lang)
+    shown = format_money(charge.amount, currency) if charge.amount else text("charge.free", lang)
+    return f"{label}: {shown}"
+
+
+def order_counts(quotes: list[Quote]) -> dict[str, Decimal]:
+    """How many of each unit the order holds (bags, sheets…): what a fee per bag counts."""
+    counts: dict[str, Decimal] = {}
+    for quote in quotes:
+        measure = measure_of(quote.item.unit)
+        family = measure.family.value if measure is not None else "piece"
+        counts[family] = counts.get(family, Decimal(0)) + quote.qty
+    return counts
 
 
 def _is_total_line(line: str, lang: str) -> bool:

@@ -251,6 +251,27 @@ def charges(
 CHARGED = frozenset({"delivery", "assembly", "installation", "lifting"})
 
 
+def rule_clauses(rules: str) -> list[str]:
+    """Every clause of the rules, sentence by sentence."""
+    return [clause for sentence in sentences(rules) for clause, _topics in _clauses(sentence)]
+
+
+def topic_clauses(rules: str, topic: str) -> list[str]:
+    """Every clause of the rules on a topic, with the sentences that go on about it without
+    naming it ("Доставка по Алматы — 7 000 тг. За город — 7 000 тг + 250 тг за км.")."""
+    found: list[str] = []
+    previous: frozenset[str] = frozenset()
+    for sentence in sentences(rules):
+        own = topics(sentence)
+        about = own or previous
+        if topic in about:
+            found += [
+                clause for clause, inherited in _clauses(sentence) if topic in (inherited or about)
+            ]
+        previous = own
+    return found
+
+
 def _clauses(sentence: str) -> list[tuple[str, frozenset[str]]]:
     """A sentence's clauses (split at ";" then ","), each with its topics; a clause without
     one of its own is about what the clause before it was ("…; за город 4 000 тг")."""

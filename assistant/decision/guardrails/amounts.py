@@ -14,11 +14,18 @@ from decimal import Decimal
 
 from assistant.decision.guardrails.finding import Finding
 from assistant.decision.guardrails.items import items_named, mask_codes, stated_quantities
-from assistant.decision.guardrails.sentences import sentence_spans, sentence_text, strip_currency
+from assistant.decision.guardrails.sentences import (
+    blank_amounts,
+    sentence_spans,
+    sentence_text,
+    strip_currency,
+)
 from assistant.knowledge.agreements import Agreement, agreements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.knowledge.fees import Fee, fee_in
 from assistant.knowledge.matching import format_quantity, stem, words
 from assistant.knowledge.money import Amount, find_amounts, format_money
+from assistant.knowledge.rules import rule_clauses
 from assistant.schema import TurnInput
 
 TOTAL_RE = re.compile(
@@ -64,6 +71,7 @@ class _Amounts:
     stated: dict[int, set[Decimal]]
     # The quantities this turn's messages gave (a line or total must use them).
     stated_now: dict[int, set[Decimal]]
+    per_unit_fees: list[Fee]  # what the rules charge per bag, floor, km…
     asked: str  # the customer's messages of this turn
     context: set[int]  # items the customer's messages (or the chat) named
     sentences: list[tuple[int, int]] = field(default_factory=list)
@@ -136,6 +144,9 @@ def unbacked_amounts(
         agreed={a.item_index: a for a in agreed if a.item_index is not None},
         stated=stated_quantities(knowledge, customer),
         stated_now=stated_quantities(knowledge, [e.text for e in turn.pending]),
+        per_unit_fees=[
+            fee for clause in rule_clauses(rules) if (fee := fee_in(clause)) is not None
+        ],
         asked="\n".join(e.text for e in turn.pending),
         # Nothing named anywhere (a name the matcher cannot read, "teeth whitening" on a Russian
         # list): the amount must at least be some item's price. docs/guardrails.md says so.
@@ -284,10 +295,40 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
         ):
             state.lines.append(_Line(amount.value, amount.value, from_rules=True))
             return
+    if _fee_from_rules(state, amount):
+        state.lines.append(_Line(amount.value, amount.value, from_rules=True))
+        return
     if len(state.lines) >= 2 and amount.value in _sums(state.lines):
         state.lines = [_Line(amount.value, amount.value)]  # an unlabelled total
         return
     state.found.append(_not_the_price(state, amount, items))
+
+
+def _fee_from_rules(state: _Amounts, amount: Amount) -> bool:
+    """A fee the rules charge per something (`assistant.knowledge.fees`), at counts this turn
+    gave: "150 тг за мешок за каждый этаж" × 20 bags × the 4th floor = 12 000; "7 000 тг +
+    250 тг за каждый км" for 20 km = 12 000. Each thing it is per takes one of the
+    customer's numbers; the sentence must speak of the fee, not of an item."""
+    if not state.per_unit_fees:
+        return False
+    counts = {
+        Decimal(n)
+        for n in re.findall(r"(?<![\d.,])\d{1,4}(?![\d]|[.,]\d)", blank_amounts(state.asked))
+        if int(n) > 0
+    }
+    counts |= {q for qs in state.stated_now.values() for q in qs}
+    for fee in state.per_unit_fees:
+        products = {Decimal(1)}
+        for _word in fee.per:
+            products = {p * c for p in products for c in counts}
+        if any(amount.value == fee.amount * p + fee.base for p in products):
+            return not items_named(state.knowledge, _sentence_around(state, amount), strong=True)
+    return False
+
+
+def _sentence_around(state: _Amounts, amount: Amount) -> str:
+    a, b = state.sentences[state.sentence_of(amount.start)]
+    return state.reply[a:b]
 
 
 def _not_the_price(state: _Amounts, amount: Amount, items: Iterable[int]) -> Finding:

@@ -89,6 +89,30 @@ def _denied(tokens: Sequence[QueryToken], position: int) -> bool:
     return any(t.word in DENYING for t in before)
 
 
+def _codes(tokens: Sequence[QueryToken]) -> dict[str, set[str]]:
+    """Letter codes: a single letter right before a number ("м 500" of "М500", "r 16")."""
+    by_position = {t.position: t for t in tokens}
+    found: dict[str, set[str]] = {}
+    for t in tokens:
+        after = by_position.get(t.position + 1)
+        if len(t.word) == 1 and t.word.isalpha() and after is not None and after.word.isdigit():
+            found.setdefault(t.word, set()).add(after.word)
+    return found
+
+
+def _code_positions(tokens: Sequence[QueryToken]) -> frozenset[int]:
+    by_position = {t.position: t for t in tokens}
+    return frozenset(
+        p
+        for t in tokens
+        if len(t.word) == 1
+        and t.word.isalpha()
+        and (after := by_position.get(t.position + 1)) is not None
+        and after.word.isdigit()
+        for p in (t.position, t.position + 1)
+    )
+
+
 def _polarity(name: str) -> dict[str, bool]:
     """A name's words, each with whether the name denies it: {key: denied}. Only the words
     some name of the list denies (the options) are compared."""
@@ -159,6 +183,9 @@ class Catalogue:
             self.also.append(also)
         # Name words said with "без/without/-сыз" ("Маникюр без покрытия": покрытие denied)
         # and the words said plainly, for the options "with" and "without" a thing.
+        # Letter codes with their numbers ("М500" → {"м": {"500"}}, "R16", "B2"): a query's
+        # "М400" or "R17" is not an item whose same letter carries another number.
+        self.codes: list[dict[str, set[str]]] = [_codes(analyse(name)) for name in self.names]
         said = [_polarity(name) for name in self.names]
         options = {key for words_said in said for key, denied in words_said.items() if denied}
         self.polarity: list[dict[str, bool]] = [
@@ -247,13 +274,13 @@ class Catalogue:
         content = [
             t
             for t in content_tokens(tokens)
-            if t.position not in units and word_key(t.word) not in self.unit_words
+            if t.position not in units
+            and word_key(t.word) not in self.unit_words
+            and not (len(t.word) == 2 and family_of(t.word) is not None)  # "км" is no "CM"
         ]
         # A count of bags, months or lessons ("2 месяца") is how many, never the "2" of a
         # name's "A1–B2"; a size ("200 см", "5 кг") may be the name's own.
-        counted = {
-            p for p in units if (family_of(by_position[p].word) or (None,))[0] in COUNTED
-        }
+        counted = {p for p in units if (family_of(by_position[p].word) or (None,))[0] in COUNTED}
         numbers = [
             t
             for t in tokens
@@ -333,6 +360,7 @@ class Catalogue:
         asked: dict[str, set[bool]] = {}
         for t in tokens:
             asked.setdefault(word_key(t.word), set()).add(_denied(tokens, t.position))
+        coded = _codes(tokens)
         kept = [
             m
             for m in matches
@@ -340,7 +368,14 @@ class Catalogue:
                 key in asked and denied not in asked[key]
                 for key, denied in self.polarity[m.index].items()
             )
+            and not any(
+                letter in self.codes[m.index] and not numbers & self.codes[m.index][letter]
+                for letter, numbers in coded.items()
+            )
         ]
+        # A code the customer wrote that no item carries ("R17") names none of them.
+        if coded and not kept and any(m.positions & _code_positions(tokens) for m in matches):
+            return [m for m in matches if not m.positions & _code_positions(tokens)]
         return kept or matches
 
     def _score(

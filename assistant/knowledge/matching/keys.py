@@ -56,11 +56,16 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
 
 
 def content_tokens(tokens: Sequence[QueryToken]) -> list[QueryToken]:
-    """Tokens that could name a product: not a question word, not a bare number."""
+    """Tokens that could name a product: not a question word, not a bare number; a single
+    letter only as the head of a code ("М500", "B2": a letter before a number)."""
+    numbered = {t.position - 1 for t in tokens if t.word.isdigit()}
     return [
         t
         for t in tokens
-        if not is_stopword(t.word) and t.number is None and not t.word.isdigit() and len(t.word) > 1
+        if not is_stopword(t.word)
+        and t.number is None
+        and not t.word.isdigit()
+        and (len(t.word) > 1 or (t.position in numbered and t.word.isalpha()))
     ]
 
 

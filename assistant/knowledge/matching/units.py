@@ -62,28 +62,30 @@ COUNTED = frozenset(
 
 # Each family's word beginnings (lower case, "ё" as "е"). Short forms are whole words.
 _STARTS: dict[Family, tuple[str, ...]] = {
-    Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы"),
+    Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы",
+                  "kvadrat"),
     Family.LENGTH: ("метр", "meter", "metre", "погон", "пог.", "пог ", "п.м", "running m",
-                    "linear m"),
+                    "linear m", "pogon"),
     Family.VOLUME_M3: ("куб", "cubic", "текше"),
     Family.MASS: ("килограм", "кило", "kilo", "грам", "gram"),
     Family.LIQUID: ("литр", "liter", "litre"),
-    Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack"),
-    Family.SHEET: ("лист", "sheet", "парақ", "табақ"),
+    Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack", "meshk", "meshok",
+                 "meshoch"),
+    Family.SHEET: ("лист", "sheet", "парақ", "табақ", "list"),
     Family.PACK: ("упаков", "уп.", "пачк", "пачек", "pack", "box", "коробк", "коробок",
-                  "қорап", "орам"),
+                  "қорап", "орам", "upakov", "korobk", "pachk"),
     Family.ROLL: ("рулон", "roll"),
     Family.BUCKET: ("ведр", "ведер", "bucket", "шелек"),
-    Family.MONTH: ("месяц", "мес.", "month", "айға", "айлық"),
+    Family.MONTH: ("месяц", "мес.", "month", "айға", "айлық", "mesyac", "mesyats", "mesiac"),
     Family.WEEK: ("недел", "week", "апта"),
     Family.DAY: ("день", "дня", "дней", "суток", "сутки", "day", "күн", "күнге"),
     Family.HOUR: ("час", "часа", "часов", "hour", "сағат"),
-    Family.LESSON: ("заняти", "урок", "lesson", "class", "сабақ", "сабак"),
+    Family.LESSON: ("заняти", "урок", "lesson", "class", "сабақ", "сабак", "zanyat", "urok"),
     Family.SESSION: ("сеанс", "процедур", "session", "visit", "посещени", "визит"),
-    Family.PERSON: ("человек", "чел.", "people", "person", "адам", "гост", "guest"),
+    Family.PERSON: ("человек", "чел.", "people", "person", "адам", "гост", "guest", "chelovek"),
     Family.PAIR: ("пар", "pair"),
     Family.SET: ("комплект", "набор", "set", "kit", "жиынтық"),
-    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед."),
+    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk"),
 }  # fmt: skip
 # Whole short words: "м", "m2", "кг", "ай" (a month in Kazakh), "мес".
 _WORDS: dict[str, tuple[Family, Decimal]] = {
@@ -91,6 +93,8 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "м": (Family.LENGTH, Decimal(1)), "m": (Family.LENGTH, Decimal(1)),
     "мп": (Family.LENGTH, Decimal(1)), "пм": (Family.LENGTH, Decimal(1)),
     "см": (Family.LENGTH, Decimal("0.01")), "cm": (Family.LENGTH, Decimal("0.01")),
+    "мм": (Family.LENGTH, Decimal("0.001")), "mm": (Family.LENGTH, Decimal("0.001")),
+    "км": (Family.LENGTH, Decimal(1000)), "km": (Family.LENGTH, Decimal(1000)),
     "кубм": (Family.VOLUME_M3, Decimal(1)),
     "кг": (Family.MASS, Decimal(1)), "kg": (Family.MASS, Decimal(1)),
     "г": (Family.MASS, Decimal("0.001")), "гр": (Family.MASS, Decimal("0.001")),
@@ -104,6 +108,7 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "h": (Family.HOUR, Decimal(1)), "уп": (Family.PACK, Decimal(1)),
     "шт": (Family.PIECE, Decimal(1)), "pc": (Family.PIECE, Decimal(1)),
     "пог": (Family.LENGTH, Decimal(1)), "кв": (Family.AREA, Decimal(1)),
+    "kv": (Family.AREA, Decimal(1)), "sht": (Family.PIECE, Decimal(1)),
 }  # fmt: skip
 # Counts written as words, and words that multiply the number before them ("2 dozen").
 NUMBER_WORDS: dict[str, Decimal] = {

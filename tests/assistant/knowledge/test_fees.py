@@ -1,0 +1,72 @@
+"""Fees the business rules charge per something, computed by code from the order and the
+customer's counts; a fee that cannot be computed gives no amount at all."""
+
+from decimal import Decimal
+
+from assistant.decision import catalogue
+from assistant.decision.guardrails import check_against
+from assistant.knowledge.fees import Fee, counter, fee_for, fee_in, fee_total
+from assistant.knowledge.rules import topic_clauses
+from assistant.models import AssistantSettings
+from assistant.schema import Action, Decision
+from tests.assistant.builders import item, knowledge, turn
+
+RULES = (
+    "Доставка по Алматы грузовой машиной — 7 000 тг за рейс. "
+    "За город — 7 000 тг + 250 тг за каждый км от границы города. "
+    "Подъём на этаж без лифта: мешки — 150 тг за мешок за каждый этаж, листы — 300 тг за лист "
+    "за каждый этаж; с грузовым лифтом — 100 тг за мешок или лист независимо от этажа."
+)
+BUILDING = (
+    item("CEM-400", "Цемент М400", "3200", unit="мешок 50 кг"),
+    item("GKL", "Гипсокартон Knauf стеновой", "2900", unit="лист"),
+)
+CONFIG = AssistantSettings(business_rules=RULES)
+
+
+def test_a_clause_states_what_its_fee_is_charged_per():
+    assert fee_in("мешки — 150 тг за мешок за каждый этаж") == Fee(
+        Decimal(150), ("мешок", "этаж"), Decimal(0), "мешки — 150 тг за мешок за каждый этаж"
+    )
+    km = fee_in("За город — 7 000 тг + 250 тг за каждый км от границы города")
+    assert km is not None and (km.amount, km.per, km.base) == (250, ("км",), 7000)
+    assert fee_in("Доставка по Алматы — 7 000 тг за рейс") is None  # once per trip: fixed
+    assert fee_in("Сборка 5 000 тг") is None
+
+
+def test_a_fee_is_computed_only_when_every_count_is_known():
+    fee = fee_in("мешки — 150 тг за мешок за каждый этаж")
+    assert fee is not None
+    asked = "20 мешков поднимете на 4 этаж?"
+    assert fee_total(fee, counter(asked)) == Decimal(12000)
+    assert fee_total(fee, counter("20 мешков поднимете?")) is None  # which floor?
+
+
+def test_the_clause_that_agrees_with_the_message_on_the_lift_is_the_fee():
+    lifting = topic_clauses(RULES, "lifting")
+    asked = "20 мешков на 4 этаж, лифта нет, сколько за подъём?"
+    no_lift = fee_for(lifting, asked, counter(asked))
+    assert no_lift is not None and no_lift[1] == Decimal(12000)
+    asked = "20 мешков на 4 этаж, есть грузовой лифт"
+    with_lift = fee_for(lifting, asked, counter(asked))
+    assert with_lift is not None and with_lift[1] == Decimal(2000)
+
+
+def test_a_sentence_that_goes_on_about_a_topic_belongs_to_it():
+    clauses = topic_clauses(RULES, "delivery")
+    assert any("250 тг за каждый км" in c for c in clauses)
+    asked = "Доставка в Каскелен сколько? от города км 20"
+    found = fee_for(clauses, asked, counter(asked))
+    assert found is not None and found[1] == Decimal(12000)
+
+
+def test_the_catalogue_assistant_answers_the_fee_and_the_guardrail_proves_it():
+    asked = "20 мешков цемента поднимете на 4 этаж? лифта нет. сколько за подъем"
+    t = turn(asked)
+    decision = catalogue.decide(t, knowledge(BUILDING), CONFIG)
+    assert decision.action == Action.ANSWER
+    assert "12 000 KZT" in decision.reply_to_customer
+    assert check_against(decision, t, knowledge(BUILDING), CONFIG).allowed
+    # The same amount for a floor the customer did not give is not proven.
+    wrong = Decision(action=Action.ANSWER, reply_to_customer="Подъём: 15 000 KZT")
+    assert not check_against(wrong, t, knowledge(BUILDING), CONFIG).allowed
