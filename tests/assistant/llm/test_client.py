@@ -107,6 +107,19 @@ def test_fenced_json_is_accepted():
     assert decision.reply_to_customer == "ok"
 
 
+def test_a_reading_parses_and_an_intent_outside_the_set_is_dropped_not_an_invalid_answer():
+    reading = {
+        "intents": ["complaint", "wants_discount"],
+        "items": [{"sku": "CH-101", "qty": 2, "unit": "pcs"}, {"sku": "TB-201"}],
+    }
+    decision, error = parse_decision(decision_json(reply="{quote}", reading=reading))
+    assert error == ""
+    assert decision.reading.intents == ["complaint"]
+    assert [(i.sku, i.qty) for i in decision.reading.items] == [("CH-101", 2), ("TB-201", None)]
+    without, _ = parse_decision('{"action": "answer", "reply_to_customer": "ok"}')
+    assert without.reading is None  # an answer from before the reading still validates
+
+
 def test_5xx_timeout_and_dropped_connection_are_retried(emu):
     emu.script(Step.server_error(503), Step.decision(reply="after 503"))
     assert make_client(emu.base_url).complete_decision(messages_for, business_id=1)

@@ -8,6 +8,8 @@ What must hold, whatever this tiny model says:
   the first answer or after the one repair the client allows; first-answer validity is printed
   too). llama.cpp applies the grammar made from the inlined schema (assistant/llm/prompt.py
   `inline_schema`), so a parse failure is a bug, not the model's style.
+- Every parsed Decision carries the model's reading (the grammar asks for it), and no
+  `{quote}` placeholder reaches a customer (code fills it: assistant.decision.model_reading).
 - No unproven amount reaches a customer: every amount in every message on the wire is a list
   price times a small quantity, an amount of the business rules, or the sum of the others in
   that message, as judged here independently of `assistant.decision.guardrails`; and every
@@ -38,7 +40,7 @@ from assistant.models import AssistantSettings
 from assistant.schema import Decision
 from inbox.conversations.models import Chat, Turn
 from inbox.platform.redis import get_redis
-from inbox.site.local_llm import LocalLLM, start_local_llm
+from inbox.site.local_llm import SERVER_ENV, LocalLLM, server_argv, start_local_llm
 from tests.assistant.builders import knowledge, turn
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.faults.helpers import (
@@ -231,6 +233,18 @@ def test_streamed_and_whole_answers_parse_under_the_grammar(llama):
         assert (completion.ttft_s is not None) == stream
 
 
+def test_the_server_runs_with_the_threads_measured_for_a_small_shared_cpu():
+    argv = server_argv(Path("model.gguf"), 8011, 4096)
+    assert argv[argv.index("--n_threads") + 1] == "1"
+    assert argv[argv.index("--n_threads_batch") + 1] == "2"
+    assert SERVER_ENV == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def test_the_running_server_has_passive_openmp_waits(llama):
+    environ = Path(f"/proc/{llama.process.pid}/environ").read_bytes().split(b"\0")
+    assert b"OMP_WAIT_POLICY=PASSIVE" in environ
+
+
 def test_llama_cpp_rejects_json_schema_and_the_client_reports_it(llama):
     with pytest.raises(ModelUnavailable, match="HTTP 500"):
         client_for(llama.base_url, mode="json_schema").complete_decision(
@@ -271,12 +285,15 @@ def test_fifty_customer_turns_through_the_pipeline_with_a_real_model(
         for wa_id in turns:
             (sent,) = graph.sent_to(wa_id)  # every customer got exactly one message
             assert not unproven(sent.text, prices), (wa_id, sent.text)
+            assert "{quote}" not in sent.text, (wa_id, sent.text)
 
     by_model = [t for t in turns.values() if t.backend == "llm:primary"]
     parsed = len(by_model) / len(turns)
     model_turns = [t for t in turns.values() if t.backend in ("llm:primary", "fallback")]
     repairs = requests - len(model_turns)
     blocked = [t for t in turns.values() if t.reason == "guardrail"]
+    unread = [t.pk for t in by_model if Decision.model_validate(t.decision).reading is None]
+    assert not unread, "the grammar asks for a reading in every answer"
     for t in by_model:
         reply = str((t.decision or {}).get("reply_to_customer", ""))
         if unproven(reply, prices):

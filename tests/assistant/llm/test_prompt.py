@@ -7,7 +7,12 @@ import pytest
 
 from assistant.knowledge.effective import assistant_settings, knowledge_for_channel
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
-from assistant.llm.prompt import build_messages, estimate_tokens, stable_prefix_chars
+from assistant.llm.prompt import (
+    build_messages,
+    estimate_tokens,
+    inline_schema,
+    stable_prefix_chars,
+)
 from assistant.models import AssistantSettings
 from tests import factories
 from tests.assistant.builders import FURNITURE, entry, item, knowledge, turn
@@ -207,3 +212,25 @@ def test_json_object_prompt_carries_the_inlined_schema_llama_cpp_applies():
     assert '"reply_to_customer":{"type":"string","maxLength":500}' in system["content"]
     assert "$defs" not in system["content"]
     assert "$ref" not in system["content"]
+
+
+@pytest.mark.parametrize("mode", ["json_object", "json_schema"])
+def test_the_model_is_asked_for_its_reading_and_a_quote_placeholder_not_amounts(mode):
+    system, _ = build_messages(turn("2 office chairs?"), knowledge(), CONFIG, mode)
+    text = system["content"]
+    assert "Never write a product's price, a line or a total yourself: put {quote}" in text
+    assert "reading {intents:" in text
+    assert '"no manager needed": asks_for_human' in text
+    assert "only when several items fit equally and the customer named none of them" in text
+
+
+def test_the_inlined_schema_always_has_the_model_write_its_reading_first():
+    schema = inline_schema()
+    assert schema["required"][:2] == ["reading", "action"]
+    reading = schema["properties"]["reading"]
+    assert reading["type"] == "object"  # never null: no branch for a small model to take
+    assert reading["required"] == ["intents", "negated", "items"]
+    assert "complaint" in reading["properties"]["intents"]["items"]["enum"]
+    wanted = reading["properties"]["items"]
+    assert wanted["items"]["required"] == ["sku", "qty", "unit"]
+    assert wanted["items"]["properties"]["sku"]["maxLength"] == 40
