@@ -40,6 +40,12 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"царапал", r"разбил", r"повредил", r"испортил", r"опоздал", r"нагруб", r"грубил",
         r"выпал[аио]?\b", r"завял", r"увял", r"пятн(?!иц)", r"\bstain", r"\bдыр", r"\bhole\b",
         r"\btorn\b", r"порван", r"\bdent(?:ed|s)?\b", r"вмятин", r"помят",
+        # Damage, loss and compensation, whatever the product: "три мешка рваные, половина
+        # высыпалась, кто будет возмещать?", "торт был несвежий", "cracked", "spoiled".
+        r"\bрван", r"разорван", r"высыпал", r"треснул", r"трещин", r"лопнул", r"протек",
+        r"несвеж", r"просроч", r"испортил", r"тухл", r"плесен", r"возмест", r"компенс",
+        r"\bcrack", r"\bspoil", r"\bexpired\b", r"\bmou?ldy?\b", r"\bstale\b",
+        r"compensat", r"reimburs", r"\bspilt\b|\bspilled\b",
         r"\bгруб(?:ый|ая|ые|о|ил|ила|ят|ит)?\b", r"кровоточ", r"после (?:вашей|вашего|ваших|вас)\b",
         r"after (?:your|you) (?:\w+ )?(?:clean|treat|repair|install|service|fix)",
         r"никто не (?:отвечает|берет|перезвонил)", r"не то,? что (?:заказывал|оплачивал|просил)",

@@ -39,6 +39,8 @@ from assistant.knowledge.matching.tokens import (
 from assistant.knowledge.matching.units import (
     CONTAINERS,
     COUNTED,
+    SIZES,
+    Family,
     Measure,
     family_of,
     measure_of,
@@ -100,6 +102,34 @@ def _codes(tokens: Sequence[QueryToken]) -> dict[str, set[str]]:
     return found
 
 
+_UP_TO = frozenset({"до", "upto", "to", "max", "максимум", "дейін"})
+_FROM = frozenset({"от", "from", "min", "минимум", "бастап"})
+
+
+def _sizes(tokens: Sequence[QueryToken]) -> dict[str, list[tuple[Decimal, str]]]:
+    """Sizes stated as a number and a unit of size ("8 кг", "12 мм", "до 70 м²"), in the
+    family's base unit, each with "<=" / ">=" when written as a bound, else "="."""
+    by_position = {t.position: t for t in tokens}
+    found: dict[str, list[tuple[Decimal, str]]] = {}
+    for t in tokens:
+        after = by_position.get(t.position + 1)
+        if t.number is None or after is None:
+            continue
+        unit = family_of(after.word)
+        if unit is None or unit[0] not in SIZES:
+            continue
+        before = by_position.get(t.position - 1)
+        word = before.word if before is not None else ""
+        op = "<=" if word in _UP_TO else ">=" if word in _FROM else "="
+        found.setdefault(unit[0].value, []).append((Decimal(t.number) * unit[1], op))
+    return found
+
+
+def _fits(value: Decimal, bound: tuple[Decimal, str]) -> bool:
+    size, op = bound
+    return value <= size if op == "<=" else value >= size if op == ">=" else value == size
+
+
 def _code_positions(tokens: Sequence[QueryToken]) -> frozenset[int]:
     by_position = {t.position: t for t in tokens}
     return frozenset(
@@ -144,7 +174,7 @@ class Catalogue:
             word_key(w)
             for u in (units or [])
             for w in words(u)
-            if len(w) >= 3 and (family_of(w) or (None,))[0] in CONTAINERS
+            if len(w) >= 3 and (family_of(w) or (None,))[0] in CONTAINERS - {Family.PACK}
         )
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
         # Each description's words that set its item apart, by key: a word of the customer's
@@ -186,6 +216,11 @@ class Catalogue:
         # Letter codes with their numbers ("М500" → {"м": {"500"}}, "R16", "B2"): a query's
         # "М400" or "R17" is not an item whose same letter carries another number.
         self.codes: list[dict[str, set[str]]] = [_codes(analyse(name)) for name in self.names]
+        # Sizes a name states ("8 кг", "12 мм", "до 70 м²"): a customer's "2-килограммовый"
+        # is not the 8 kg bag.
+        self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
+            _sizes(analyse(name)) for name in self.names
+        ]
         said = [_polarity(name) for name in self.names]
         options = {key for words_said in said for key, denied in words_said.items() if denied}
         self.polarity: list[dict[str, bool]] = [
@@ -361,6 +396,7 @@ class Catalogue:
         for t in tokens:
             asked.setdefault(word_key(t.word), set()).add(_denied(tokens, t.position))
         coded = _codes(tokens)
+        sized = _sizes(tokens)
         kept = [
             m
             for m in matches
@@ -371,6 +407,15 @@ class Catalogue:
             and not any(
                 letter in self.codes[m.index] and not numbers & self.codes[m.index][letter]
                 for letter, numbers in coded.items()
+            )
+            and not any(
+                family in self.sizes[m.index]
+                and not any(
+                    _fits(value, bound)
+                    for value, _op in values
+                    for bound in self.sizes[m.index][family]
+                )
+                for family, values in sized.items()
             )
         ]
         # A code the customer wrote that no item carries ("R17") names none of them.
@@ -509,6 +554,14 @@ class Catalogue:
                 count = count_only(part)
                 if count is not None and last_line is not None and lines[last_line][1] == 1:
                     lines[last_line] = (lines[last_line][0], Decimal(count))
+                elif last_line is not None and lines[last_line][1] == 1:
+                    # "торт с фигурками, вес 3 кг": a part that gives only the amount, in the
+                    # unit the item named before it is sold in.
+                    group = lines[last_line][0]
+                    measure = self.measures[group[0].index] if len(group) == 1 else None
+                    in_unit = quantity_in(part, measure) if measure is not None else None
+                    if in_unit is not None:
+                        lines[last_line] = (group, in_unit)
                 last_line = None
                 continue
             tokens = analyse(part)

@@ -11,6 +11,10 @@ from collections.abc import Sequence
 
 from assistant.knowledge.matching.keys import is_stopword, word_key
 from assistant.knowledge.matching.tokens import COUNT_MULTIPLIERS, QueryToken, analyse, words
+from assistant.knowledge.matching.units import SIZES, Family, family_of
+
+# After a number, the families that make it a size or a time, not how many of a thing.
+NOT_COUNTS = SIZES | {Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR}
 
 SEPARATORS_RE = re.compile(
     r"[;+\n]|(?<!\d),|,(?!\d)|(?<!\d)[.?!]|[.?!](?!\d)"
@@ -101,11 +105,17 @@ COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "на�
 
 
 def quantity_of_unit(text: str, unit: str) -> int | None:
-    """A count written with the item's unit ("3 зуба" for a price per tooth), or None."""
-    unit_keys = {word_key(w) for w in words(unit)}
+    """A count written with the item's own unit word, whatever the unit ("3 зуба" for a price
+    per tooth, "6 таблеток" per "таблетка"): the words meet by key or by their first five
+    letters (Russian endings change more than a stemmer strips). None when not written."""
+    unit_words = [w for w in words(unit) if not w.isdigit()]
+    unit_keys = {word_key(w) for w in unit_words}
+    heads = {w[:5] for w in unit_words if len(w) >= 5}
     tokens = analyse(text)
     for this, after in itertools.pairwise(tokens):
-        if this.number is not None and 0 < this.number < 1000 and word_key(after.word) in unit_keys:
+        if this.number is None or not 0 < this.number < 1000:
+            continue
+        if word_key(after.word) in unit_keys or (len(after.word) >= 5 and after.word[:5] in heads):
             return this.number
     return None
 
@@ -138,6 +148,8 @@ def quantity_near(
         after = by_position.get(p + 1)
         if after is not None and after.word in MEASURE_WORDS and after.word != "x":
             return None
+        if after is not None and (family_of(after.word) or (None,))[0] in NOT_COUNTS:
+            return None  # "62 кв м", "2-килограммовый", "3 месяца": a size or a time
         if after is not None and len(after.word) == 3 and after.word.isdigit():
             return None  # "30 000": an amount written in groups of thousands
         if after is not None and after.word in COUNT_MULTIPLIERS:

@@ -72,7 +72,7 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack", "meshk", "meshok",
                  "meshoch"),
     Family.SHEET: ("лист", "sheet", "парақ", "табақ", "list"),
-    Family.PACK: ("упаков", "уп.", "пачк", "пачек", "pack", "box", "коробк", "коробок",
+    Family.PACK: ("упаков", "уп.", "пачк", "пачек", "pack", "box", "коробк", "коробок", "пакет",
                   "қорап", "орам", "upakov", "korobk", "pachk"),
     Family.ROLL: ("рулон", "roll"),
     Family.BUCKET: ("ведр", "ведер", "bucket", "шелек"),
@@ -177,11 +177,20 @@ def family_of(word: str) -> tuple[Family, Decimal] | None:
     for family, starts in _STARTS.items():
         # A beginning of four letters or more begins the word; a shorter one is the word
         # itself or its plural ("bag", "bags"; never the "kit" of "kitchen").
-        if any(
-            probe.startswith(s) if len(s.strip()) >= 4 else word in _short_forms(s) for s in starts
-        ):
-            return family, Decimal(1)
+        for s in starts:
+            if probe.startswith(s) if len(s.strip()) >= 4 else word in _short_forms(s):
+                return family, _SIZES.get(s, Decimal(1))
     return None
+
+
+# Beginnings that name a fraction or a multiple of their family's base unit.
+_SIZES: dict[str, Decimal] = {
+    "грам": Decimal("0.001"), "gram": Decimal("0.001"), "милли": Decimal("0.001"),
+}  # fmt: skip
+
+# Families whose number is a size of the thing ("5 м²", "2-килограммовый", "12 мм"), so a
+# different size is a different item.
+SIZES = frozenset({Family.AREA, Family.LENGTH, Family.VOLUME_M3, Family.MASS, Family.LIQUID})
 
 
 def _short_forms(start: str) -> set[str]:

@@ -29,7 +29,8 @@ def test_a_clause_states_what_its_fee_is_charged_per():
         Decimal(150), ("мешок", "этаж"), Decimal(0), "мешки — 150 тг за мешок за каждый этаж"
     )
     km = fee_in("За город — 7 000 тг + 250 тг за каждый км от границы города")
-    assert km is not None and (km.amount, km.per, km.base) == (250, ("км",), 7000)
+    assert km is not None
+    assert (km.amount, km.per, km.base) == (250, ("км",), 7000)
     assert fee_in("Доставка по Алматы — 7 000 тг за рейс") is None  # once per trip: fixed
     assert fee_in("Сборка 5 000 тг") is None
 
@@ -46,10 +47,12 @@ def test_the_clause_that_agrees_with_the_message_on_the_lift_is_the_fee():
     lifting = topic_clauses(RULES, "lifting")
     asked = "20 мешков на 4 этаж, лифта нет, сколько за подъём?"
     no_lift = fee_for(lifting, asked, counter(asked))
-    assert no_lift is not None and no_lift[1] == Decimal(12000)
+    assert no_lift is not None
+    assert no_lift[1] == Decimal(12000)
     asked = "20 мешков на 4 этаж, есть грузовой лифт"
     with_lift = fee_for(lifting, asked, counter(asked))
-    assert with_lift is not None and with_lift[1] == Decimal(2000)
+    assert with_lift is not None
+    assert with_lift[1] == Decimal(2000)
 
 
 def test_a_sentence_that_goes_on_about_a_topic_belongs_to_it():
@@ -57,7 +60,8 @@ def test_a_sentence_that_goes_on_about_a_topic_belongs_to_it():
     assert any("250 тг за каждый км" in c for c in clauses)
     asked = "Доставка в Каскелен сколько? от города км 20"
     found = fee_for(clauses, asked, counter(asked))
-    assert found is not None and found[1] == Decimal(12000)
+    assert found is not None
+    assert found[1] == Decimal(12000)
 
 
 def test_the_catalogue_assistant_answers_the_fee_and_the_guardrail_proves_it():
