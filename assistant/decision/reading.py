@@ -18,9 +18,12 @@ from assistant.knowledge.agreements import Agreement, agreed_price
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.knowledge.matching import (
     MEASURE_WORDS,
+    NOT_COUNTS,
     analyse,
     content_tokens,
+    family_of,
     normalise,
+    quantity_in,
     quantity_of_unit,
     segments,
 )
@@ -152,9 +155,16 @@ def find_in_context(
         if entry.speaker != "customer":
             continue
         earlier = find(entry.text, knowledge)
-        count = bare_count(message)
-        if count and len(earlier.quotes) == 1 and not earlier.ambiguous:
-            return Found([Quote(earlier.quotes[0].item, Decimal(count))], [])  # "and for 12?"
+        resized = _resized(earlier, message, knowledge)
+        if resized is not None:
+            return resized
+        if len(earlier.quotes) == 1 and not earlier.ambiguous:
+            item = earlier.quotes[0].item
+            measure = knowledge.catalogue.measures[knowledge.items.index(item)]
+            in_unit = quantity_in(message, measure) if measure is not None else None
+            count = in_unit or Decimal(bare_count(message))
+            if count:
+                return Found([Quote(item, count)], [])  # "and for 12?", "а 3 кг?"
         if earlier.quotes or earlier.ambiguous:
             return earlier
     return own
@@ -201,6 +211,18 @@ def options_asked(last_bot: HistoryEntry | None, knowledge: Knowledge) -> list[K
     return unique if len(unique) >= 2 else []
 
 
+def _resized(earlier: Found, message: str, knowledge: Knowledge) -> Found | None:
+    """ "And the 2 kg one?" after the 8 kg bag: the item named before, in the size the
+    message gives (its name without its own numbers, read with the message)."""
+    if len(earlier.quotes) != 1 or not re.search(r"\d", message):
+        return None
+    item = earlier.quotes[0].item
+    sibling = find(f"{re.sub(r'[0-9]+(?:[.,][0-9]+)?', ' ', item.name)} {message}", knowledge)
+    if len(sibling.quotes) == 1 and sibling.quotes[0].item != item and not sibling.ambiguous:
+        return sibling
+    return None
+
+
 def mostly_unknown(message: str, knowledge: Knowledge) -> bool:
     """The words around what fits match nothing in the list ("колодки на хюндай туксон",
     "outdoor chairs for a terrace"): what fits is only the general word, not the thing asked
@@ -226,7 +248,11 @@ def bare_count(message: str) -> int:
     if len(counts) != 1:
         return 0
     after = next((t for t in tokens if t.position == counts[0].position + 1), None)
-    return 0 if after is not None and after.word in MEASURE_WORDS else counts[0].number or 0
+    if after is not None and (
+        after.word in MEASURE_WORDS or (family_of(after.word) or (None,))[0] in NOT_COUNTS
+    ):
+        return 0  # "2-килограммовый", "3 месяца": a size or a time, not how many
+    return counts[0].number or 0
 
 
 def ordinal(message: str, options: list[KnowledgeItem]) -> KnowledgeItem | None:

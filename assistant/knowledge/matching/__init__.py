@@ -24,6 +24,7 @@ from assistant.knowledge.matching.catalogue import Catalogue, ItemMatch
 from assistant.knowledge.matching.keys import content_tokens, word_key
 from assistant.knowledge.matching.quantities import (
     MEASURE_WORDS,
+    NOT_COUNTS,
     quantity_near,
     quantity_of_unit,
     segments,
@@ -37,10 +38,17 @@ from assistant.knowledge.matching.tokens import (
     stem,
     words,
 )
-from assistant.knowledge.matching.units import Measure, format_quantity, measure_of, quantity_in
+from assistant.knowledge.matching.units import (
+    Measure,
+    family_of,
+    format_quantity,
+    measure_of,
+    quantity_in,
+)
 
 __all__ = [
     "MEASURE_WORDS",
+    "NOT_COUNTS",
     "NUMBER_WORDS",
     "Catalogue",
     "ItemMatch",
@@ -49,6 +57,7 @@ __all__ = [
     "analyse",
     "compact",
     "content_tokens",
+    "family_of",
     "format_quantity",
     "measure_of",
     "normalise",

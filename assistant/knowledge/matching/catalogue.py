@@ -39,6 +39,7 @@ from assistant.knowledge.matching.tokens import (
 from assistant.knowledge.matching.units import (
     CONTAINERS,
     COUNTED,
+    PACKAGING,
     SIZES,
     Family,
     Measure,
@@ -221,6 +222,12 @@ class Catalogue:
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
             _sizes(analyse(name)) for name in self.names
         ]
+        self.packaging: dict[Family, set[str]] = {}
+        for name in self.names:
+            for w in words(name):
+                named = family_of(w)
+                if named is not None and named[0] in PACKAGING and len(w) >= 3:
+                    self.packaging.setdefault(named[0], set()).add(word_key(w))
         said = [_polarity(name) for name in self.names]
         options = {key for words_said in said for key, denied in words_said.items() if denied}
         self.polarity: list[dict[str, bool]] = [
@@ -290,6 +297,11 @@ class Catalogue:
             if meaning in self.vocabulary:
                 found.add(meaning)
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
+        # Packaging words meet across languages by what they are: "box" is the "коробка" of
+        # "Макарон коробка 6 шт", "bag" the "мешок".
+        named = family_of(word)
+        if named is not None and named[0] in PACKAGING:
+            found |= self.packaging.get(named[0], set())
         return frozenset(found)
 
     def match(self, text: str) -> list[ItemMatch]:

@@ -51,6 +51,11 @@ CONTAINERS = frozenset(
     }
 )  # fmt: skip
 
+# Packaging a product may be named by ("Макарон коробка 6 шт", "a box of macarons").
+PACKAGING = frozenset(
+    {Family.BAG, Family.SHEET, Family.PACK, Family.ROLL, Family.BUCKET, Family.SET}
+)
+
 # Families whose number is a count ("30 мешков", "2 месяца"), not a size ("200 см", "5 кг").
 COUNTED = frozenset(
     {
@@ -67,7 +72,7 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.LENGTH: ("метр", "meter", "metre", "погон", "пог.", "пог ", "п.м", "running m",
                     "linear m", "pogon"),
     Family.VOLUME_M3: ("куб", "cubic", "текше"),
-    Family.MASS: ("килограм", "кило", "kilo", "грам", "gram"),
+    Family.MASS: ("килограм", "кило", "kilo", "грам", "gram", "келі", "кели"),
     Family.LIQUID: ("литр", "liter", "litre"),
     Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack", "meshk", "meshok",
                  "meshoch"),
@@ -124,7 +129,8 @@ NUMBER_WORDS: dict[str, Decimal] = {
     "восемь": Decimal(8), "девять": Decimal(9), "десять": Decimal(10), "десяти": Decimal(10),
     "пятнадцать": Decimal(15), "двадцать": Decimal(20), "тридцать": Decimal(30),
     "сорок": Decimal(40), "пятьдесят": Decimal(50), "сто": Decimal(100),
-    "полтора": Decimal("1.5"), "полторы": Decimal("1.5"), "пол": Decimal("0.5"),
+    "полтора": Decimal("1.5"), "полторы": Decimal("1.5"), "полтара": Decimal("1.5"),
+    "пол": Decimal("0.5"), "жарты": Decimal("0.5"),
     "бір": Decimal(1), "екі": Decimal(2), "үш": Decimal(3), "төрт": Decimal(4),
     "бес": Decimal(5), "алты": Decimal(6), "жеті": Decimal(7), "сегіз": Decimal(8),
     "тоғыз": Decimal(9), "жиырма": Decimal(20), "отыз": Decimal(30), "қырық": Decimal(40),
