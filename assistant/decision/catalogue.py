@@ -47,6 +47,7 @@ from assistant.decision.replies import (
 )
 from assistant.knowledge.agreements import Agreement, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.knowledge.fees import NamedFee, named_fees
 from assistant.knowledge.matching import (
     analyse,
     content_tokens,
@@ -178,7 +179,8 @@ def _rules_answer(r: _Reading) -> Decision | None:
     if r.rule is None:
         return None
     shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
-    parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules)] if shown else []
+    extras = _named_fees(r) if shown else []
+    parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules, extras)] if shown else []
     asks_total = bool(shown) and bool(TOTAL_RE.search(normalise(r.message)))
     if not asks_total and HOW_MUCH_RE.search(normalise(r.message)):
         # "20 мешков на 4 этаж, сколько за подъём?": the fee the rules charge per bag and
@@ -215,11 +217,24 @@ def _quoted(r: _Reading) -> Decision | None:
     """The items the message is about, each with its price, quantity and availability."""
     if not r.quotes:
         return None
-    return Decision(
-        action=Action.ANSWER,
-        reply_to_customer=quote_lines(r.quotes, r.lang, with_availability=True),
-        facts=r.facts,
+    extras = _named_fees(r)
+    reply = (
+        order_with_charges(r.quotes, r.message, NO_RULE, r.lang, r.rules, extras)
+        if extras
+        else quote_lines(r.quotes, r.lang, with_availability=True)
     )
+    return Decision(action=Action.ANSWER, reply_to_customer=reply, facts=r.facts)
+
+
+NO_RULE = RuleAnswer(frozenset(), ())
+
+
+def _named_fees(r: _Reading) -> list[NamedFee]:
+    """The rules' fixed extras the customer asks the price with ("торт 2 кг с надписью,
+    сколько?"): counted in the total by the composer."""
+    if not HOW_MUCH_RE.search(normalise(r.message)) and not TOTAL_RE.search(normalise(r.message)):
+        return []
+    return named_fees(r.message, r.rules, r.knowledge.catalogue.name_words)
 
 
 def _small_talk(r: _Reading) -> Decision | None:

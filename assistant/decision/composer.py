@@ -9,11 +9,12 @@ backends render their amounts through it; the guardrail checks the result as the
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from assistant.decision.reading import Quote
 from assistant.decision.replies import TEXTS, availability_phrase, text
-from assistant.knowledge.fees import counter, fee_for
+from assistant.knowledge.fees import NamedFee, counter, fee_for
 from assistant.knowledge.matching import format_quantity, measure_of, normalise
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import CHARGED, Charge, RuleAnswer, charges, topic_clauses
@@ -54,25 +55,34 @@ def quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False)
 
 
 def order_with_charges(
-    quotes: list[Quote], message: str, rule: RuleAnswer, lang: str, rules: str = ""
+    quotes: list[Quote],
+    message: str,
+    rule: RuleAnswer,
+    lang: str,
+    rules: str = "",
+    extras: Sequence[NamedFee] = (),
 ) -> str:
     """The order's lines, and when the customer asks the total with delivery (assembly, …)
-    the rules' fixed charge for each as a line of its own, counted in the total. When a
-    charge is not a fixed amount ("from 2 500", "per floor") there is no total at all."""
+    the rules' charge for each as a line of its own, counted in the total (a fixed one, or
+    one per bag, floor or km computed from the counts given); the rules' extras the customer
+    named ("с надписью") likewise. When a charge cannot be computed ("from 2 500", a floor
+    not given) there is no total at all."""
     lines = quote_lines(quotes, lang, with_availability=True)
     currencies = {q.item.currency for q in quotes}
-    if not TOTAL_RE.search(normalise(message)) or len(currencies) != 1:
+    if not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:
         return lines
     subtotal = sum((q.total for q in quotes), Decimal(0))
-    found = charges(message, rule, subtotal, rules)
+    found = charges(message, rule, subtotal, rules) if rule.topics else []
     if found is None and rules:
         found = per_unit_charges(rule.topics, message, rules, order_counts(quotes))
     currency = currencies.pop()
     kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
-    if not found:
+    if found is None or not (found or extras):
         return "\n".join(kept)
     kept += [charge_line(charge, currency, lang) for charge in found]
+    kept += [f"{fee.label}: {format_money(fee.amount, currency)}" for fee in extras]
     grand = subtotal + sum((c.amount for c in found), Decimal(0))
+    grand += sum((fee.amount for fee in extras), Decimal(0))
     kept.append(text("answer.total", lang, total=format_money(grand, currency)))
     return "\n".join(kept)
 

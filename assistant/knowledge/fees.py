@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from assistant.knowledge.matching import stem, words
+from assistant.knowledge.matching import is_stopword, stem, word_key, words
 from assistant.knowledge.matching.units import Measure, family_of, quantity_in
 from assistant.knowledge.money import find_amounts
+from assistant.knowledge.rules import CHARGED, rule_clauses, topic_clauses
 
 # After an amount: "тг за мешок", "за каждый этаж", "per floor", "/км".
 _PER_RE = re.compile(
@@ -141,3 +142,51 @@ def _said(text: str) -> dict[str, bool]:
         )
         said[stem(token)[:5]] = denied
     return said
+
+
+@dataclass(frozen=True)
+class NamedFee:
+    """A fixed amount the rules charge for something the customer asked for by name
+    ("Надпись на торте — 1 000 тг" for "и чтобы надпись была")."""
+
+    label: str
+    amount: Decimal
+    clause: str
+
+
+def named_fees(message: str, rules: str, list_words: frozenset[str]) -> list[NamedFee]:
+    """The rules' fixed extras the message names by a word of their own: a clause with one
+    amount (not "from", not a threshold, not per something) sharing a distinctive word with
+    the message that is not a word of the price list's names (a cake rule is not named by
+    "торт")."""
+    asked = {stem(w)[:5] for w in words(message) if len(w) >= 5}
+    # Delivery, assembly, lifting… are the charges' own (`rules.charges`), clauses that go
+    # on about them ("за город 4 000 тг") included.
+    charged = {clause for topic in CHARGED for clause in topic_clauses(rules, topic)}
+    found: list[NamedFee] = []
+    for clause in rule_clauses(rules):
+        amounts = find_amounts(clause)
+        if len(amounts) != 1 or fee_in(clause) is not None or clause in charged:
+            continue
+        amount = amounts[0]
+        before = clause[: amount.start]
+        if _FREE_OR_FROM.search(clause) or "%" in clause[amount.end : amount.end + 3]:
+            continue
+        own = {
+            stem(w)[:5]
+            for w in words(before)
+            if len(w) >= 5 and word_key(w) not in list_words and not is_stopword(w)
+        }
+        if own & asked - _GENERAL:
+            label = re.split(r"\s[—–-]\s|:\s", before.strip(" .,;:—–-"))[0].strip()
+            found.append(NamedFee(label[:80] or clause[:40], amount.value, clause))
+    return found
+
+
+_FREE_OR_FROM = re.compile(
+    r"бесплатн|free|тегін|(?:\bот|\bfrom|свыше|не менее|at least|минимал\w*)\s*\d", re.IGNORECASE
+)
+# Words of rules that name no extra ("стоимость", "оплата", "заказ").
+_GENERAL = frozenset(
+    {"стоим", "оплат", "заказ", "сумма", "услуг", "цена", "работ", "клиен", "price", "order"}
+)

@@ -348,10 +348,25 @@ def _tied_to_rule(state: _Amounts, amount: Amount, rule_sentence: str, names_ite
     texts = [around] if names_item else [around, state.asked]
     if any(SERVICE_WORDS.search(t) for t in texts):
         return True
+    if _labelled_as_in_rules(around, rule_sentence, amount):
+        return True
     if names_item:
         return False
     rule_stems = {stem(w) for w in words(rule_sentence) if len(w) > 3}
     return any(stem(w) in rule_stems for t in texts for w in words(t) if len(w) > 3)
+
+
+def _labelled_as_in_rules(around: str, rule_sentence: str, amount: Amount) -> bool:
+    """Whether the reply names the amount with the rules' own words for it ("Надпись на
+    торте: 1 000" for "Надпись на торте — 1000 тг"): the two or more words before the
+    amount in the rules, found before it in the reply."""
+    for found in find_amounts(rule_sentence):
+        if found.value != amount.value:
+            continue
+        label = words(rule_sentence[: found.start])[-3:]
+        if len(label) >= 2 and " ".join(label) in " ".join(words(around)):
+            return True
+    return False
 
 
 def _by_manager(state: _Amounts, amount: Amount) -> bool:

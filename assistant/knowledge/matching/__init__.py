@@ -21,7 +21,7 @@ Callers import from this package, never from its modules.
 """
 
 from assistant.knowledge.matching.catalogue import Catalogue, ItemMatch
-from assistant.knowledge.matching.keys import content_tokens, word_key
+from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_key
 from assistant.knowledge.matching.quantities import (
     MEASURE_WORDS,
     NOT_COUNTS,
@@ -59,6 +59,7 @@ __all__ = [
     "content_tokens",
     "family_of",
     "format_quantity",
+    "is_stopword",
     "measure_of",
     "normalise",
     "quantity_in",

@@ -74,3 +74,22 @@ def test_the_catalogue_assistant_answers_the_fee_and_the_guardrail_proves_it():
     # The same amount for a floor the customer did not give is not proven.
     wrong = Decision(action=Action.ANSWER, reply_to_customer="Подъём: 15 000 KZT")
     assert not check_against(wrong, t, knowledge(BUILDING), CONFIG).allowed
+
+
+def test_an_extra_the_customer_names_is_a_line_of_the_total():
+    cakes = (item("CAKE-PRAGA", "Торт «Прага»", "9500", unit="кг"),)
+    config = AssistantSettings(
+        business_rules="Надпись на торте — 1000 тг. Доставка по Алматы — 2000 тг."
+    )
+    asked = "торт прага два килограмма и чтобы надпись на нем была, сколько?"
+    t = turn(asked)
+    decision = catalogue.decide(t, knowledge(cakes), config)
+    reply = decision.reply_to_customer
+    assert "2 × 9 500 KZT = 19 000 KZT" in reply
+    assert "Надпись на торте: 1 000 KZT" in reply
+    assert "20 000 KZT" in reply  # the total counts the inscription once
+    assert "2 000" not in reply  # delivery was not asked for
+    assert check_against(decision, t, knowledge(cakes), config).allowed
+    # Without the inscription, no extra.
+    plain = catalogue.decide(turn("торт прага 2 кг сколько?"), knowledge(cakes), config)
+    assert "Надпись" not in plain.reply_to_customer
