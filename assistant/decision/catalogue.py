@@ -55,7 +55,6 @@ from assistant.knowledge.matching import (
     normalise,
     segments,
 )
-from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import RuleAnswer, rule_answer, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
@@ -394,7 +393,9 @@ def _handoff(
 
 
 def _options(items: list[KnowledgeItem], lang: str) -> str:
-    shown = [f"{i.name} ({format_money(i.price, i.currency)})" for i in items[:MAX_OPTIONS]]
+    """Which one? by name only: the price comes with the answer, and a price of an item the
+    customer did not mean is a price they were not asked about."""
+    shown = [i.name for i in items[:MAX_OPTIONS]]
     if len(items) > MAX_OPTIONS:
         shown.append(text("answer.more", lang, count=str(len(items) - MAX_OPTIONS)))
     joined = ", ".join(shown[:-1]) + f" {text('word.or', lang)} " + shown[-1]

@@ -609,7 +609,13 @@ class Catalogue:
             in_unit = quantity_in(part, measure)
             if in_unit is not None:
                 return in_unit
-        return Decimal(quantity_near(tokens, group[0].positions, taken))
+        count = Decimal(quantity_near(tokens, group[0].positions, taken))
+        if measure is not None and measure.holds is not None and measure.holds[0] is Family.PIECE:
+            # "500 визиток" of cards sold by the hundred: 5 hundreds; "4 шины" of a set of 4.
+            per = measure.holds[1]
+            if per > 1 and count >= per and count % per == 0:
+                return count / per
+        return count
 
     def _elliptic(self, part: str, previous: str, seen: set[int]) -> list[list[ItemMatch]]:
         """A part that only describes ("and the oil one too" after "air filter Camry") read

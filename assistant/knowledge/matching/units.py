@@ -40,6 +40,7 @@ class Family(StrEnum):
     PERSON = "person"
     PAIR = "pair"
     SET = "set"
+    PAGE = "page"
 
 
 # Families that say how a thing is packed or measured, never which thing it is ("мешок",
@@ -61,7 +62,7 @@ COUNTED = frozenset(
     {
         Family.BAG, Family.SHEET, Family.PACK, Family.ROLL, Family.BUCKET, Family.MONTH,
         Family.WEEK, Family.DAY, Family.HOUR, Family.LESSON, Family.SESSION, Family.PERSON,
-        Family.PAIR, Family.SET,
+        Family.PAIR, Family.SET, Family.PAGE,
     }
 )  # fmt: skip
 
@@ -76,7 +77,7 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.LIQUID: ("литр", "liter", "litre"),
     Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack", "meshk", "meshok",
                  "meshoch"),
-    Family.SHEET: ("лист", "sheet", "парақ", "табақ", "list"),
+    Family.SHEET: ("лист", "sheet", "табақ", "list"),
     Family.PACK: ("упаков", "уп.", "пачк", "пачек", "pack", "box", "коробк", "коробок", "пакет",
                   "қорап", "орам", "upakov", "korobk", "pachk"),
     Family.ROLL: ("рулон", "roll"),
@@ -90,6 +91,7 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.PERSON: ("человек", "чел.", "people", "person", "адам", "гост", "guest", "chelovek"),
     Family.PAIR: ("пар", "pair"),
     Family.SET: ("комплект", "набор", "set", "kit", "жиынтық"),
+    Family.PAGE: ("страниц", "стр.", "page", "бет", "парақ"),
     Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk"),
 }  # fmt: skip
 # Whole short words: "м", "m2", "кг", "ай" (a month in Kazakh), "мес".
@@ -114,6 +116,7 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "шт": (Family.PIECE, Decimal(1)), "pc": (Family.PIECE, Decimal(1)),
     "пог": (Family.LENGTH, Decimal(1)), "кв": (Family.AREA, Decimal(1)),
     "kv": (Family.AREA, Decimal(1)), "sht": (Family.PIECE, Decimal(1)),
+    "стр": (Family.PAGE, Decimal(1)), "pp": (Family.PAGE, Decimal(1)),
 }  # fmt: skip
 # Counts written as words, and words that multiply the number before them ("2 dozen").
 NUMBER_WORDS: dict[str, Decimal] = {
@@ -235,10 +238,13 @@ def measure_of(unit: str) -> Measure | None:
     holds = None
     if len(found) > 1 and found[1][0] is not None:
         holds = (found[1][1], found[1][0] * found[1][2])
-    if count is not None and family not in (Family.PIECE,) and holds is None:
+    if count is not None and count != 1 and holds is None:
         if family in (Family.MASS, Family.LIQUID, Family.LENGTH, Family.AREA):
             return Measure(family, count * size)  # "100 г": a price per 0.1 kg
-        return Measure(Family.PACK, Decimal(1), (family, count))  # "8 занятий": a package
+        # "8 занятий", "100 шт" (business cards by the hundred): one unit holds that many.
+        return Measure(Family.PACK, Decimal(1), (family, count))
+    if count is not None and holds is None and family is not Family.PIECE:
+        return Measure(Family.PACK, Decimal(1), (family, count))  # "1 месяц": a package
     return Measure(family, size, holds)
 
 

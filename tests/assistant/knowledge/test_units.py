@@ -25,6 +25,8 @@ from tests.assistant.builders import item, knowledge, turn
         ("8 занятий", Family.PACK, "1", (Family.LESSON, "8")),
         ("лист", Family.SHEET, "1", None),
         ("шт", Family.PIECE, "1", None),
+        ("стр.", Family.PAGE, "1", None),
+        ("100 шт", Family.PACK, "1", (Family.PIECE, "100")),  # business cards by the hundred
     ],
 )
 def test_the_unit_column_says_what_one_priced_unit_is(unit, family, size, holds):
@@ -57,12 +59,16 @@ def test_a_column_without_a_known_unit_is_no_measure():
         ("for 3 months", "месяц", "3"),
         ("2 ай", "месяц", "2"),
         ("16 занятий", "8 занятий", "2"),
+        ("распечатать 150 страниц", "стр.", "150"),
+        ("вес 3 кг", "кг", "3"),
+        ("2 келі", "кг", "2"),
+        ("полтора кило", "кг", "1,5"),
     ],
 )
 def test_a_quantity_counts_in_the_unit_the_item_is_sold_in(text, unit, expected):
     measure = measure_of(unit)
     assert measure is not None
-    assert quantity_in(text, measure) == Decimal(expected)
+    assert quantity_in(text, measure) == Decimal(expected.replace(",", "."))
 
 
 def test_a_quantity_in_another_unit_is_none_of_the_items():
