@@ -21,7 +21,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from assistant.decision.composer import order_with_charges, quote_lines
-from assistant.decision.reading import Quote, agreed_for_another_quantity, with_agreement
+from assistant.decision.intents import detect_intent
+from assistant.decision.reading import Quote, agreed_for_another_quantity, find, with_agreement
 from assistant.decision.replies import handoff_message, language_for, text
 from assistant.knowledge.agreements import agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
@@ -50,7 +51,9 @@ def applied(
     lang = language_for(turn)
     quotes = quotes_for(reading, turn, knowledge)
     composed = composed_quote(quotes, turn, config, lang)
-    reason = handoff_reason(reading, quotes, set(config.reason_codes()))
+    message = " ".join(entry.text for entry in turn.pending)
+    read_by_code = detect_intent(message, knowledge.catalogue.name_words)
+    reason = handoff_reason(reading, quotes, set(config.reason_codes()), read_by_code)
     if reason:
         decided = handed_off(decision, reason, quotes, composed, lang)
     elif quotes and _items_answer_it(decision, reading, knowledge):
@@ -84,13 +87,17 @@ def quotes_for(reading: Reading, turn: TurnInput, knowledge: Knowledge) -> list[
     """The reading's items that are in the list, once each, at a price a manager agreed in
     this chat where there is one (`reading.with_agreement`, as the catalogue assistant)."""
     agreed = agreements(turn.history, knowledge) if knowledge.items else []
+    # Code reads quantities too: where the customer's own words give an item a quantity
+    # ("30 мешков", "12 кв.м"), that is the quantity, whatever the model wrote.
+    message = " ".join(entry.text for entry in turn.pending)
+    counted = {q.item: q.qty for q in find(message, knowledge).quotes if q.qty != 1}
     quotes: list[Quote] = []
     for wanted in reading.items:
         item = item_for(wanted, knowledge)
         qty = _quantity(wanted.qty)
         if item is None or qty is None or item in [q.item for q in quotes]:
             continue
-        quotes.append(with_agreement(Quote(item, qty), agreed, knowledge))
+        quotes.append(with_agreement(Quote(item, counted.get(item, qty)), agreed, knowledge))
     return quotes
 
 
@@ -108,12 +115,17 @@ def composed_quote(
     return order_with_charges(quotes, message, rule, lang, rules)
 
 
-def handoff_reason(reading: Reading, quotes: list[Quote], codes: set[str]) -> str:
+def handoff_reason(
+    reading: Reading, quotes: list[Quote], codes: set[str], read_by_code: str = ""
+) -> str:
     """The reason the turn goes to a person by the reading ("" for none): the first intent
-    the customer did not deny and the business hands off for; a manager's price given for
-    another quantity is special terms (as in the catalogue assistant)."""
+    the customer did not deny and the business hands off for, the model's or the one code
+    reads in the message (`intents.detect_intent`: a complaint is a handoff even when the
+    model missed it); a manager's price given for another quantity is special terms (as in
+    the catalogue assistant)."""
+    intents = {*reading.intents, read_by_code} - {""}
     for reason in HANDOFF_INTENTS:
-        if reason in reading.intents and reason not in reading.negated and reason in codes:
+        if reason in intents and reason not in reading.negated and reason in codes:
             return reason
     if HandoffReason.NON_STANDARD_TERMS in codes and any(
         agreed_for_another_quantity(q) for q in quotes

@@ -186,3 +186,32 @@ def test_a_quantity_blind_total_from_the_model_is_stopped_by_the_guardrail(setti
     assert chat.owner == Owner.PENDING_HUMAN
     assert not chat.messages.filter(text__contains="6 100").exists()  # never sent
     assert "6 100" not in sent(turn)
+
+
+def test_the_customers_own_quantities_beat_the_ones_the_model_read(settings, emu):
+    # The model read one of each; the customer wrote 30 bags and 15 sheets.
+    answer = Step.decision(
+        reply="{quote}",
+        reading={
+            "intents": ["price_question"],
+            "items": [{"sku": "CEM-400", "qty": 1}, {"sku": "GKL", "qty": 1}],
+        },
+    )
+    turn, _chat = one_turn(settings, emu, ASKED, answer)
+
+    assert turn.outcome == Turn.Outcome.ANSWERED, turn.guardrail_findings
+    assert "30 × 3 200 KZT = 96 000 KZT" in sent(turn)
+    assert "Итого: 139 500 KZT" in sent(turn)
+
+
+def test_a_complaint_code_reads_is_handed_off_even_when_the_model_answers(settings, emu):
+    answer = Step.decision(
+        reply="Цемент М400 стоит {quote}",
+        reading={"intents": ["price_question"], "items": [{"sku": "CEM-400", "qty": 3}]},
+    )
+    turn, chat = one_turn(
+        settings, emu, "привезли цемент, три мешка рваные, кто будет возмещать?", answer
+    )
+
+    assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "complaint")
+    assert chat.owner == Owner.PENDING_HUMAN
