@@ -41,6 +41,13 @@ HANDOFF_INTENTS: tuple[str, ...] = (
 )
 
 
+# What code reads in the customer's words and hands off whatever the model answered: special
+# terms are not among them (whether the rules already give the terms is the rules' to say).
+CODE_READ_HANDOFFS = frozenset(
+    {HandoffReason.COMPLAINT, HandoffReason.ASKS_FOR_HUMAN, HandoffReason.READY_TO_BUY}
+)
+
+
 def applied(
     decision: Decision, turn: TurnInput, knowledge: Knowledge, config: AssistantSettings
 ) -> Decision:
@@ -53,6 +60,8 @@ def applied(
     composed = composed_quote(quotes, turn, config, lang)
     message = " ".join(entry.text for entry in turn.pending)
     read_by_code = detect_intent(message, knowledge.catalogue.name_words)
+    if decision.action == Action.HANDOFF or read_by_code not in CODE_READ_HANDOFFS:
+        read_by_code = ""  # the model's own handoff keeps its reason; terms need the rules
     reason = handoff_reason(reading, quotes, set(config.reason_codes()), read_by_code)
     if reason:
         decided = handed_off(decision, reason, quotes, composed, lang)

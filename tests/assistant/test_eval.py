@@ -320,10 +320,14 @@ def test_invented_prices_and_broken_json_fail_the_thresholds(capsys):
                 max_invented_price_rate=0.05,
             )
     (report,) = summary(capsys)
-    # Every reply invents an amount, except low-confidence voice turns (asked to repeat instead).
+    # Every reply invents an amount, except low-confidence voice turns (asked to repeat instead)
+    # and the turns code hands off whatever the model said (a complaint, a request for a person,
+    # a purchase: `model_reading.CODE_READ_HANDOFFS`), whose reply is the handoff message.
     voice = sum((c.turn.lowest_voice_confidence or 1) < 0.6 for c in GOLDEN.cases)
-    assert report["invented_price_rate"] == pytest.approx(1 - voice / len(GOLDEN.cases), abs=1e-3)
-    assert report["wrong_amounts"] == 2 * (len(GOLDEN.cases) - voice)  # "N 999 KZT" and "15%"
+    rate = report["invented_price_rate"]
+    assert 0.7 <= rate < 1 - voice / len(GOLDEN.cases)
+    lied = round(rate * len(GOLDEN.cases))
+    assert report["wrong_amounts"] == 2 * lied  # "N 999 KZT" and "15%" in each of them
 
     with OpenAIEmulator() as emu:
         calls = iter(range(10_000))
@@ -411,14 +415,15 @@ def test_an_old_single_file_golden_set_still_loads(tmp_path):
 
 
 # The first-sight sets: businesses of trades the golden set lacks (a building-materials shop, a
-# salon, a language school; a bakery, a cleaning service, a vet clinic), written by authors
-# who had not read the assistant's code or cases. docs/evaluation.md has their figures; these
-# floors keep what was measured from sliding back.
+# salon, a language school; a bakery, a cleaning service, a vet clinic; a tyre service, a
+# banquet hall, a print centre), written by authors who had not read the assistant's code or
+# cases. docs/evaluation.md has their figures; these floors keep them from sliding back.
 FIRST_SIGHT = ROOT / "assistant" / "eval" / "first_sight"
 
 
 @pytest.mark.parametrize(
-    ("folder", "min_price", "max_wrong_rate"), [("set_a", 0.55, 0.18), ("set_b", 0.35, 0.23)]
+    ("folder", "min_price", "max_wrong_rate"),
+    [("set_a", 0.55, 0.06), ("set_b", 0.45, 0.13), ("set_c", 0.40, 0.14)],
 )
 def test_the_first_sight_businesses_hold_their_measured_floor(folder, min_price, max_wrong_rate):
     golden = load_golden(FIRST_SIGHT / folder)
