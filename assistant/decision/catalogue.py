@@ -28,7 +28,7 @@ from assistant.decision.composer import (
     per_unit_charges,
     quote_lines,
 )
-from assistant.decision.intents import INTENTS, detect_intent, shared_terms
+from assistant.decision.intents import INTENTS, detect_intent, rules_give_the_terms
 from assistant.decision.reading import (
     Found,
     Quote,
@@ -128,7 +128,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     found = about_agreed(found, message, agreed, knowledge)
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
     intent = detect_intent(message, knowledge.catalogue.name_words)
-    if intent == HandoffReason.NON_STANDARD_TERMS and rule and _rules_give_the_terms(message, rule):
+    if intent == HandoffReason.NON_STANDARD_TERMS and rule and rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
     return _Reading(
         lang=language_for(turn),
@@ -347,16 +347,6 @@ EVERY_OPTION_RE = re.compile(
 
 def _only_closing(text: str) -> bool:
     return all(t.word in CLOSING_WORDS for t in content_tokens(analyse(text)))
-
-
-def _rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
-    """Whether the rule sentences speak of the terms asked for and of every number in the
-    request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
-    if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
-        return False
-    numbers = set(re.findall(r"\d+", message))
-    written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
-    return numbers <= written
 
 
 def _asked_price_of(quote: Quote, message: str, knowledge: Knowledge) -> bool:

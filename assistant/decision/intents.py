@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from assistant.knowledge.matching import normalise, word_key
+from assistant.knowledge.rules import RuleAnswer
 from inbox.conversations.models import HandoffReason
 
 WORD_RE = re.compile(r"[^\W\d_]{3,}")
@@ -289,3 +290,13 @@ def _affirmed(pattern: str, clause: str) -> bool:
             continue
         return True
     return False
+
+
+def rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
+    """Whether the rule sentences speak of the terms asked for and of every number in the
+    request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
+    if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
+        return False
+    numbers = set(re.findall(r"\d+", message))
+    written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
+    return numbers <= written

@@ -21,7 +21,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from assistant.decision.composer import order_with_charges, quote_lines
-from assistant.decision.intents import detect_intent
+from assistant.decision.intents import detect_intent, rules_give_the_terms
 from assistant.decision.reading import Quote, agreed_for_another_quantity, find, with_agreement
 from assistant.decision.replies import handoff_message, language_for, text
 from assistant.knowledge.agreements import agreements, manager_statements
@@ -41,11 +41,25 @@ HANDOFF_INTENTS: tuple[str, ...] = (
 )
 
 
-# What code reads in the customer's words and hands off whatever the model answered: special
-# terms are not among them (whether the rules already give the terms is the rules' to say).
+# What code reads in the customer's words and hands off whatever the model answered (special
+# terms too, unless the business rules already give the terms asked about).
 CODE_READ_HANDOFFS = frozenset(
-    {HandoffReason.COMPLAINT, HandoffReason.ASKS_FOR_HUMAN, HandoffReason.READY_TO_BUY}
+    {
+        HandoffReason.COMPLAINT,
+        HandoffReason.ASKS_FOR_HUMAN,
+        HandoffReason.READY_TO_BUY,
+        HandoffReason.NON_STANDARD_TERMS,
+    }
 )
+
+
+def _code_hands_off(reason: str, message: str, config: AssistantSettings) -> bool:
+    if reason not in CODE_READ_HANDOFFS:
+        return False
+    if reason != HandoffReason.NON_STANDARD_TERMS:
+        return True
+    rule = rule_answer(message, config.business_rules or "")
+    return rule is None or not rules_give_the_terms(message, rule)
 
 
 def applied(
@@ -60,8 +74,8 @@ def applied(
     composed = composed_quote(quotes, turn, config, lang)
     message = " ".join(entry.text for entry in turn.pending)
     read_by_code = detect_intent(message, knowledge.catalogue.name_words)
-    if decision.action == Action.HANDOFF or read_by_code not in CODE_READ_HANDOFFS:
-        read_by_code = ""  # the model's own handoff keeps its reason; terms need the rules
+    if decision.action == Action.HANDOFF or not _code_hands_off(read_by_code, message, config):
+        read_by_code = ""  # the model's own handoff keeps its reason
     reason = handoff_reason(reading, quotes, set(config.reason_codes()), read_by_code)
     if reason:
         decided = handed_off(decision, reason, quotes, composed, lang)

@@ -58,6 +58,16 @@ def liar(request):
     return Step.decision(action="answer", reply=f"Special for you: {len(case.id)} 999 KZT, 15% off")
 
 
+def quitter(request):
+    """Hands every turn to a person, with a made-up amount in the notice."""
+    case = case_of(request)
+    return Step.decision(
+        action="handoff",
+        reason="asks_for_human",
+        reply=f"A manager will call: {len(case.id)} 999 KZT",
+    )
+
+
 def summary(capsys):
     out = capsys.readouterr().out
     return json.loads(out[: out.rindex("]") + 1])
@@ -348,7 +358,7 @@ def test_invented_prices_and_broken_json_fail_the_thresholds(capsys):
 def test_compare_refuses_a_candidate_that_regresses(capsys):
     with OpenAIEmulator() as baseline, OpenAIEmulator() as candidate:
         baseline.responder = oracle
-        candidate.responder = liar
+        candidate.responder = quitter
         with pytest.raises(CommandError):
             call_command(
                 "assistant_eval",
