@@ -14,6 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from assistant.knowledge.matching.distinctions import (
+    code_positions,
+    described_keys,
+    fits,
+    is_denied,
+    letter_codes,
+    polarity,
+    sizes_stated,
+)
 from assistant.knowledge.matching.keys import (
     ATTRIBUTE_KEYS,
     COMPOUNDS,
@@ -40,7 +49,6 @@ from assistant.knowledge.matching.units import (
     CONTAINERS,
     COUNTED,
     PACKAGING,
-    SIZES,
     Family,
     Measure,
     family_of,
@@ -69,86 +77,6 @@ MATCH_CACHE_SIZE = 4096
 
 
 TIME_RE = re.compile(r"(?<![\d.,])\d{1,2}:\d{2}(?![\d.,])|(?<!\d)\d{1,2}\s?(?:am|pm)\b", re.I)
-
-
-def _described(descriptions: Sequence[str]) -> list[frozenset[str]]:
-    """Each description's word keys, less those many descriptions share ("цена от, зависит
-    от длины" sets nothing apart)."""
-    keyed = [
-        {word_key(w) for w in words(d) if not w.isdigit() and not is_stopword(w) and len(w) > 2}
-        for d in descriptions
-    ]
-    df = Counter(key for keys in keyed for key in keys)
-    common = max(2, len(descriptions) // 10)
-    return [frozenset(k for k in keys if df[k] <= common) for keys in keyed]
-
-
-# Words that deny the word after them: "без покрытия", "without coating", "no gel".
-DENYING = frozenset({"без", "without", "no", "non", "не"})
-
-
-def _denied(tokens: Sequence[QueryToken], position: int) -> bool:
-    before = [t for t in tokens if position - 2 <= t.position < position]
-    return any(t.word in DENYING for t in before)
-
-
-def _codes(tokens: Sequence[QueryToken]) -> dict[str, set[str]]:
-    """Letter codes: a single letter right before a number ("м 500" of "М500", "r 16")."""
-    by_position = {t.position: t for t in tokens}
-    found: dict[str, set[str]] = {}
-    for t in tokens:
-        after = by_position.get(t.position + 1)
-        if len(t.word) == 1 and t.word.isalpha() and after is not None and after.word.isdigit():
-            found.setdefault(t.word, set()).add(after.word)
-    return found
-
-
-_UP_TO = frozenset({"до", "upto", "to", "max", "максимум", "дейін"})
-_FROM = frozenset({"от", "from", "min", "минимум", "бастап"})
-
-
-def _sizes(tokens: Sequence[QueryToken]) -> dict[str, list[tuple[Decimal, str]]]:
-    """Sizes stated as a number and a unit of size ("8 кг", "12 мм", "до 70 м²"), in the
-    family's base unit, each with "<=" / ">=" when written as a bound, else "="."""
-    by_position = {t.position: t for t in tokens}
-    found: dict[str, list[tuple[Decimal, str]]] = {}
-    for t in tokens:
-        after = by_position.get(t.position + 1)
-        if t.number is None or after is None:
-            continue
-        unit = family_of(after.word)
-        if unit is None or unit[0] not in SIZES:
-            continue
-        before = by_position.get(t.position - 1)
-        word = before.word if before is not None else ""
-        op = "<=" if word in _UP_TO else ">=" if word in _FROM else "="
-        found.setdefault(unit[0].value, []).append((Decimal(t.number) * unit[1], op))
-    return found
-
-
-def _fits(value: Decimal, bound: tuple[Decimal, str]) -> bool:
-    size, op = bound
-    return value <= size if op == "<=" else value >= size if op == ">=" else value == size
-
-
-def _code_positions(tokens: Sequence[QueryToken]) -> frozenset[int]:
-    by_position = {t.position: t for t in tokens}
-    return frozenset(
-        p
-        for t in tokens
-        if len(t.word) == 1
-        and t.word.isalpha()
-        and (after := by_position.get(t.position + 1)) is not None
-        and after.word.isdigit()
-        for p in (t.position, t.position + 1)
-    )
-
-
-def _polarity(name: str) -> dict[str, bool]:
-    """A name's words, each with whether the name denies it: {key: denied}. Only the words
-    some name of the list denies (the options) are compared."""
-    tokens = analyse(name)
-    return {word_key(t.word): _denied(tokens, t.position) for t in content_tokens(tokens)}
 
 
 class Catalogue:
@@ -180,7 +108,7 @@ class Catalogue:
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
         # Each description's words that set its item apart, by key: a word of the customer's
         # that no name knows ("газоблок", "балаяж") may still name the item it describes.
-        self.described: list[frozenset[str]] = _described(descriptions or [])
+        self.described: list[frozenset[str]] = described_keys(descriptions or [])
         self.items_by_description: dict[str, list[int]] = {}
         for index, described in enumerate(self.described):
             for key in sorted(described):
@@ -216,11 +144,11 @@ class Catalogue:
         # and the words said plainly, for the options "with" and "without" a thing.
         # Letter codes with their numbers ("М500" → {"м": {"500"}}, "R16", "B2"): a query's
         # "М400" or "R17" is not an item whose same letter carries another number.
-        self.codes: list[dict[str, set[str]]] = [_codes(analyse(name)) for name in self.names]
+        self.codes: list[dict[str, set[str]]] = [letter_codes(analyse(name)) for name in self.names]
         # Sizes a name states ("8 кг", "12 мм", "до 70 м²"): a customer's "2-килограммовый"
         # is not the 8 kg bag.
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
-            _sizes(analyse(name)) for name in self.names
+            sizes_stated(analyse(name)) for name in self.names
         ]
         self.packaging: dict[Family, set[str]] = {}
         for name in self.names:
@@ -228,7 +156,7 @@ class Catalogue:
                 named = family_of(w)
                 if named is not None and named[0] in PACKAGING and len(w) >= 3:
                     self.packaging.setdefault(named[0], set()).add(word_key(w))
-        said = [_polarity(name) for name in self.names]
+        said = [polarity(name) for name in self.names]
         options = {key for words_said in said for key, denied in words_said.items() if denied}
         self.polarity: list[dict[str, bool]] = [
             {key: denied for key, denied in words_said.items() if key in options}
@@ -406,9 +334,9 @@ class Catalogue:
         another item fits."""
         asked: dict[str, set[bool]] = {}
         for t in tokens:
-            asked.setdefault(word_key(t.word), set()).add(_denied(tokens, t.position))
-        coded = _codes(tokens)
-        sized = _sizes(tokens)
+            asked.setdefault(word_key(t.word), set()).add(is_denied(tokens, t.position))
+        coded = letter_codes(tokens)
+        sized = sizes_stated(tokens)
         kept = [
             m
             for m in matches
@@ -423,7 +351,7 @@ class Catalogue:
             and not any(
                 family in self.sizes[m.index]
                 and not any(
-                    _fits(value, bound)
+                    fits(value, bound)
                     for value, _op in values
                     for bound in self.sizes[m.index][family]
                 )
@@ -431,8 +359,8 @@ class Catalogue:
             )
         ]
         # A code the customer wrote that no item carries ("R17") names none of them.
-        if coded and not kept and any(m.positions & _code_positions(tokens) for m in matches):
-            return [m for m in matches if not m.positions & _code_positions(tokens)]
+        if coded and not kept and any(m.positions & code_positions(tokens) for m in matches):
+            return [m for m in matches if not m.positions & code_positions(tokens)]
         return kept or matches
 
     def _score(

@@ -1,0 +1,95 @@
+"""What tells items of one list apart, read from the names and descriptions themselves, so a
+new trade needs no vocabulary of its own: options said with or without a thing ("Маникюр без
+покрытия"), letter codes with their numbers ("М500", "R16", "B2"), sizes ("8 кг", "12 мм",
+"до 70 м²"), and the words of a description that no other description shares. `Catalogue`
+drops a match that contradicts what the customer wrote. Functions of the text alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from decimal import Decimal
+
+from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_key
+from assistant.knowledge.matching.tokens import QueryToken, analyse, words
+from assistant.knowledge.matching.units import SIZES, family_of
+
+
+def described_keys(descriptions: Sequence[str]) -> list[frozenset[str]]:
+    """Each description's word keys, less those many descriptions share ("цена от, зависит
+    от длины" sets nothing apart)."""
+    keyed = [
+        {word_key(w) for w in words(d) if not w.isdigit() and not is_stopword(w) and len(w) > 2}
+        for d in descriptions
+    ]
+    df = Counter(key for keys in keyed for key in keys)
+    common = max(2, len(descriptions) // 10)
+    return [frozenset(k for k in keys if df[k] <= common) for keys in keyed]
+
+
+# Words that deny the word after them: "без покрытия", "without coating", "no gel".
+DENYING = frozenset({"без", "without", "no", "non", "не"})
+
+
+def is_denied(tokens: Sequence[QueryToken], position: int) -> bool:
+    before = [t for t in tokens if position - 2 <= t.position < position]
+    return any(t.word in DENYING for t in before)
+
+
+def letter_codes(tokens: Sequence[QueryToken]) -> dict[str, set[str]]:
+    """Letter codes: a single letter right before a number ("м 500" of "М500", "r 16")."""
+    by_position = {t.position: t for t in tokens}
+    found: dict[str, set[str]] = {}
+    for t in tokens:
+        after = by_position.get(t.position + 1)
+        if len(t.word) == 1 and t.word.isalpha() and after is not None and after.word.isdigit():
+            found.setdefault(t.word, set()).add(after.word)
+    return found
+
+
+_UP_TO = frozenset({"до", "upto", "to", "max", "максимум", "дейін"})
+_FROM = frozenset({"от", "from", "min", "минимум", "бастап"})
+
+
+def sizes_stated(tokens: Sequence[QueryToken]) -> dict[str, list[tuple[Decimal, str]]]:
+    """Sizes stated as a number and a unit of size ("8 кг", "12 мм", "до 70 м²"), in the
+    family's base unit, each with "<=" / ">=" when written as a bound, else "="."""
+    by_position = {t.position: t for t in tokens}
+    found: dict[str, list[tuple[Decimal, str]]] = {}
+    for t in tokens:
+        after = by_position.get(t.position + 1)
+        if t.number is None or after is None:
+            continue
+        unit = family_of(after.word)
+        if unit is None or unit[0] not in SIZES:
+            continue
+        before = by_position.get(t.position - 1)
+        word = before.word if before is not None else ""
+        op = "<=" if word in _UP_TO else ">=" if word in _FROM else "="
+        found.setdefault(unit[0].value, []).append((Decimal(t.number) * unit[1], op))
+    return found
+
+
+def fits(value: Decimal, bound: tuple[Decimal, str]) -> bool:
+    size, op = bound
+    return value <= size if op == "<=" else value >= size if op == ">=" else value == size
+
+
+def code_positions(tokens: Sequence[QueryToken]) -> frozenset[int]:
+    by_position = {t.position: t for t in tokens}
+    return frozenset(
+        p
+        for t in tokens
+        if len(t.word) == 1
+        and t.word.isalpha()
+        and (after := by_position.get(t.position + 1)) is not None
+        and after.word.isdigit()
+        for p in (t.position, t.position + 1)
+    )
+
+
+def polarity(name: str) -> dict[str, bool]:
+    """A name's words, each with whether the name denies it: {key: denied}. Only the words
+    some name of the list denies (the options) are compared."""
+    tokens = analyse(name)
+    return {word_key(t.word): is_denied(tokens, t.position) for t in content_tokens(tokens)}
