@@ -35,10 +35,12 @@ from bench import common, fixtures
 
 PHONE_NUMBER_ID = "190000000000002"
 TOKEN = "bench-token"
+# Questions the model answers: a purchase ("I want 2 of …") goes to a person whatever the
+# model says (`assistant.decision.model_reading`), and this measures answered turns.
 TEXTS = [
     "How much is the Office chair Ergo 1, black?",
     "Do you deliver to Astana?",
-    "I want 2 of the Desk Nova 3",
+    "How much for 2 of the Desk Nova 3?",
     "Is the Sofa Loft 7 in stock?",
 ]
 

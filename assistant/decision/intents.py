@@ -124,7 +124,7 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (HandoffReason.NON_STANDARD_TERMS, (
         r"discount", r"cheaper", r"lower (?:the )?price", r"better price", r"best price",
         r"\bdeal\b", r"bargain", r"wholesale", r"\bbulk\b", r"install?ments?", r"\bin parts\b",
-        r"\bcredit\b", r"\bloan\b", r"pay later", r"\bcustom", r"made to order",
+        r"\bcredit\b", r"\bloan\b", r"pay later", r"\bcustom(?!er)", r"made to order",
         r"special (?:price|offer|terms)", r"negotia", r"\bpromo", r"coupon", r"for free",
         r"free (?:delivery|shipping|assembly)", r"\bfor \d+\s?k\b", r"\d+\s?k each",
         r"if i (?:take|buy|order) (?:\d+|ten|five|twenty)",
