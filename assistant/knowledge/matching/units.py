@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from enum import StrEnum
 
+from assistant.knowledge.matching.tokens import COUNT_MULTIPLIERS
+from assistant.knowledge.matching.tokens import NUMBER_WORDS as TOKEN_NUMBER_WORDS
+
 
 class Family(StrEnum):
     PIECE = "piece"
@@ -118,34 +121,19 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "kv": (Family.AREA, Decimal(1)), "sht": (Family.PIECE, Decimal(1)),
     "стр": (Family.PAGE, Decimal(1)), "pp": (Family.PAGE, Decimal(1)),
 }  # fmt: skip
-# Counts written as words, and words that multiply the number before them ("2 dozen").
+# Counts written as words: the tokens' table (`tokens.NUMBER_WORDS`), with the fractions a
+# measure can take ("полтора кило", "half a metre"); words that multiply the number before
+# them ("2 dozen", "три десятка") likewise.
 NUMBER_WORDS: dict[str, Decimal] = {
-    "one": Decimal(1), "two": Decimal(2), "three": Decimal(3), "four": Decimal(4),
-    "five": Decimal(5), "six": Decimal(6), "seven": Decimal(7), "eight": Decimal(8),
-    "nine": Decimal(9), "ten": Decimal(10), "eleven": Decimal(11), "twelve": Decimal(12),
-    "fifteen": Decimal(15), "twenty": Decimal(20), "thirty": Decimal(30), "forty": Decimal(40),
-    "fifty": Decimal(50), "hundred": Decimal(100), "half": Decimal("0.5"),
-    "один": Decimal(1), "одна": Decimal(1), "одну": Decimal(1), "одно": Decimal(1),
-    "два": Decimal(2), "две": Decimal(2), "двух": Decimal(2), "три": Decimal(3),
-    "трех": Decimal(3), "четыре": Decimal(4), "четырех": Decimal(4), "пять": Decimal(5),
-    "пяти": Decimal(5), "шесть": Decimal(6), "шести": Decimal(6), "семь": Decimal(7),
-    "восемь": Decimal(8), "девять": Decimal(9), "десять": Decimal(10), "десяти": Decimal(10),
-    "пятнадцать": Decimal(15), "двадцать": Decimal(20), "тридцать": Decimal(30),
-    "сорок": Decimal(40), "пятьдесят": Decimal(50), "сто": Decimal(100),
-    "полтора": Decimal("1.5"), "полторы": Decimal("1.5"), "полтара": Decimal("1.5"),
-    "пол": Decimal("0.5"), "жарты": Decimal("0.5"),
-    "бір": Decimal(1), "екі": Decimal(2), "үш": Decimal(3), "төрт": Decimal(4),
-    "бес": Decimal(5), "алты": Decimal(6), "жеті": Decimal(7), "сегіз": Decimal(8),
-    "тоғыз": Decimal(9), "жиырма": Decimal(20), "отыз": Decimal(30), "қырық": Decimal(40),
-    "елу": Decimal(50), "жүз": Decimal(100),
-    "dozen": Decimal(12), "дюжина": Decimal(12), "дюжину": Decimal(12),
-    "десяток": Decimal(10), "десятка": Decimal(10), "десятков": Decimal(10),
-    "пару": Decimal(2), "пара": Decimal(2), "couple": Decimal(2), "pair": Decimal(2),
+    **{word: Decimal(n) for word, n in TOKEN_NUMBER_WORDS.items()},
+    "half": Decimal("0.5"), "полтора": Decimal("1.5"), "полторы": Decimal("1.5"),
+    "полтара": Decimal("1.5"), "пол": Decimal("0.5"), "жарты": Decimal("0.5"),
+    "десятка": Decimal(10), "десятков": Decimal(10),
 }  # fmt: skip
 MULTIPLIER_WORDS: dict[str, Decimal] = {
-    "dozen": Decimal(12), "dozens": Decimal(12), "дюжины": Decimal(12), "дюжин": Decimal(12),
-    "десятка": Decimal(10), "десятков": Decimal(10), "десяток": Decimal(10),
-}  # fmt: skip
+    **{word: Decimal(n) for word, n in COUNT_MULTIPLIERS.items()},
+    "десяток": Decimal(10),
+}
 
 
 @dataclass(frozen=True)
