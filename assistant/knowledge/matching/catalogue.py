@@ -70,6 +70,8 @@ class ItemMatch:
     weak: bool = False
     # Every matched word is the name's own word, as written (not a translation of it).
     literal: bool = False
+    # The name's words the query did not say ("педикюр" of a manicure-and-pedicure set).
+    unsaid: frozenset[str] = field(default_factory=frozenset)
 
 
 # Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
@@ -207,6 +209,35 @@ class Catalogue:
     def name_words(self) -> frozenset[str]:
         """Every word key the list's names and aliases use (what is sold)."""
         return frozenset(k for v in self.variants for keys in v for k in keys if not k.isdigit())
+
+    @functools.cached_property
+    def heads(self) -> dict[str, frozenset[int]]:
+        """The items each word heads (is the first word of a name of): "педикюр" heads the
+        pedicure."""
+        heads: dict[str, set[int]] = {}
+        for index, variants in enumerate(self.variants):
+            for keys in variants:
+                first = next((k for k in keys if not k.isdigit()), None)
+                if first is not None:
+                    heads.setdefault(first, set()).add(index)
+        return {k: frozenset(v) for k, v in heads.items()}
+
+    def said(self, text: str) -> frozenset[str]:
+        """The name words a text says."""
+        return frozenset(k for t in content_tokens(analyse(text)) for k in self._token_keys(t))
+
+    def _bundles(self, bigger: ItemMatch, smaller: ItemMatch, said: frozenset[str]) -> bool:
+        """`bigger` is a set that holds `smaller` and another item the message does not name:
+        its unsaid words are the smaller one's and more, among them the head of another name
+        ("маникюр с покрытием" is the manicure, not "маникюр + педикюр с покрытием", unless
+        the customer says "педикюр" too)."""
+        if not smaller.unsaid < bigger.unsaid:
+            return False
+        others = {bigger.index, smaller.index}
+        return any(
+            self.heads.get(k, frozenset()) - others and k not in said
+            for k in bigger.unsaid - smaller.unsaid
+        )
 
     # --- matching (catalogue assistant) ---------------------------------------------------
 
@@ -416,11 +447,14 @@ class Catalogue:
             number_positions=frozenset(number_positions),
             weak=all(k in ATTRIBUTE_KEYS for k in words_found),
             literal=literal,
+            unsaid=frozenset(k for k in keys if k not in chosen and not k.isdigit()),
         )
 
-    def resolve(self, text: str) -> list[list[ItemMatch]]:
+    def resolve(self, text: str, message: str = "") -> list[list[ItemMatch]]:
         """Groups of matches, one group per thing the customer named: a group of one is a
-        clear match; a group of several is ambiguous (they explain the same words equally)."""
+        clear match; a group of several is ambiguous (they explain the same words equally).
+        `message` is the whole message `text` is a part of (what else the customer said)."""
+        said = self.said(message or text)
         remaining = self.match(text)
         groups: list[list[ItemMatch]] = []
         consumed: set[int] = set()
@@ -463,6 +497,7 @@ class Catalogue:
                 literal = [m for m in group if m.literal and m.coverage >= 0.5]
                 if len(group) > 1 and len(literal) == 1:
                     group = literal
+                group = [m for m in group if not any(self._bundles(m, n, said) for n in group)]
             groups.append(group)
             consumed |= set(top.positions)
             ids = {m.index for m in group}
@@ -484,7 +519,7 @@ class Catalogue:
         # Descriptive words alone ("white", "oak") name nothing when the message names a product.
         strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
-            resolved = self.resolve(part)
+            resolved = self.resolve(part, text)
             groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
             vague = resolved and (not groups or len(groups[0]) > 1)
             if vague and previous:

@@ -123,3 +123,21 @@ def test_spellings_meet_across_scripts():
 
 def test_segments_split_where_a_new_thing_is_named():
     assert segments("a table and 4 chairs, a lamp") == ["a table", "4 chairs", "a lamp"]
+
+
+NAILS = knowledge(
+    (
+        item("N-1", "Маникюр с покрытием гель-лак", "8000"),
+        item("N-2", "Педикюр с покрытием гель-лак", "9500"),
+        item("N-3", "Комплекс: маникюр + педикюр с покрытием гель-лак", "15500"),
+        item("N-4", "Стул дубовый", "20000"),
+        item("N-5", "Стул барный высокий", "25000"),
+    )
+)
+
+
+def test_a_set_is_named_only_when_the_message_names_what_else_it_holds():
+    assert named("маникюр с покрытием сколько?", NAILS) == [(["Маникюр с покрытием гель-лак"], 1)]
+    assert named("нам обеим маникюр с покрытием", NAILS) == [(["Маникюр с покрытием гель-лак"], 2)]
+    # Two names that each add words of their own stay a question: which chair?
+    assert named("стул", NAILS) == [(["Стул дубовый", "Стул барный высокий"], 1)]
