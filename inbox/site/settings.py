@@ -497,8 +497,13 @@ PRICE_UPLOAD_MEMORY_MB = env_int("PRICE_UPLOAD_MEMORY_MB", 1024)
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
 LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
 LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
-# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
+# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address):
+# deploy/ sets it, behind the shipped nginx, which overwrites the header.
 LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
+# Password-reset mails (inbox/web/password_reset.py): per client address and per e-mail address.
+PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PASSWORD_RESET_MAX_PER_ADDRESS", 5)
+PASSWORD_RESET_MAX_PER_ACCOUNT = env_int("PASSWORD_RESET_MAX_PER_ACCOUNT", 3)
+PASSWORD_RESET_WINDOW_SECONDS = env_int("PASSWORD_RESET_WINDOW_SECONDS", 3600)
 
 # --- Bitrix24 sync (integrations/bitrix24) --------------------------------------------------
 # Request URLs carry the webhook secret: httpx is quiet (LOGGING above), and so is httpcore.
