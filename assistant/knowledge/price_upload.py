@@ -233,9 +233,8 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
     # Two quick clicks on Apply (or two tabs) both took the upload: one of them writes it.
     claim = _applying_key(staged.token)
     client = get_redis()
-    if not client.set(claim, user.pk, nx=True, ex=APPLY_CLAIM_SECONDS) or not client.exists(
-        _key(staged.token)
-    ):
+    claimed = client.set(claim, str(user.pk), nx=True, ex=APPLY_CLAIM_SECONDS)
+    if not claimed or not client.exists(_key(staged.token)):
         raise ImportRejected([RowError(0, "this upload is being applied already, or was applied")])
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
@@ -298,7 +297,7 @@ def _read(token: str, user: User) -> tuple[_Entry | None, bytes | None]:
     entry = _entry(meta)
     if entry is None or entry.user != user.pk:
         return None, None
-    return entry, packed
+    return entry, packed if isinstance(packed, bytes) else None
 
 
 # One upload per user. KEYS: the upload, its user's pointer. ARGV: token, meta, seconds to
