@@ -12,10 +12,13 @@ leads there), submits instead: the file waits in the default storage only until 
 `assistant` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS) and a memory
 limit (PRICE_UPLOAD_MEMORY_MB), so a hostile spreadsheet costs a worker, never the web process.
 
-What waits in Django's cache (Redis) under a random token for an hour is the parsed preview,
-compressed, not the file: Apply writes exactly the rows that were previewed without reading the
-file again, and a 9 MB spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at
-most one upload waiting (a new one replaces it), tied to them so no one else can apply it.
+What waits in Redis under a random token for an hour is the parsed preview, compressed, not the
+file: Apply writes exactly the rows that were previewed without reading the file again, and a 9 MB
+spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at most one upload waiting
+(a new one replaces it), tied to them so no one else can apply it. The bound holds under
+concurrent uploads because each change of the store is one Redis script (`_KEEP`,
+`_STORE_PREVIEW`): a new upload and the deletion of the one it replaces happen together, and a
+worker's preview is written only while its upload still waits.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from decimal import Decimal
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -53,6 +55,7 @@ from assistant.models import PriceListVersion
 from inbox.conversations import progress
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Channel, Job
+from inbox.platform.redis import ScriptCall, get_redis, run
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +94,8 @@ def stage(
     user_id = _uploader(user)
     preview = parse_price_file(data, filename, currency)
     token = secrets.token_urlsafe(16)
-    stored = {"preview": _pack(preview), "business": business_id, "channel": channel_id}
-    _keep(token, user_id, stored)
+    entry = _Entry(business_id, channel_id, user_id)
+    _keep(token, entry, _pack(preview))
     return StagedUpload(token, preview, business_id, channel_id, user_id)
 
 
@@ -111,13 +114,7 @@ def submit(
     token = secrets.token_urlsafe(16)
     path = default_storage.save(_file_name(token), ContentFile(data))
     job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
-    entry: dict[str, object] = {
-        "parsing": True,
-        "business": business_id,
-        "channel": channel_id,
-        "job": job_id,
-    }
-    _keep(token, user_id, entry)
+    _keep(token, _Entry(business_id, channel_id, user_id, job_id, parsing=True))
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
     parse_upload.apply_async(
@@ -128,8 +125,8 @@ def submit(
 
 def parsing(token: str, user: User) -> bool:
     """True while a worker still reads this user's upload."""
-    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
-    return bool(stored and stored.get("user") == user.pk and stored.get("parsing"))
+    entry, _preview = _read(token, user)
+    return entry is not None and entry.parsing
 
 
 @shared_task(
@@ -142,13 +139,12 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     """Parse a submitted file into its preview (the worker side of `submit`). Too slow, too
     big for the memory limit, or unreadable: the preview is a file error, never a lost upload;
     the file itself is deleted either way."""
-    key = _key(token)
     job_id: int | None = None
     try:
-        waiting = cache.get(key)
-        if not waiting or not waiting.get("parsing"):
+        waiting = _entry(get_redis().hget(_key(token), "meta"))
+        if waiting is None or not waiting.parsing:
             return  # replaced by a newer upload, or expired
-        job_id = waiting.get("job")
+        job_id = waiting.job
         with default_storage.open(path, "rb") as handle:
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
@@ -169,10 +165,10 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
             blocking = [e for e in preview.errors if e.blocking or e.line == 0]
             progress.report(job_id, done=len(preview.rows), errors=len(preview.errors))
             progress.finish(job_id, error=str(blocking[0]) if blocking else "")
-        if cache.get(key):  # not replaced or discarded meanwhile
-            stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
-                      "preview": _pack(preview), "job": job_id}  # fmt: skip
-            cache.set(key, stored, UPLOAD_TTL_SECONDS)
+        parsed = dataclasses.replace(waiting, parsing=False)
+        # Kept only if not replaced or discarded meanwhile (checked and written in one step).
+        run(ScriptCall("price_upload.store_preview", _STORE_PREVIEW, [_key(token)],
+                       [parsed.dumps(), _pack(preview), UPLOAD_TTL_SECONDS]))  # fmt: skip
     finally:
         default_storage.delete(path)
         if job_id is not None:
@@ -214,25 +210,19 @@ def _failed(filename: str, sha: str, message: str) -> ImportPreview:
 def take(token: str, user: User) -> StagedUpload | None:
     """The upload staged under this token; None if it expired, was applied already, was
     replaced by a newer upload, or was staged by another user (whose upload stays theirs)."""
-    if not user.is_authenticated:
+    entry, packed = _read(token, user)
+    if entry is None or packed is None:
         return None
-    token = token[:MAX_TOKEN_CHARS]
-    stored = cache.get(_key(token))
-    if not stored or stored.get("user") != user.pk or "preview" not in stored:
-        return None
-    preview = _unpack(stored["preview"])
     return StagedUpload(
-        token, preview, stored["business"], stored["channel"], stored["user"], stored.get("job")
-    )
+        token[:MAX_TOKEN_CHARS], _unpack(packed), entry.business, entry.channel, entry.user,
+        entry.job,
+    )  # fmt: skip
 
 
 def job_of(token: str, user: User) -> int | None:
     """The progress job of this user's upload (parsing or parsed), for the page to show."""
-    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
-    if not stored or stored.get("user") != user.pk:
-        return None
-    job = stored.get("job")
-    return int(job) if job is not None else None
+    entry, _preview = _read(token, user)
+    return entry.job if entry is not None else None
 
 
 def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> PriceListVersion:
@@ -242,7 +232,9 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
     error is one row's."""
     # Two quick clicks on Apply (or two tabs) both took the upload: one of them writes it.
     claim = _applying_key(staged.token)
-    if not cache.add(claim, user.pk, APPLY_CLAIM_SECONDS) or cache.get(_key(staged.token)) is None:
+    client = get_redis()
+    claimed = client.set(claim, str(user.pk), nx=True, ex=APPLY_CLAIM_SECONDS)
+    if not claimed or not client.exists(_key(staged.token)):
         raise ImportRejected([RowError(0, "this upload is being applied already, or was applied")])
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
@@ -251,7 +243,7 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
             staged.preview, business, channel, user, skip_bad_rows=skip_bad_rows
         )
     except BaseException:
-        cache.delete(claim)  # the upload stays, for another try (e.g. skipping bad rows)
+        client.delete(claim)  # the upload stays, for another try (e.g. skipping bad rows)
         raise
     discard(staged.token)
     return version
@@ -260,11 +252,16 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
 def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
     drops its preview, and its progress shows it ended)."""
-    key = _key(token[:MAX_TOKEN_CHARS])
-    stored = cache.get(key)
-    cache.delete(key)
-    if stored and stored.get("parsing") and stored.get("job") is not None:
-        progress.finish(int(stored["job"]), error="replaced by a newer upload or cancelled")
+    pipe = get_redis().pipeline()  # MULTI: read and deleted together
+    pipe.hget(_key(token[:MAX_TOKEN_CHARS]), "meta")
+    pipe.delete(_key(token[:MAX_TOKEN_CHARS]))
+    _ended(_entry(pipe.execute()[0]))
+
+
+def _ended(entry: _Entry | None) -> None:
+    """A replaced or discarded upload's progress shows it ended, if a worker was reading it."""
+    if entry is not None and entry.parsing and entry.job is not None:
+        progress.finish(entry.job, error="replaced by a newer upload or cancelled")
 
 
 def _uploader(user: User) -> int:
@@ -273,13 +270,81 @@ def _uploader(user: User) -> int:
     return int(user.pk)
 
 
-def _keep(token: str, user_id: int, entry: dict[str, object]) -> None:
+@dataclass(frozen=True)
+class _Entry:
+    """What Redis holds beside an upload's preview (a hash: `meta` as JSON, `preview`)."""
+
+    business: int
+    channel: int | None
+    user: int
+    job: int | None = None
+    parsing: bool = False
+
+    def dumps(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+
+def _entry(raw: bytes | str | None) -> _Entry | None:
+    return _Entry(**json.loads(raw)) if raw else None
+
+
+def _read(token: str, user: User) -> tuple[_Entry | None, bytes | None]:
+    """This user's upload under the token and its packed preview (None while parsing); (None,
+    None) for anyone else's, an expired one, or a user not signed in."""
+    if not user.is_authenticated:
+        return None, None
+    meta, packed = get_redis().hmget(_key(token[:MAX_TOKEN_CHARS]), ["meta", "preview"])
+    entry = _entry(meta)
+    if entry is None or entry.user != user.pk:
+        return None, None
+    return entry, packed if isinstance(packed, bytes) else None
+
+
+# One upload per user. KEYS: the upload, its user's pointer. ARGV: token, meta, seconds to
+# keep, packed preview ('' while a worker reads the file), the key prefix of uploads. The
+# pointer is swapped and the upload it named deleted in the same step, so uploads at once
+# each delete the one before theirs; the deleted upload's meta is returned.
+_KEEP = """
+redis.call('DEL', KEYS[1])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'meta', ARGV[2], 'preview', ARGV[4])
+else
+  redis.call('HSET', KEYS[1], 'meta', ARGV[2])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+local old = redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[3], 'GET')
+if not old or old == ARGV[1] then
+  return false
+end
+local replaced = ARGV[5] .. old
+local meta = redis.call('HGET', replaced, 'meta')
+redis.call('DEL', replaced)
+return meta
+"""
+
+# A worker's preview, kept only while its upload still waits. KEYS: the upload. ARGV: meta,
+# packed preview, seconds to keep.
+_STORE_PREVIEW = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'preview', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+def _keep(token: str, entry: _Entry, packed_preview: bytes = b"") -> None:
     """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it."""
-    previous = cache.get(_user_key(user_id))
-    if previous:
-        discard(str(previous))
-    stored = {**entry, "user": user_id}
-    cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
+    replaced = run(
+        ScriptCall(
+            "price_upload.keep",
+            _KEEP,
+            [_key(token), _user_key(entry.user)],
+            [token, entry.dumps(), UPLOAD_TTL_SECONDS, packed_preview, _key("")],
+        )
+    )
+    _ended(_entry(replaced))
 
 
 def _file_name(token: str) -> str:

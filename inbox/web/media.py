@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
+import unicodedata
+from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -128,5 +130,21 @@ def _type_and_disposition(message: Message) -> tuple[str, str]:
     mime = (message.media_mime or mimetypes.guess_type(name)[0] or "").strip()
     safe_name = re.sub(r"[^\w.\- ]", "_", name)[:100] or f"media-{message.pk}"
     if _INLINE.match(mime.split(";")[0].strip().lower()):
-        return mime, f'inline; filename="{safe_name}"'
-    return "application/octet-stream", f'attachment; filename="{safe_name}"'
+        return mime, f"inline; {_filename_parameters(safe_name, message.pk)}"
+    return "application/octet-stream", f"attachment; {_filename_parameters(safe_name, message.pk)}"
+
+
+def _filename_parameters(name: str, message_id: int) -> str:
+    """`filename="…"` alone for an ASCII name; otherwise an ASCII fallback plus RFC 6266's
+    `filename*=UTF-8''…`, which browsers decode (an RFC 2047 `=?utf-8?b?…?=` header, what a
+    non-ASCII header value becomes otherwise, they show as is). `name` holds no quote."""
+    if name.isascii():
+        return f'filename="{name}"'
+    stem, dot, extension = name.rpartition(".")
+    if not dot:
+        stem, extension = name, ""
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    ascii_stem = re.sub(r"[^\w.\- ]", "_", ascii_stem).strip(" _") or f"media-{message_id}"
+    ascii_extension = re.sub(r"[^A-Za-z0-9]", "", extension)
+    fallback = f"{ascii_stem}.{ascii_extension}" if ascii_extension else ascii_stem
+    return f"filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
