@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from assistant import language
 from assistant.knowledge.matching.distinctions import (
     code_positions,
     described_keys,
@@ -32,6 +33,7 @@ from assistant.knowledge.matching.keys import (
     keys_match,
     latin_shapes,
     meaning_by_typo,
+    shared_root,
     stems_match,
     word_key,
 )
@@ -152,6 +154,14 @@ class Catalogue:
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
             sizes_stated(analyse(name)) for name in self.names
         ]
+        # Name keys by the script of the word they came from: a word the customer types in
+        # the other script may share its root ("lamination", "Ламинирование").
+        self.keys_by_script: dict[bool, set[str]] = {True: set(), False: set()}
+        for name, extra in zip(self.names, alias_lists, strict=True):
+            for v in (name, *extra):
+                for w in words(v or ""):
+                    if w.isalpha() and not is_stopword(w):
+                        self.keys_by_script[language.is_cyrillic(w)].add(word_key(w))
         self.packaging: dict[Family, set[str]] = {}
         for name in self.names:
             for w in words(name):
@@ -255,6 +265,9 @@ class Catalogue:
             meaning = meaning_by_typo(word_stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
+        if not found and not key.startswith("#") and word.isalpha():
+            other_script = self.keys_by_script[not language.is_cyrillic(word)]
+            found |= {k for k in other_script if not k.startswith("#") and shared_root(key, k)}
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
         # Packaging words meet across languages by what they are: "box" is the "коробка" of
         # "Макарон коробка 6 шт", "bag" the "мешок".

@@ -148,3 +148,35 @@ def test_a_set_is_named_only_when_the_message_names_what_else_it_holds():
     ]
     # Two names that each add words of their own stay a question: which chair?
     assert named("стул", NAILS) == [(["Стул дубовый", "Стул барный высокий"], 1)]
+
+
+TRADES = knowledge(
+    (
+        item("S-1", "Ламинирование бровей", "7000"),
+        item("S-2", "Ламинирование ресниц", "8000"),
+        item("S-3", "Коррекция бровей", "3500"),
+        item("B-1", "Цемент М500, мешок 50 кг", "3400"),
+        item("B-2", "Штукатурка гипсовая, мешок 30 кг", "2900"),
+        item("L-1", "Английский для детей — группа", "24000"),
+        item("L-2", "Казахский язык — группа", "22000"),
+        item("L-3", "Грамматика для начинающих", "15000"),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("brow lamination", "Ламинирование бровей"),
+        ("lash lamination", "Ламинирование ресниц"),
+        ("қас коррекциясы", "Коррекция бровей"),
+        ("cement M500", "Цемент М500, мешок 50 кг"),
+        ("plaster", "Штукатурка гипсовая, мешок 30 кг"),
+        ("kids English group", "Английский для детей — группа"),
+        ("kazakh group", "Казахский язык — группа"),
+        # No vocabulary: the borrowed word's root is shared across scripts.
+        ("grammar for beginners", "Грамматика для начинающих"),
+    ],
+)
+def test_trade_words_are_found_across_languages(text, expected):
+    assert named(text, TRADES) == [([expected], 1)]
