@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.core.files.base import ContentFile
@@ -58,6 +58,7 @@ QUERY = {
     "/inbox/settings/assistant/": ["business", "rule"],
     "/inbox/settings/replies-labels/": ["business"],
     "/inbox/settings/bitrix24/": ["business", "fragment", "asked"],
+    "/inbox/settings/bitrix24/?fragment=status": ["asked"],
     "/inbox/settings/team/": ["business"],
     "/inbox/settings/notifications/": [],
     "/inbox/settings/replay/": ["again", "upload"],
@@ -150,10 +151,10 @@ def _fill(template: str, a: Tenant) -> str:
 def _requests(client: Client, a: Tenant) -> Iterator[tuple[str, str, dict[str, str]]]:
     """(method, url, data) for every parameter and every hostile value."""
     for template, names in QUERY.items():
-        url = _fill(template, a)
+        path, _, query = _fill(template, a).partition("?")
         for name in names:
             for value in HOSTILE:
-                yield "GET", url, {name: value}
+                yield "GET", path, {**dict(parse_qsl(query)), name: value}
     posted: dict[str, dict[str, str]] = {}
     shapes: set[str] = set()
     for template in QUERY:
@@ -206,10 +207,15 @@ def _short(data: dict[str, Any]) -> str:
 
 
 def test_every_query_parameter_a_view_reads_is_fuzzed() -> None:
-    """A parameter read in inbox/web that no row above sends is a gap in the fuzzing."""
+    """A parameter read by a logged-in page (inbox/web, the Bitrix24 settings page) that no
+    row above sends is a gap in the fuzzing."""
     fuzzed = {n for names in [*QUERY.values(), *POSTED.values()] for n in names}
     read = set()
-    for path in (REPO / "inbox" / "web").rglob("*.py"):
+    pages = [
+        *(REPO / "inbox" / "web").rglob("*.py"),
+        REPO / "integrations/bitrix24/settings_page.py",
+    ]
+    for path in pages:
         read |= set(re.findall(r"(?:GET|POST|params)(?:\.get\(|\[)\"(\w+)\"", path.read_text()))
     read -= {"attachment"}  # a file: the reply view's own tests send odd files
     assert read <= fuzzed, read - fuzzed
