@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.db import connections
 
 from inbox.conversations import online
 from inbox.site.asgi import application
+from inbox.web.live import realtime
 from tests.inbox.tenants import tenant
 from tests.inbox.web.test_live import ORIGIN, _cookie, connect
 
@@ -111,5 +113,34 @@ async def test_a_unicode_digit_chat_on_connect_is_refused_not_a_crash() -> None:
         assert (connected, code) == (False, 4403)
         assert await _online(a.business.pk) == set()
         await socket.wait(timeout=5)
+    finally:
+        await sync_to_async(connections.close_all)()
+
+
+@pytest.mark.asyncio
+async def test_a_handler_that_fails_closes_the_socket_and_ends_presence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Any failure, not only a frame's: a notification without its fields (a publisher of
+    another release) breaks its handler; the socket closes with 1011 and the manager goes
+    offline with it."""
+    monkeypatch.setattr(online, "HEARTBEAT_SECONDS", 0.1)
+    monkeypatch.setattr(online, "TTL_SECONDS", 0.5)
+    a = await sync_to_async(tenant)("A")
+    try:
+        socket = await connect(a.manager)
+        await get_channel_layer().group_send(
+            realtime.user_group(a.manager.pk),
+            {"type": "inbox.notify", "business_id": a.business.pk, "channel_id": a.channel.pk},
+        )
+        ended: Any
+        try:
+            ended = await socket.receive_output(timeout=5)
+        except Exception as exc:  # the consumer crashed
+            ended = repr(exc)
+        assert await _offline_within(a.business.pk, online.TTL_SECONDS * 4), (
+            "still online after the socket ended"
+        )
+        assert ended == {"type": "websocket.close", "code": 1011}
     finally:
         await sync_to_async(connections.close_all)()
