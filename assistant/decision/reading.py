@@ -24,7 +24,6 @@ from assistant.knowledge.matching import (
     family_of,
     normalise,
     quantity_in,
-    quantity_of_unit,
     segments,
 )
 from assistant.knowledge.rules import topics
@@ -109,11 +108,7 @@ def find(query: str, knowledge: Knowledge) -> Found:
     ambiguous: list[KnowledgeItem] = []
     for group, qty in knowledge.catalogue.order_lines(query):
         if len(group) == 1:
-            item = knowledge.items[group[0].index]
-            measure = knowledge.catalogue.measures[group[0].index]
-            if qty == 1 and item.unit and measure is None:
-                qty = Decimal(quantity_of_unit(query, item.unit) or 1)
-            quotes.append(Quote(item, qty))
+            quotes.append(Quote(knowledge.items[group[0].index], qty))
         elif not ambiguous:
             ambiguous = [knowledge.items[m.index] for m in group]
     return Found(quotes, ambiguous)

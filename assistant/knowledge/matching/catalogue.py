@@ -37,7 +37,12 @@ from assistant.knowledge.matching.keys import (
     stems_match,
     word_key,
 )
-from assistant.knowledge.matching.quantities import count_only, quantity_near, segments
+from assistant.knowledge.matching.quantities import (
+    count_only,
+    quantity_near,
+    quantity_of_unit,
+    segments,
+)
 from assistant.knowledge.matching.tokens import (
     COMPOUND_RE,
     QueryToken,
@@ -96,6 +101,7 @@ class Catalogue:
         descriptions: Sequence[str] | None = None,
     ) -> None:
         self.names = list(names)
+        self.units = list(units or []) or ["" for _ in self.names]
         # What one priced unit of each item is ("м²", "мешок 50 кг"): a customer's "12 кв.м"
         # or "5 қап" is a quantity of the items sold that way.
         self.measures: list[Measure | None] = [measure_of(u) for u in (units or [])] or [
@@ -548,6 +554,9 @@ class Catalogue:
                     group = lines[last_line][0]
                     measure = self.measures[group[0].index] if len(group) == 1 else None
                     in_unit = quantity_in(part, measure) if measure is not None else None
+                    if in_unit is None and len(group) == 1 and self.units[group[0].index]:
+                        named = quantity_of_unit(part, self.units[group[0].index])
+                        in_unit = Decimal(named) if named else None  # "…, 6 таблеток"
                     if in_unit is not None:
                         lines[last_line] = (group, in_unit)
                 last_line = None
@@ -586,6 +595,10 @@ class Catalogue:
             if in_unit is not None:
                 return in_unit
         count = Decimal(quantity_near(tokens, group[0].positions, taken))
+        if count == 1 and measure is None and len(group) == 1 and self.units[group[0].index]:
+            # "6 таблеток" of an item sold per "таблетка", "3 зуба" per tooth: a count in the
+            # item's own unit word, whatever the unit.
+            count = Decimal(quantity_of_unit(part, self.units[group[0].index]) or 1)
         if measure is not None and measure.holds is not None and measure.holds[0] is Family.PIECE:
             # "500 визиток" of cards sold by the hundred: 5 hundreds; "4 шины" of a set of 4.
             per = measure.holds[1]
