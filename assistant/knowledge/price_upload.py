@@ -9,8 +9,14 @@
 `stage` parses in the calling process (tests and scripts with a small file they trust; no page
 calls it). The price-list settings page, the one upload page (the Django admin's import URL
 leads there), submits instead: the file waits in the default storage only until a worker on the
-`assistant` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS) and a memory
-limit (PRICE_UPLOAD_MEMORY_MB), so a hostile spreadsheet costs a worker, never the web process.
+`bulk` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS), a memory limit
+(PRICE_UPLOAD_MEMORY_MB) and a lower CPU priority, so a hostile spreadsheet costs a bulk worker,
+never the web process nor the workers that answer customers.
+
+One parse per business runs at a time: a newer upload for the same business (or by the same
+user) replaces the one still being read. Its task is revoked (SIGUSR1 stops a running parse as
+its soft time limit would, so the worker cleans up and stays), the parse also checks between
+row batches, and the replaced upload ends as a file error saying so, on its page and its job.
 
 What waits in Django's cache (Redis) under a random token for an hour is the parsed preview,
 compressed, not the file: Apply writes exactly the rows that were previewed without reading the
@@ -24,6 +30,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import resource
 import secrets
 import zlib
@@ -34,6 +41,7 @@ from decimal import Decimal
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils import uuid
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
@@ -53,6 +61,7 @@ from assistant.models import PriceListVersion
 from inbox.conversations import progress
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Channel, Job
+from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,13 @@ APPLY_CLAIM_SECONDS = 300
 PARSE_TASK = "assistant.parse_price_upload"
 # token_urlsafe(16) is 22 characters; anything much longer is not ours and never a cache key.
 MAX_TOKEN_CHARS = 64
+REPLACED = "replaced by a newer upload before it was read"
+# A parse yields the CPU to the turns where its pool shares a host with the assistant workers.
+PARSE_NICENESS = 10
+
+
+class _Replaced(Exception):
+    """The upload being parsed was replaced (or discarded) meanwhile: stop reading it."""
 
 
 @dataclass(frozen=True)
@@ -111,17 +127,28 @@ def submit(
     token = secrets.token_urlsafe(16)
     path = default_storage.save(_file_name(token), ContentFile(data))
     job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
+    task_id = uuid()
     entry: dict[str, object] = {
         "parsing": True,
         "business": business_id,
         "channel": channel_id,
         "job": job_id,
+        "task": task_id,
+        "filename": filename[:255],
     }
     _keep(token, user_id, entry)
+    # One parse per business: GETSET names the upload this one replaces, once.
+    previous = get_redis().getset(_business_key(business_id), token)
+    get_redis().expire(_business_key(business_id), UPLOAD_TTL_SECONDS)
+    if previous:
+        _replace(previous.decode())
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
     parse_upload.apply_async(
-        (token, path, filename[:255], currency), soft_time_limit=limit, time_limit=limit + 15
+        (token, path, filename[:255], currency),
+        task_id=task_id,
+        soft_time_limit=limit,
+        time_limit=limit + 15,
     )
     return token
 
@@ -140,22 +167,25 @@ def parsing(token: str, user: User) -> bool:
 )
 def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     """Parse a submitted file into its preview (the worker side of `submit`). Too slow, too
-    big for the memory limit, or unreadable: the preview is a file error, never a lost upload;
-    the file itself is deleted either way."""
+    big for the memory limit, or unreadable: the preview is a file error, never a lost upload.
+    Replaced meanwhile: it stops and stores nothing. The file is deleted either way."""
     key = _key(token)
     job_id: int | None = None
     try:
         waiting = cache.get(key)
-        if not waiting or not waiting.get("parsing"):
+        if not waiting or not waiting.get("parsing") or _decided(token):
             return  # replaced by a newer upload, or expired
         job_id = waiting.get("job")
+        _yield_cpu()
         with default_storage.open(path, "rb") as handle:
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
         try:
             with _memory_limit(settings.PRICE_UPLOAD_MEMORY_MB * 1024 * 1024):
-                preview = parse_price_file(data, filename, currency, _reporter(job_id))
+                preview = parse_price_file(data, filename, currency, _reporter(job_id, token))
         except SoftTimeLimitExceeded:
+            if _decided(token):  # the signal was the revoke of a replaced upload
+                raise _Replaced from None
             preview = _failed(filename, sha, "reading the file took longer than "
                               f"{settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS} seconds")  # fmt: skip
         except MemoryError:
@@ -163,31 +193,43 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
                               f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
         log.info("price_upload.parsed", extra={"rows": len(preview.rows),
                                                "errors": len(preview.errors)})  # fmt: skip
+        if not _decide(token, "parsed"):
+            raise _Replaced  # replaced or discarded meanwhile: its preview is not wanted
         # The job ends before the preview shows: the page never sees a ready preview
         # beside a running job.
         if job_id is not None:
             blocking = [e for e in preview.errors if e.blocking or e.line == 0]
             progress.report(job_id, done=len(preview.rows), errors=len(preview.errors))
             progress.finish(job_id, error=str(blocking[0]) if blocking else "")
-        if cache.get(key):  # not replaced or discarded meanwhile
-            stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
-                      "preview": _pack(preview), "job": job_id}  # fmt: skip
-            cache.set(key, stored, UPLOAD_TTL_SECONDS)
+        stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
+                  "preview": _pack(preview), "job": job_id}  # fmt: skip
+        cache.set(key, stored, UPLOAD_TTL_SECONDS)
+    except _Replaced:
+        log.info("price_upload.replaced")
     finally:
         default_storage.delete(path)
         if job_id is not None:
             progress.finish(job_id, error="the file could not be read")  # no-op once finished
 
 
-def _reporter(job_id: int | None) -> Progress | None:
-    """The parse's progress callback: rows read of the file's rows, errors so far."""
-    if job_id is None:
-        return None
+def _reporter(job_id: int | None, token: str) -> Progress:
+    """The parse's progress callback: rows read of the file's rows, errors so far; and the
+    check, between row batches, that the upload is still wanted (a revoke may be lost)."""
 
     def report(done: int, total: int, errors: int) -> None:
-        progress.report(job_id, done=done, total=total, errors=errors)
+        if _decided(token):
+            raise _Replaced
+        if job_id is not None:
+            progress.report(job_id, done=done, total=total, errors=errors)
 
     return report
+
+
+def _yield_cpu() -> None:
+    """Run this worker process at PARSE_NICENESS from now on (a process cannot raise its
+    priority back; a bulk pool's processes run only bulk work)."""
+    if os.getpriority(os.PRIO_PROCESS, 0) < PARSE_NICENESS:
+        os.setpriority(os.PRIO_PROCESS, 0, PARSE_NICENESS)
 
 
 @contextmanager
@@ -259,12 +301,50 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
 
 def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
-    drops its preview, and its progress shows it ended)."""
-    key = _key(token[:MAX_TOKEN_CHARS])
+    stops and drops its preview, and its progress shows it ended)."""
+    token = token[:MAX_TOKEN_CHARS]
+    key = _key(token)
     stored = cache.get(key)
     cache.delete(key)
-    if stored and stored.get("parsing") and stored.get("job") is not None:
-        progress.finish(int(stored["job"]), error="replaced by a newer upload or cancelled")
+    if stored and stored.get("parsing") and _decide(token, "discarded"):
+        _revoke(stored.get("task"))
+        if stored.get("job") is not None:
+            progress.finish(int(stored["job"]), error="cancelled")
+
+
+def _replace(token: str) -> bool:
+    """Stop the parse of an upload a newer one replaces: True if it was still being read (it
+    now ends as a file error saying it was replaced, on its page and its job); False if its
+    preview was ready already (it stays, for its uploader's Apply) or it is gone."""
+    key = _key(token)
+    stored = cache.get(key)
+    if not stored or not stored.get("parsing") or not _decide(token, "replaced"):
+        return False
+    _revoke(stored.get("task"))
+    replaced = ImportPreview(str(stored.get("filename", "")), "", {}, (), (RowError(0, REPLACED),))
+    kept = {k: stored.get(k) for k in ("business", "channel", "user", "job")}
+    cache.set(key, {**kept, "preview": _pack(replaced)}, UPLOAD_TTL_SECONDS)
+    if stored.get("job") is not None:
+        progress.finish(int(stored["job"]), error=REPLACED)
+    log.info("price_upload.replaced_running")
+    return True
+
+
+def _revoke(task_id: object) -> None:
+    """Stop the parse task: dropped if still queued; if running, SIGUSR1 raises its soft time
+    limit inside the parse (the worker process cleans up and stays)."""
+    if isinstance(task_id, str):
+        parse_upload.app.control.revoke(task_id, terminate=True, signal="SIGUSR1")
+
+
+def _decide(token: str, outcome: str) -> bool:
+    """Settle an upload's outcome ("parsed", "replaced", "discarded") once: the worker and a
+    newer upload race for it, and only the caller that gets True acts on it."""
+    return bool(cache.add(_outcome_key(token), outcome, UPLOAD_TTL_SECONDS))
+
+
+def _decided(token: str) -> bool:
+    return cache.get(_outcome_key(token)) is not None
 
 
 def _uploader(user: User) -> int:
@@ -274,9 +354,10 @@ def _uploader(user: User) -> int:
 
 
 def _keep(token: str, user_id: int, entry: dict[str, object]) -> None:
-    """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it."""
+    """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it
+    (one still being read ends as replaced; a ready preview is forgotten)."""
     previous = cache.get(_user_key(user_id))
-    if previous:
+    if previous and not _replace(str(previous)):
         discard(str(previous))
     stored = {**entry, "user": user_id}
     cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
@@ -296,6 +377,15 @@ def _key(token: str) -> str:
 
 def _user_key(user_id: int) -> str:
     return f"price_upload:user:{user_id}"
+
+
+def _business_key(business_id: int) -> str:
+    """Redis (not the cache): the token of the business's newest upload, swapped atomically."""
+    return f"price_upload:business:{business_id}"
+
+
+def _outcome_key(token: str) -> str:
+    return f"price_upload:outcome:{token}"
 
 
 def _pack(preview: ImportPreview) -> bytes:
