@@ -172,6 +172,9 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     key = _key(token)
     job_id: int | None = None
     try:
+        # Named before the check below, so a replacement either sees where to send its revoke
+        # or is seen by the check.
+        cache.set(_runner_key(token), parse_upload.request.hostname, UPLOAD_TTL_SECONDS)
         waiting = cache.get(key)
         if not waiting or not waiting.get("parsing") or _decided(token):
             return  # replaced by a newer upload, or expired
@@ -206,6 +209,10 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
         cache.set(key, stored, UPLOAD_TTL_SECONDS)
     except _Replaced:
         log.info("price_upload.replaced")
+    except SoftTimeLimitExceeded:
+        if not _decided(token):
+            raise
+        log.info("price_upload.replaced")  # the revoke's signal came between two steps
     finally:
         default_storage.delete(path)
         if job_id is not None:
@@ -307,7 +314,7 @@ def discard(token: str) -> None:
     stored = cache.get(key)
     cache.delete(key)
     if stored and stored.get("parsing") and _decide(token, "discarded"):
-        _revoke(stored.get("task"))
+        _revoke(token, stored.get("task"))
         if stored.get("job") is not None:
             progress.finish(int(stored["job"]), error="cancelled")
 
@@ -320,7 +327,7 @@ def _replace(token: str) -> bool:
     stored = cache.get(key)
     if not stored or not stored.get("parsing") or not _decide(token, "replaced"):
         return False
-    _revoke(stored.get("task"))
+    _revoke(token, stored.get("task"))
     replaced = ImportPreview(str(stored.get("filename", "")), "", {}, (), (RowError(0, REPLACED),))
     kept = {k: stored.get(k) for k in ("business", "channel", "user", "job")}
     cache.set(key, {**kept, "preview": _pack(replaced)}, UPLOAD_TTL_SECONDS)
@@ -330,11 +337,15 @@ def _replace(token: str) -> bool:
     return True
 
 
-def _revoke(task_id: object) -> None:
-    """Stop the parse task: dropped if still queued; if running, SIGUSR1 raises its soft time
-    limit inside the parse (the worker process cleans up and stays)."""
-    if isinstance(task_id, str):
-        parse_upload.app.control.revoke(task_id, terminate=True, signal="SIGUSR1")
+def _revoke(token: str, task_id: object) -> None:
+    """Stop a running parse of a decided upload: SIGUSR1 raises its soft time limit inside the
+    parse (the worker process cleans up and stays). Sent only to the worker running it; one
+    not started yet sees the decision and returns."""
+    runner = cache.get(_runner_key(token))
+    if isinstance(task_id, str) and runner:
+        parse_upload.app.control.revoke(
+            task_id, destination=[str(runner)], terminate=True, signal="SIGUSR1"
+        )
 
 
 def _decide(token: str, outcome: str) -> bool:
@@ -386,6 +397,11 @@ def _business_key(business_id: int) -> str:
 
 def _outcome_key(token: str) -> str:
     return f"price_upload:outcome:{token}"
+
+
+def _runner_key(token: str) -> str:
+    """The Celery worker (node name) that took the upload's parse."""
+    return f"price_upload:runner:{token}"
 
 
 def _pack(preview: ImportPreview) -> bytes:

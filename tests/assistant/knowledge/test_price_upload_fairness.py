@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import io
 import time
-import zipfile
 from typing import Any
 
-import openpyxl
 import pytest
 from django.core.files.storage import default_storage
 from django.test import Client
@@ -19,36 +17,13 @@ from django.urls import reverse
 
 from assistant.knowledge import price_upload
 from assistant.knowledge.price_import import parse_price_file
+from bench.fair_workers import slow_xlsx
 from inbox.conversations.models import Job, Membership
 from inbox.site.celery import app
 from tests import factories
 from tests.processes import ProcessGroup, wait_for
 
 GOOD = b"sku,name,price,currency\nT1,Oak table,120000,KZT\nC1,Chair,15000,KZT\n"
-
-
-def slow_xlsx(rows: int, cells: int = 500, dimension: str | None = None) -> bytes:
-    """A small XLSX (tens of KB) whose rows are wide: openpyxl reads every cell of every row,
-    about 10 µs each, so `rows` × `cells` sets how long a parse takes. `dimension` replaces
-    the declared size; none is declared otherwise."""
-    workbook = openpyxl.Workbook()
-    sheet = workbook.active
-    assert sheet is not None
-    sheet.append(["sku", "name", "price"])
-    sheet.append(["T1", "Oak table", 100])
-    plain = io.BytesIO()
-    workbook.save(plain)
-    filler = b"<row>" + b"<c><v>1</v></c>" * cells + b"</row>"
-    declared = f'<dimension ref="{dimension}" />'.encode() if dimension else b""
-    out = io.BytesIO()
-    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
-        for member in src.infolist():
-            raw = src.read(member.filename)
-            if member.filename == "xl/worksheets/sheet1.xml":
-                raw = raw.replace(b'<dimension ref="A1:C2" />', declared)
-                raw = raw.replace(b"</sheetData>", filler * rows + b"</sheetData>")
-            dst.writestr(member.filename, raw)
-    return out.getvalue()
 
 
 def _parsing_on_a_worker(token: str) -> bool:
