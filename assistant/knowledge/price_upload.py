@@ -137,10 +137,9 @@ def submit(
         "filename": filename[:255],
     }
     _keep(token, user_id, entry)
-    # One parse per business: GETSET names the upload this one replaces, once.
-    previous = get_redis().getset(_business_key(business_id), token)
-    get_redis().expire(_business_key(business_id), UPLOAD_TTL_SECONDS)
-    if previous:
+    # One parse per business: SET … GET names the upload this one replaces, once.
+    previous = get_redis().set(_business_key(business_id), token, ex=UPLOAD_TTL_SECONDS, get=True)
+    if isinstance(previous, bytes):
         _replace(previous.decode())
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
