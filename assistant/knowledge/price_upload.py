@@ -26,6 +26,7 @@ most one upload waiting (a new one replaces it), tied to them so no one else can
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -233,9 +234,14 @@ def _reporter(job_id: int | None, token: str) -> Progress:
 
 def _yield_cpu() -> None:
     """Run this worker process at PARSE_NICENESS from now on (a process cannot raise its
-    priority back; a bulk pool's processes run only bulk work)."""
+    priority back; a bulk pool's processes run only bulk work). Linux weighs each session's
+    autogroup alike whatever its processes' nice values, and a worker is a session of its own
+    (`make run`, systemd), so its autogroup is lowered too; a cgroup's weight (a container,
+    a systemd unit) is the deployment's to set (deploy/)."""
     if os.getpriority(os.PRIO_PROCESS, 0) < PARSE_NICENESS:
         os.setpriority(os.PRIO_PROCESS, 0, PARSE_NICENESS)
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as group:
+        group.write(str(PARSE_NICENESS))
 
 
 @contextmanager
