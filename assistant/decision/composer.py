@@ -2,7 +2,9 @@
 turn was read to ask for (`reading.Quote`: an item, its quantity in the item's own unit, a price
 a manager agreed) and the business rules: each line (unit price × quantity = line total), the
 order total, and the fees the rules define as fixed amounts (delivery, assembly, …; free above
-the rules' threshold). A fee the rules give "from" or "per floor" gives no total at all. Both
+the rules' threshold), the discounts and surcharges the rules give in percent that the
+customer's message meets, and the prepayment asked about. A fee the rules give "from" or "per
+floor" gives no total at all. Both
 backends render their amounts through it; the guardrail checks the result as the last proof.
 """
 
@@ -14,8 +16,15 @@ from decimal import Decimal
 
 from assistant.decision.reading import Quote
 from assistant.decision.replies import TEXTS, availability_phrase, text
-from assistant.knowledge.fees import NamedFee, counter, fee_for
-from assistant.knowledge.matching import format_quantity, measure_of, normalise
+from assistant.knowledge.fees import (
+    NamedFee,
+    PercentTerm,
+    counter,
+    fee_for,
+    percent_terms,
+    term_applies,
+)
+from assistant.knowledge.matching import format_quantity, measure_of, normalise, stem, words
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import CHARGED, Charge, RuleAnswer, charges, topic_clauses
 
@@ -27,8 +36,17 @@ TOTAL_RE = re.compile(
 )
 
 
-def quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False) -> str:
+def quote_lines(
+    quotes: list[Quote],
+    lang: str,
+    with_availability: bool = False,
+    terms: Sequence[PercentTerm] = (),
+) -> str:
+    """One line per quote and their total; `terms` (a discount or surcharge the rules give
+    and the customer's message meets) change the lines they are about, or else the total."""
     lines = []
+    totals: list[Decimal] = []
+    on_lines = {id(t) for t in terms if any(_about(t, q) for q in quotes)}
     for quote in quotes:
         item = quote.item
         price = format_money(quote.unit_price, item.currency)
@@ -40,6 +58,12 @@ def quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False)
         else:
             unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
             line = f"{item.name}: {price}{unit}"
+        value = quote.total
+        for term in terms:
+            if id(term) in on_lines and _about(term, quote) and not quote.agreed:
+                value = term.applied(value)
+                line += ", " + _term_label(term, lang, format_money(value, item.currency))
+        totals.append(value)
         notes = [text("answer.agreed", lang)] if quote.agreed else []
         if with_availability:
             phrase = availability_phrase(item.availability, item.availability_note, lang)
@@ -48,10 +72,63 @@ def quote_lines(quotes: list[Quote], lang: str, with_availability: bool = False)
             line += f" ({'; '.join(notes)})"
         lines.append(line)
     currencies = {q.item.currency for q in quotes}
-    if len(quotes) > 1 and len(currencies) == 1:
-        grand = sum((q.total for q in quotes), Decimal(0))
-        lines.append(text("answer.total", lang, total=format_money(grand, currencies.pop())))
+    whole = [t for t in terms if id(t) not in on_lines and not t.target]
+    if (len(quotes) > 1 or whole) and len(currencies) == 1:
+        currency = currencies.pop()
+        grand = sum(totals, Decimal(0))
+        if len(quotes) > 1:
+            lines.append(text("answer.total", lang, total=format_money(grand, currency)))
+        for term in whole:
+            grand = term.applied(grand)
+            shown = format_money(grand, currency)
+            lines.append(text("answer.total", lang, total=_term_label(term, lang, shown)))
     return "\n".join(lines)
+
+
+def _about(term: PercentTerm, quote: Quote) -> bool:
+    """A term is about an item its clause names a word of: what it is "на"/"on" when it says
+    ("скидка 50% на шиномонтаж": the fitting, not the tyres), else any word of the clause
+    ("при оплате группового курса": the group course, not the textbook)."""
+    named = {stem(w)[:5] for w in words(quote.item.name) if len(w) >= 4}
+    return bool(named & {stem(w)[:5] for w in words(term.target or term.clause) if len(w) >= 4})
+
+
+def _term_label(term: PercentTerm, lang: str, shown: str) -> str:
+    return text(f"answer.{term.kind}", lang, share=f"{format_quantity(term.rate)}%: {shown}")
+
+
+def prepayment_lines(quotes: list[Quote], message: str, rule: RuleAnswer, lang: str) -> list[str]:
+    """The prepayment the rules ask, computed on the order, when the customer asks about it
+    ("Какая предоплата за Медовик 3 кг?" → "Предоплата 50%: 12 750 KZT")."""
+    currencies = {q.item.currency for q in quotes}
+    if not quotes or len(currencies) != 1:
+        return []
+    currency = currencies.pop()
+    for term in percent_terms("\n".join(rule.sentences)):
+        if term.kind != "prepayment" or not term_applies(term, message):
+            continue
+        # "30% от стоимости меню": of the lines it is about, where the order has them.
+        about = [q for q in quotes if term.target and _about(term, q)] or quotes
+        if any(q.qty == 1 and _per_measure(q) for q in about):
+            return []  # priced per person, kg, m²… and no amount read: no share of a guess
+        share = term.of(sum((q.total for q in about), Decimal(0)))
+        return [_term_label(term, lang, format_money(share, currency))]
+    return []
+
+
+def _per_measure(quote: Quote) -> bool:
+    unit = (quote.item.unit or "").lower()
+    return bool(unit) and unit not in PIECES
+
+
+def applying_terms(message: str, rule: RuleAnswer) -> list[PercentTerm]:
+    """The discounts and surcharges of the rule sentences answering the message that the
+    message meets."""
+    return [
+        t
+        for t in percent_terms("\n".join(rule.sentences))
+        if t.kind != "prepayment" and term_applies(t, message)
+    ]
 
 
 def order_with_charges(
@@ -67,10 +144,11 @@ def order_with_charges(
     one per bag, floor or km computed from the counts given); the rules' extras the customer
     named ("с надписью") likewise. When a charge cannot be computed ("from 2 500", a floor
     not given) there is no total at all."""
-    lines = quote_lines(quotes, lang, with_availability=True)
+    terms = applying_terms(message, rule)
+    lines = quote_lines(quotes, lang, with_availability=True, terms=terms)
     currencies = {q.item.currency for q in quotes}
-    if not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:
-        return lines
+    if terms or not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:
+        return "\n".join([lines, *prepayment_lines(quotes, message, rule, lang)])
     subtotal = sum((q.total for q in quotes), Decimal(0))
     found = charges(message, rule, subtotal, rules) if rule.topics else []
     if found is None and rules:

@@ -85,6 +85,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "ru": "Пожалуйста! Чем ещё могу помочь?",
     },
     "answer.total": {"en": "Total: {total}", "ru": "Итого: {total}"},
+    # "{share}" is the rate and the amount: "10%: 75 600 KZT".
+    "answer.discount": {"en": "with the discount of {share}", "ru": "со скидкой {share}"},
+    "answer.surcharge": {"en": "with the surcharge of {share}", "ru": "с надбавкой {share}"},
+    "answer.prepayment": {"en": "Prepayment {share}", "ru": "Предоплата {share}"},
     "charge.delivery": {"en": "Delivery", "ru": "Доставка"},
     "charge.assembly": {"en": "Assembly", "ru": "Сборка"},
     "charge.installation": {"en": "Installation", "ru": "Установка"},

@@ -8,6 +8,10 @@
 A fee is computed only when every thing it is charged per has a count: the bags of the order,
 the floor or the kilometres the customer wrote ("на 4 этаж", "км 20"). Otherwise there is no
 amount at all, and the sentence is quoted as written.
+
+Percentages are read too (`percent_terms`): "скидка 10% при оплате сразу за 3 месяца", "+50%
+к стоимости заказа", "предоплата 30% от стоимости меню", each with what it is on and, as far as
+words tell, whether a message meets its condition (`term_applies`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from assistant.knowledge.matching import is_stopword, stem, word_key, words
+from assistant.knowledge.matching import analyse, is_stopword, stem, word_key, words
 from assistant.knowledge.matching.units import Measure, family_of, quantity_in
 from assistant.knowledge.money import find_amounts
 from assistant.knowledge.rules import CHARGED, rule_clauses, topic_clauses
@@ -190,3 +194,94 @@ _FREE_OR_FROM = re.compile(
 _GENERAL = frozenset(
     {"стоим", "оплат", "заказ", "сумма", "услуг", "цена", "работ", "клиен", "price", "order"}
 )
+
+
+# --- percentages: a discount, a surcharge or a prepayment the rules state ------------------
+
+_PERCENT_RE = re.compile(r"(\+\s*)?(?<![\d.,])(\d{1,2}(?:[.,]\d+)?)\s*%")
+_DISCOUNT_RE = re.compile(r"скидк|discount|\boff\b|жеңілдік", re.IGNORECASE)
+_PREPAY_RE = re.compile(r"предоплат|prepay|аванс|задат|deposit|алдын ала", re.IGNORECASE)
+_SURCHARGE_RE = re.compile(
+    r"наценк|надбавк|доплат|обслуживан|service|surcharge|сверху|добавля|к стоимости|к сумме",
+    re.IGNORECASE,
+)
+_HUNDRED = Decimal(100)
+# What a percentage is on, up to where its condition starts: "на комплексный шиномонтаж",
+# "off the assembly", "к стоимости заказа" (the whole order: no target).
+_TARGET_RE = re.compile(
+    r"\s*(?:на|on|off(?: the)?|for|от(?: стоимости)?|of(?: the)?(?: (?:cost|price) of)?)\s+"
+    r"(?!заказ|order|всё|все|all\b|весь|сумм|total|стоимост)"
+    r"((?:(?!\b(?:при|если|когда|if|when|with|для|for|over|from|свыше|от)\b)[^\W\d][\w-]*\s*)"
+    r"{1,4})",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class PercentTerm:
+    """ "Скидка 10% при оплате сразу за 3 месяца": kind "discount", rate 10, the clause."""
+
+    kind: str  # "discount", "surcharge" or "prepayment"
+    rate: Decimal
+    clause: str
+    target: str = ""  # what it is on, where the clause says: "на шиномонтаж" → "шиномонтаж"
+
+    def of(self, amount: Decimal) -> Decimal:
+        """The share itself (a prepayment), in whole units of the currency."""
+        return _whole(amount * self.rate / _HUNDRED)
+
+    def applied(self, amount: Decimal) -> Decimal:
+        """The amount after the term: less a discount, plus a surcharge."""
+        sign = -1 if self.kind == "discount" else 1
+        return _whole(amount * (_HUNDRED + sign * self.rate) / _HUNDRED)
+
+
+def _whole(amount: Decimal) -> Decimal:
+    return amount.quantize(Decimal(1), rounding="ROUND_HALF_UP")
+
+
+def percent_terms(rules: str) -> list[PercentTerm]:
+    """Every percentage the rules state with what it is: a discount, a surcharge ("+50% к
+    стоимости", "обслуживание 10%") or a prepayment. A percentage that is none of these (a
+    fabric's "100% хлопок") is no term."""
+    found: list[PercentTerm] = []
+    for clause in rule_clauses(rules):
+        for match in _PERCENT_RE.finditer(clause):
+            rate = Decimal(match.group(2).replace(",", "."))
+            if _PREPAY_RE.search(clause):
+                kind = "prepayment"
+            elif _DISCOUNT_RE.search(clause):
+                kind = "discount"
+            elif match.group(1) or _SURCHARGE_RE.search(clause):
+                kind = "surcharge"
+            else:
+                continue
+            if 0 < rate < _HUNDRED:
+                on = _TARGET_RE.match(clause[match.end() :])
+                found.append(PercentTerm(kind, rate, clause, on.group(1).strip() if on else ""))
+    return found
+
+
+def term_applies(term: PercentTerm, message: str) -> bool:
+    """Whether the customer's message meets a term's condition, as far as words can tell: a
+    prepayment when they ask about it; a discount or surcharge when every number of its
+    condition is one the customer wrote ("сразу за 3 месяца") and at least two of its
+    distinctive words are theirs too. A condition the message does not speak of (a birthday,
+    the fourth order) is left to the sentence, quoted as written."""
+    if term.kind == "prepayment":
+        return bool(_PREPAY_RE.search(message))
+    condition = _PERCENT_RE.sub(" ", term.clause)
+    for amount in find_amounts(condition):
+        condition = condition[: amount.start] + " " * len(amount.text) + condition[amount.end :]
+    wanted = {int(n) for n in re.findall(r"(?<![\d.,])\d{1,3}(?![\d]|[.,]\d)", condition)}
+    written = {t.number for t in analyse(message) if t.number is not None}
+    if not wanted <= written:
+        return False
+    kind_words = _DISCOUNT_RE if term.kind == "discount" else _SURCHARGE_RE
+    own = {
+        stem(w)[:5]
+        for w in words(condition)
+        if len(w) >= 4 and not is_stopword(w) and not kind_words.search(w)
+    }
+    said = {stem(w)[:5] for w in words(message) if len(w) >= 4}
+    return len((own & said) - _GENERAL) >= 2

@@ -13,15 +13,20 @@ leads there), submits instead: the file waits in the default storage only until 
 (PRICE_UPLOAD_MEMORY_MB) and a lower CPU priority, so a hostile spreadsheet costs a bulk worker,
 never the web process nor the workers that answer customers.
 
-One parse per business runs at a time: a newer upload for the same business (or by the same
-user) replaces the one still being read. Its task is revoked (SIGUSR1 stops a running parse as
-its soft time limit would, so the worker cleans up and stays), the parse also checks between
-row batches, and the replaced upload ends as a file error saying so, on its page and its job.
+One parse per business runs at a time: a newer upload for the same business replaces the one
+still being read. Its task is revoked (SIGUSR1 stops a running parse as its soft time limit
+would, so the worker cleans up and stays), the parse also checks between row batches, and the
+replaced upload ends as a file error saying so, on its page and its job. The same user's newer
+upload replaces their older one outright (stopping its parse the same way).
 
-What waits in Django's cache (Redis) under a random token for an hour is the parsed preview,
-compressed, not the file: Apply writes exactly the rows that were previewed without reading the
-file again, and a 9 MB spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at
-most one upload waiting (a new one replaces it), tied to them so no one else can apply it.
+What waits in Redis under a random token for an hour is the parsed preview, compressed, not the
+file: Apply writes exactly the rows that were previewed without reading the file again, and a 9 MB
+spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at most one upload waiting
+(a new one replaces it), tied to them so no one else can apply it. The bound holds under
+concurrent uploads because each change of the store is one Redis script (`_KEEP`,
+`_STORE_PREVIEW`): a new upload and the deletion of the one it replaces happen together, and a
+worker's preview is written only while its upload still waits. Who settles a parse's outcome
+(its worker, a replacing upload, a discard) is one SET NX per upload (`_decide`).
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils import uuid
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -62,7 +66,7 @@ from assistant.models import PriceListVersion
 from inbox.conversations import progress
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Channel, Job
-from inbox.platform.redis import get_redis
+from inbox.platform.redis import ScriptCall, get_redis, run
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +115,8 @@ def stage(
     user_id = _uploader(user)
     preview = parse_price_file(data, filename, currency)
     token = secrets.token_urlsafe(16)
-    stored = {"preview": _pack(preview), "business": business_id, "channel": channel_id}
-    _keep(token, user_id, stored)
+    entry = _Entry(business_id, channel_id, user_id)
+    _keep(token, entry, _pack(preview))
     return StagedUpload(token, preview, business_id, channel_id, user_id)
 
 
@@ -132,15 +136,9 @@ def submit(
     path = default_storage.save(_file_name(token), ContentFile(data))
     job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
     task_id = uuid()
-    entry: dict[str, object] = {
-        "parsing": True,
-        "business": business_id,
-        "channel": channel_id,
-        "job": job_id,
-        "task": task_id,
-        "filename": filename[:255],
-    }
-    _keep(token, user_id, entry)
+    entry = _Entry(business_id, channel_id, user_id, job_id, parsing=True, task=task_id,
+                   filename=filename[:255])  # fmt: skip
+    _keep(token, entry)
     # One parse per business: SET … GET names the upload this one replaces, once.
     previous = get_redis().set(_business_key(business_id), token, ex=UPLOAD_TTL_SECONDS, get=True)
     if isinstance(previous, bytes):
@@ -158,8 +156,8 @@ def submit(
 
 def parsing(token: str, user: User) -> bool:
     """True while a worker still reads this user's upload."""
-    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
-    return bool(stored and stored.get("user") == user.pk and stored.get("parsing"))
+    entry, _preview = _read(token, user)
+    return entry is not None and entry.parsing
 
 
 @shared_task(
@@ -172,16 +170,18 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     """Parse a submitted file into its preview (the worker side of `submit`). Too slow, too
     big for the memory limit, or unreadable: the preview is a file error, never a lost upload.
     Replaced meanwhile: it stops and stores nothing. The file is deleted either way."""
-    key = _key(token)
     job_id: int | None = None
     try:
+        client = get_redis()
         # Named before the check below, so a replacement either sees where to send its revoke
         # or is seen by the check.
-        cache.set(_runner_key(token), parse_upload.request.hostname, UPLOAD_TTL_SECONDS)
-        waiting = cache.get(key)
-        if not waiting or not waiting.get("parsing") or _decided(token):
+        runner = parse_upload.request.hostname
+        if runner:
+            client.set(_runner_key(token), runner, ex=UPLOAD_TTL_SECONDS)
+        waiting = _entry(client.hget(_key(token), "meta"))
+        if waiting is None or not waiting.parsing or _decided(token):
             return  # replaced by a newer upload, or expired
-        job_id = waiting.get("job")
+        job_id = waiting.job
         _yield_cpu()
         with default_storage.open(path, "rb") as handle:
             data = handle.read()
@@ -207,9 +207,10 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
             blocking = [e for e in preview.errors if e.blocking or e.line == 0]
             progress.report(job_id, done=len(preview.rows), errors=len(preview.errors))
             progress.finish(job_id, error=str(blocking[0]) if blocking else "")
-        stored = {**{k: waiting[k] for k in ("business", "channel", "user")},
-                  "preview": _pack(preview), "job": job_id}  # fmt: skip
-        cache.set(key, stored, UPLOAD_TTL_SECONDS)
+        parsed = dataclasses.replace(waiting, parsing=False)
+        # Kept only if not replaced or discarded meanwhile (checked and written in one step).
+        run(ScriptCall("price_upload.store_preview", _STORE_PREVIEW, [_key(token)],
+                       [parsed.dumps(), _pack(preview), UPLOAD_TTL_SECONDS]))  # fmt: skip
     except _Replaced:
         log.info("price_upload.replaced")
     except SoftTimeLimitExceeded:
@@ -271,25 +272,19 @@ def _failed(filename: str, sha: str, message: str) -> ImportPreview:
 def take(token: str, user: User) -> StagedUpload | None:
     """The upload staged under this token; None if it expired, was applied already, was
     replaced by a newer upload, or was staged by another user (whose upload stays theirs)."""
-    if not user.is_authenticated:
+    entry, packed = _read(token, user)
+    if entry is None or packed is None:
         return None
-    token = token[:MAX_TOKEN_CHARS]
-    stored = cache.get(_key(token))
-    if not stored or stored.get("user") != user.pk or "preview" not in stored:
-        return None
-    preview = _unpack(stored["preview"])
     return StagedUpload(
-        token, preview, stored["business"], stored["channel"], stored["user"], stored.get("job")
-    )
+        token[:MAX_TOKEN_CHARS], _unpack(packed), entry.business, entry.channel, entry.user,
+        entry.job,
+    )  # fmt: skip
 
 
 def job_of(token: str, user: User) -> int | None:
     """The progress job of this user's upload (parsing or parsed), for the page to show."""
-    stored = cache.get(_key(token[:MAX_TOKEN_CHARS])) if user.is_authenticated else None
-    if not stored or stored.get("user") != user.pk:
-        return None
-    job = stored.get("job")
-    return int(job) if job is not None else None
+    entry, _preview = _read(token, user)
+    return entry.job if entry is not None else None
 
 
 def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> PriceListVersion:
@@ -299,7 +294,9 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
     error is one row's."""
     # Two quick clicks on Apply (or two tabs) both took the upload: one of them writes it.
     claim = _applying_key(staged.token)
-    if not cache.add(claim, user.pk, APPLY_CLAIM_SECONDS) or cache.get(_key(staged.token)) is None:
+    client = get_redis()
+    claimed = client.set(claim, str(user.pk), nx=True, ex=APPLY_CLAIM_SECONDS)
+    if not claimed or not client.exists(_key(staged.token)):
         raise ImportRejected([RowError(0, "this upload is being applied already, or was applied")])
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
@@ -308,7 +305,7 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
             staged.preview, business, channel, user, skip_bad_rows=skip_bad_rows
         )
     except BaseException:
-        cache.delete(claim)  # the upload stays, for another try (e.g. skipping bad rows)
+        client.delete(claim)  # the upload stays, for another try (e.g. skipping bad rows)
         raise
     discard(staged.token)
     return version
@@ -318,52 +315,57 @@ def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
     stops and drops its preview, and its progress shows it ended)."""
     token = token[:MAX_TOKEN_CHARS]
-    key = _key(token)
-    stored = cache.get(key)
-    cache.delete(key)
-    if stored and stored.get("parsing") and _decide(token, "discarded"):
-        _revoke(token, stored.get("task"))
-        if stored.get("job") is not None:
-            progress.finish(int(stored["job"]), error="cancelled")
+    pipe = get_redis().pipeline()  # MULTI: read and deleted together
+    pipe.hget(_key(token), "meta")
+    pipe.delete(_key(token))
+    _stop(token, _entry(pipe.execute()[0]), "discarded")
 
 
-def _replace(token: str) -> bool:
-    """Stop the parse of an upload a newer one replaces: True if it was still being read (it
-    now ends as a file error saying it was replaced, on its page and its job); False if its
-    preview was ready already (it stays, for its uploader's Apply) or it is gone."""
-    key = _key(token)
-    stored = cache.get(key)
-    if not stored or not stored.get("parsing") or not _decide(token, "replaced"):
-        return False
-    _revoke(token, stored.get("task"))
-    replaced = ImportPreview(str(stored.get("filename", "")), "", {}, (), (RowError(0, REPLACED),))
-    kept = {k: stored.get(k) for k in ("business", "channel", "user", "job")}
-    cache.set(key, {**kept, "preview": _pack(replaced)}, UPLOAD_TTL_SECONDS)
-    if stored.get("job") is not None:
-        progress.finish(int(stored["job"]), error=REPLACED)
+def _replace(token: str) -> None:
+    """Stop the parse of an upload a newer one for its business replaces: one still being read
+    ends as a file error saying it was replaced, on its page and its job; a ready preview stays,
+    for its uploader's Apply; a gone one stays gone."""
+    entry = _entry(get_redis().hget(_key(token), "meta"))
+    if entry is None or not _stop(token, entry, "replaced"):
+        return
+    replaced = ImportPreview(entry.filename, "", {}, (), (RowError(0, REPLACED),))
+    ended = dataclasses.replace(entry, parsing=False)
+    # Written only while the upload still waits (its uploader may have discarded it meanwhile).
+    run(ScriptCall("price_upload.store_preview", _STORE_PREVIEW, [_key(token)],
+                   [ended.dumps(), _pack(replaced), UPLOAD_TTL_SECONDS]))  # fmt: skip
     log.info("price_upload.replaced_running")
+
+
+def _stop(token: str, entry: _Entry | None, outcome: str) -> bool:
+    """Settle a parsing upload as replaced or discarded, revoke its running parse and end its
+    job; True if this caller settled it (False: not parsing, gone, or parsed already)."""
+    if entry is None or not entry.parsing or not _decide(token, outcome):
+        return False
+    _revoke(token, entry.task)
+    if entry.job is not None:
+        progress.finish(entry.job, error=REPLACED if outcome == "replaced" else "cancelled")
     return True
 
 
-def _revoke(token: str, task_id: object) -> None:
+def _revoke(token: str, task_id: str | None) -> None:
     """Stop a running parse of a decided upload: SIGUSR1 raises its soft time limit inside the
     parse (the worker process cleans up and stays). Sent only to the worker running it; one
     not started yet sees the decision and returns."""
-    runner = cache.get(_runner_key(token))
-    if isinstance(task_id, str) and runner:
+    runner = get_redis().get(_runner_key(token))
+    if task_id and isinstance(runner, bytes):
         parse_upload.app.control.revoke(
-            task_id, destination=[str(runner)], terminate=True, signal="SIGUSR1"
+            task_id, destination=[runner.decode()], terminate=True, signal="SIGUSR1"
         )
 
 
 def _decide(token: str, outcome: str) -> bool:
-    """Settle an upload's outcome ("parsed", "replaced", "discarded") once: the worker and a
-    newer upload race for it, and only the caller that gets True acts on it."""
-    return bool(cache.add(_outcome_key(token), outcome, UPLOAD_TTL_SECONDS))
+    """Settle an upload's outcome ("parsed", "replaced", "discarded") once: the worker, a newer
+    upload and a discard race for it, and only the caller that gets True acts on it."""
+    return bool(get_redis().set(_outcome_key(token), outcome, nx=True, ex=UPLOAD_TTL_SECONDS))
 
 
 def _decided(token: str) -> bool:
-    return cache.get(_outcome_key(token)) is not None
+    return bool(get_redis().exists(_outcome_key(token)))
 
 
 def _uploader(user: User) -> int:
@@ -372,14 +374,86 @@ def _uploader(user: User) -> int:
     return int(user.pk)
 
 
-def _keep(token: str, user_id: int, entry: dict[str, object]) -> None:
+@dataclass(frozen=True)
+class _Entry:
+    """What Redis holds beside an upload's preview (a hash: `meta` as JSON, `preview`)."""
+
+    business: int
+    channel: int | None
+    user: int
+    job: int | None = None
+    parsing: bool = False
+    task: str | None = None  # the Celery task id of its parse, for a revoke
+    filename: str = ""
+
+    def dumps(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+
+def _entry(raw: bytes | str | None) -> _Entry | None:
+    return _Entry(**json.loads(raw)) if raw else None
+
+
+def _read(token: str, user: User) -> tuple[_Entry | None, bytes | None]:
+    """This user's upload under the token and its packed preview (None while parsing); (None,
+    None) for anyone else's, an expired one, or a user not signed in."""
+    if not user.is_authenticated:
+        return None, None
+    meta, packed = get_redis().hmget(_key(token[:MAX_TOKEN_CHARS]), ["meta", "preview"])
+    entry = _entry(meta)
+    if entry is None or entry.user != user.pk:
+        return None, None
+    return entry, packed if isinstance(packed, bytes) else None
+
+
+# One upload per user. KEYS: the upload, its user's pointer. ARGV: token, meta, seconds to
+# keep, packed preview ('' while a worker reads the file), the key prefix of uploads. The
+# pointer is swapped and the upload it named deleted in the same step, so uploads at once
+# each delete the one before theirs; the deleted upload's token and meta are returned.
+_KEEP = """
+redis.call('DEL', KEYS[1])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'meta', ARGV[2], 'preview', ARGV[4])
+else
+  redis.call('HSET', KEYS[1], 'meta', ARGV[2])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+local old = redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[3], 'GET')
+if not old or old == ARGV[1] then
+  return false
+end
+local replaced = ARGV[5] .. old
+local meta = redis.call('HGET', replaced, 'meta')
+redis.call('DEL', replaced)
+return {old, meta}
+"""
+
+# A worker's preview, kept only while its upload still waits. KEYS: the upload. ARGV: meta,
+# packed preview, seconds to keep.
+_STORE_PREVIEW = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'preview', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+def _keep(token: str, entry: _Entry, packed_preview: bytes = b"") -> None:
     """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it
-    (one still being read ends as replaced; a ready preview is forgotten)."""
-    previous = cache.get(_user_key(user_id))
-    if previous and not _replace(str(previous)):
-        discard(str(previous))
-    stored = {**entry, "user": user_id}
-    cache.set_many({_key(token): stored, _user_key(user_id): token}, UPLOAD_TTL_SECONDS)
+    (and stops its parse if a worker is still reading it)."""
+    replaced = run(
+        ScriptCall(
+            "price_upload.keep",
+            _KEEP,
+            [_key(token), _user_key(entry.user)],
+            [token, entry.dumps(), UPLOAD_TTL_SECONDS, packed_preview, _key("")],
+        )
+    )
+    if replaced:
+        old, meta = replaced
+        _stop(old.decode(), _entry(meta), "replaced")
 
 
 def _file_name(token: str) -> str:
@@ -399,7 +473,7 @@ def _user_key(user_id: int) -> str:
 
 
 def _business_key(business_id: int) -> str:
-    """Redis (not the cache): the token of the business's newest upload, swapped atomically."""
+    """The token of the business's newest upload, swapped atomically."""
     return f"price_upload:business:{business_id}"
 
 

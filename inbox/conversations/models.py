@@ -72,6 +72,11 @@ class Business(models.Model):
         return self.name
 
 
+# Why a channel's number is refused when another channel has it: the same words whichever
+# business that is, so the form tells no admin which numbers other tenants use.
+NUMBER_REFUSED = "This number can't be added. Contact support if it is yours."
+
+
 class Channel(models.Model):
     """One WhatsApp number (or the sandbox) of a business, with its own timing rules."""
 
@@ -133,6 +138,7 @@ class Channel(models.Model):
                 fields=["phone_number_id"],
                 condition=~Q(phone_number_id=""),
                 name="channel_unique_phone_number_id",
+                violation_error_message=NUMBER_REFUSED,
             )
         ]
 

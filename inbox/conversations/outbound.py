@@ -33,7 +33,7 @@ import kombu.exceptions
 import redis
 from celery import current_app
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
@@ -383,18 +383,39 @@ def _bot_still_owns(chat_id: int) -> bool:
 def _mark_sent(message: Message, provider_id: str) -> SendOutcome:
     # The row first: it is the durable record of what went out (and, with sent_by_bot, what
     # recognises the echo when Redis has forgotten). Redis being away must not lose it.
-    Message.objects.filter(pk=message.pk, status=Message.Status.SENDING).update(
-        provider_message_id=provider_id, status=Message.Status.SENT, status_at=timezone.now()
-    )
+    if not _record_sent(message, provider_id):
+        provider_id = ""
     metrics.REPLIES_SENT.labels(author=message.author).inc()
     try:
-        if message.sent_by_bot:
+        if message.sent_by_bot and provider_id:
             remember_bot_sent(message.chat_id, provider_id)
-        delivery_status.apply_early(message.channel_id, provider_id)
+        if provider_id:
+            delivery_status.apply_early(message.channel_id, provider_id)
     except redis.RedisError:
         log.warning("send.redis_unavailable_after_send", extra={"message_id": message.pk})
     hooks.message_changed(message.pk)
     return SendOutcome(True, "sent", message.pk, provider_id)
+
+
+def _record_sent(message: Message, provider_id: str) -> bool:
+    """Mark the row sent under the provider's id. False when the provider gave an id another
+    message of the channel has already (a transport's fault): the row is marked sent without
+    it, the turn goes on, and that id's statuses and echo stay the earlier message's."""
+    sending = Message.objects.filter(pk=message.pk, status=Message.Status.SENDING)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            sending.update(
+                provider_message_id=provider_id, status=Message.Status.SENT, status_at=now
+            )
+    except IntegrityError:
+        log.warning(
+            "send.provider_id_reused",
+            extra={"message_id": message.pk, "channel_id": message.channel_id},
+        )
+        sending.update(status=Message.Status.SENT, status_at=now)
+        return False
+    return True
 
 
 def _mark_failed(message: Message, error: SendError) -> SendOutcome:

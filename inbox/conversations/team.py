@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.sessions.models import Session
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
@@ -32,6 +33,10 @@ from inbox.conversations import assignment
 from inbox.conversations.models import ApiToken, Business, Channel, Chat, Membership, Owner
 
 log = logging.getLogger(__name__)
+
+
+# Far above any manager's open chats, far below the column's limit (a 20-digit cap was a 500).
+MAX_CHAT_CAP = 10_000
 
 
 class TeamError(Exception):
@@ -55,6 +60,8 @@ def _check_channels(business: Business, channels: Sequence[Channel]) -> None:
 def _check_cap(chat_cap: int | None) -> None:
     if chat_cap is not None and chat_cap < 0:
         raise TeamError("the chat cap cannot be negative")
+    if chat_cap is not None and chat_cap > MAX_CHAT_CAP:
+        raise TeamError(f"the chat cap is at most {MAX_CHAT_CAP}")
 
 
 def add_member(
@@ -81,7 +88,10 @@ def add_member(
             raise TeamError(f"the username {username!r} is taken; choose another")
         if user is None:
             user = users(username=username, email=email)
-            user.full_clean(exclude=["password"])
+            try:
+                user.full_clean(exclude=["password"])
+            except ValidationError as exc:  # a username with markup, an address too long
+                raise TeamError("; ".join(exc.messages)) from exc
             user.set_unusable_password()
             user.save()
         elif not user.is_active:

@@ -7,6 +7,12 @@ a bridge on this machine: `127.0.0.1`, or `10.0.5.0/24`). Loopback, private, lin
 (169.254.169.254, the cloud metadata service), shared, reserved and multicast addresses are
 refused otherwise, whatever name resolves to them.
 
+An IPv6 address that carries an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, SIIT
+`::ffff:0:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`,
+Teredo `2001::/32`) is judged as the IPv4 address it carries: on a network with a NAT64 gateway
+or a 6to4/Teredo relay, `64:ff9b::10.0.0.1` reaches 10.0.0.1. The local-use NAT64 prefix
+`64:ff9b:1::/48` is refused outright: where it is routed, the operator picked what it reaches.
+
 The check runs when the URL is saved (a clear form error) and again before every request. The
 requests themselves go through a pinned client (`inbox.platform.http.client(pinned=True)`, whose
 transport is `PinnedTransport` below): its connections resolve the host once, refuse it unless
@@ -55,13 +61,47 @@ def _public(address: IpAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # SIIT (RFC 2765)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses a packet to `address` may end up at (both ends of a Teredo address),
+    or () when it carries none."""
+    if address.ipv4_mapped is not None:
+        return (address.ipv4_mapped,)
+    if address.sixtofour is not None:
+        return (address.sixtofour,)
+    if address.teredo is not None:
+        return address.teredo
+    if any(address in prefix for prefix in (_NAT64, _IPV4_COMPATIBLE, _IPV4_TRANSLATED)):
+        return (ipaddress.IPv4Address(int(address) & 0xFFFFFFFF),)
+    return ()
+
+
+def _permitted(
+    address: IpAddress, allowed_networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> bool:
+    if any(address in network for network in allowed_networks):
+        return True
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL_USE:
+            return False
+        carried = embedded_ipv4(address)
+        if carried:
+            return all(_permitted(inner, allowed_networks) for inner in carried)
+    return _public(address)
+
+
 def _refusal(host: str, addresses: Iterable[IpAddress]) -> EgressRefused | None:
     """The one rule: a host the operator listed, or only public or listed addresses."""
     allowed_hosts, allowed_networks = _allowed_entries()
     if host.lower().rstrip(".") in allowed_hosts:
         return None
     for address in addresses:
-        if _public(address) or any(address in network for network in allowed_networks):
+        if _permitted(address, allowed_networks):
             continue
         return EgressRefused(
             f"{host} is a private or local address; the operator can allow it in "

@@ -22,9 +22,15 @@ from pythonjsonlogger.json import JsonFormatter
 
 correlation_id: ContextVar[str] = ContextVar("correlation_id", default="")
 
-# Seven or more digits, with a + and up to two spaces, dashes or brackets between them: phone
-# numbers, wa_ids, JIDs. The last two digits are kept so operators can still tell chats apart.
-PHONE = re.compile(r"(?<![\w.])\+?\d(?:[\s\-()]{0,2}\d){6,}(?![\w.])")
+# Seven or more digits, with a + and up to two separators between them: phone numbers, wa_ids,
+# JIDs, as people type them (spaces of any kind, hyphens and dashes of any kind, brackets, dots,
+# slashes, underscores). The last two digits are kept so operators can still tell chats apart.
+_SEPARATOR = r"[\s\-\u2010-\u2015\u2212()./_]"
+PHONE = re.compile(rf"(?<![\w.])\+?\d(?:{_SEPARATOR}{{0,2}}\d){{6,}}(?!\w|[./]\d)")
+# What PHONE finds that is no phone number: an IPv4 address, and two digit groups joined by one
+# dot or slash (a decimal amount, `1234/5678` in a path).
+_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
+_TWO_GROUPS = re.compile(r"\d+[./]\d+")
 # Extra fields whose values are customer content, never logged as they are.
 CONTENT_KEYS = frozenset(
     {"text", "body", "reply", "transcript", "message_text", "content", "summary"}
@@ -52,8 +58,10 @@ def bound(cid: str | None) -> Iterator[str]:
 
 def mask_phone_numbers(text: str) -> str:
     def mask(match: re.Match[str]) -> str:
-        digits = re.sub(r"\D", "", match.group(0))
-        return "…" + digits[-2:]
+        found = match.group(0)
+        if _IPV4.fullmatch(found) or _TWO_GROUPS.fullmatch(found):
+            return found
+        return "…" + re.sub(r"\D", "", found)[-2:]
 
     return PHONE.sub(mask, text)
 
@@ -70,9 +78,10 @@ def mask_request_line(request: str) -> str:
 
     Secrets are masked in the line as sent; the line is then decoded, so that a number typed
     with spaces or a plus (`q=%2B7+701+555+12+34`) is seen and masked as one, and anything that
-    is not printable in it (an encoded newline) becomes `?`."""
+    is not printable in it (an encoded newline) becomes `?`, after the masking (a number typed
+    with non-breaking spaces is still one number)."""
     decoded = unquote_plus(SECRET_PARAMETERS.sub(r"\1***", request), errors="replace")
-    return mask_phone_numbers("".join(c if c.isprintable() else "?" for c in decoded))
+    return "".join(c if c.isprintable() else "?" for c in mask_phone_numbers(decoded))
 
 
 def _masked(value: Any) -> Any:

@@ -330,6 +330,11 @@ if MEDIA_S3_BUCKET:
     }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Most fields a form body may have, for every form parsed here: Django's own (request.POST and
+# query strings) and the Bitrix24 event webhook's PHP-style body (PHP's `max_input_vars`). A body
+# with more is a 400 before it is parsed.
+FORM_MAX_FIELDS = env_int("FORM_MAX_FIELDS", 1000)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = FORM_MAX_FIELDS
 
 # --- WhatsApp -------------------------------------------------------------------------------
 WHATSAPP_GRAPH_URL = env_str("WHATSAPP_GRAPH_URL", "https://graph.facebook.com/v24.0").rstrip("/")
@@ -358,6 +363,9 @@ MANAGER_ATTACHMENT_MAX_BYTES = env_int("MANAGER_ATTACHMENT_MAX_BYTES", 16 * 1024
 INBOUND_TEXT_MAX_CHARS = env_int("INBOUND_TEXT_MAX_CHARS", 65_536)
 # Largest webhook body accepted; Meta batches at most 1000 updates per POST.
 WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 3 * 1024 * 1024)
+# Largest Bitrix24 outbound-event body accepted (`/webhooks/bitrix24/`, anonymous until its
+# token is read): an event carries ids and at most an operator's reply, a few KB.
+BITRIX24_EVENT_MAX_BODY_BYTES = env_int("BITRIX24_EVENT_MAX_BODY_BYTES", 256 * 1024)
 
 # --- LLM (an OpenAI-compatible server: vLLM in production) ----------------------------------
 LLM_BASE_URL = env_str("LLM_BASE_URL")
@@ -497,8 +505,13 @@ PRICE_UPLOAD_MEMORY_MB = env_int("PRICE_UPLOAD_MEMORY_MB", 1024)
 LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5)
 LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
 LOGIN_WINDOW_SECONDS = env_int("LOGIN_WINDOW_SECONDS", 900)
-# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address).
+# Only behind a proxy that sets X-Forwarded-For itself (else clients choose their address):
+# deploy/ sets it, behind the shipped nginx, which overwrites the header.
 LOGIN_TRUST_X_FORWARDED_FOR = env_bool("LOGIN_TRUST_X_FORWARDED_FOR")
+# Password-reset mails (inbox/web/password_reset.py): per client address and per e-mail address.
+PASSWORD_RESET_MAX_PER_ADDRESS = env_int("PASSWORD_RESET_MAX_PER_ADDRESS", 5)
+PASSWORD_RESET_MAX_PER_ACCOUNT = env_int("PASSWORD_RESET_MAX_PER_ACCOUNT", 3)
+PASSWORD_RESET_WINDOW_SECONDS = env_int("PASSWORD_RESET_WINDOW_SECONDS", 3600)
 
 # --- Bitrix24 sync (integrations/bitrix24) --------------------------------------------------
 # Request URLs carry the webhook secret: httpx is quiet (LOGGING above), and so is httpcore.

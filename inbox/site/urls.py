@@ -4,7 +4,15 @@ from django.contrib import admin
 from django.urls import include, path
 
 from inbox.site import health, metrics_view
-from inbox.web import chat_extras, login_limit, media, progress_views, status_views, views
+from inbox.web import (
+    chat_extras,
+    login_limit,
+    media,
+    password_reset,
+    progress_views,
+    status_views,
+    views,
+)
 from inbox.web.api import api
 from inbox.web.reports import views as report_views
 from inbox.web.settings import (
@@ -23,6 +31,7 @@ urlpatterns = [
     path("metrics", metrics_view.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", login_limit.login, name="login"),
+    path("accounts/password_reset/", password_reset.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", views.chat_list, name="chat_list"),
     path("inbox/sandbox/", include("integrations.sandbox.urls")),

@@ -10,12 +10,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from inbox.conversations import access
 from inbox.web import canned, labels
+from inbox.web.params import parse_id
 
 
 def _id(raw: str) -> int:
-    if not (raw.isdigit() and len(raw) < 18):
+    parsed = parse_id(raw)
+    if parsed is None:
         raise Http404("bad id")
-    return int(raw)
+    return parsed
 
 
 @login_required

@@ -27,8 +27,10 @@ from inbox.conversations.models import (
     Owner,
     Turn,
 )
+from inbox.web.params import parse_id
 
 LIST_LIMIT = 200
+MAX_OFFSET = 10**9  # a list offset past this is a typo or a probe: the first page
 MESSAGES_SHOWN = 50
 # A turn still "running" after this long crashed; its indicator is not shown forever.
 TURN_INDICATOR_MAX_AGE = timedelta(minutes=5)
@@ -58,8 +60,7 @@ class ListFilters:
         state = str(params.get("state", "")).strip()
         if state not in Owner.values:
             state = ""
-        raw_channel = str(params.get("channel", "")).strip()
-        channel = int(raw_channel) if raw_channel.isdigit() and len(raw_channel) < 18 else None
+        channel = parse_id(params.get("channel"))
         q = str(params.get("q", "")).replace("\x00", "").encode("utf-8", "ignore").decode()
         view = str(params.get("view", "")).strip()
         if view not in dict(VIEWS):
@@ -67,8 +68,7 @@ class ListFilters:
         status = str(params.get("status", "")).strip()
         if status not in dict(STATUSES):
             status = ChatStatus.OPEN
-        raw_label = str(params.get("label", "")).strip()
-        label = int(raw_label) if raw_label.isdigit() and len(raw_label) < 18 else None
+        label = parse_id(params.get("label"))
         return cls(
             state=state, channel=channel, q=q.strip()[:100], view=view, status=status, label=label
         )
@@ -94,8 +94,8 @@ class ListFilters:
 
     @staticmethod
     def offset_from_query(params: Any) -> int:
-        raw = str(params.get("offset", "")).strip()
-        return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+        offset = parse_id(params.get("offset"))
+        return offset if offset is not None and offset < MAX_OFFSET else 0
 
 
 def user_pk(user: User) -> int:

@@ -33,7 +33,10 @@ def _setting(name: str, default: int) -> int:
 
 def client_address(request: HttpRequest) -> str:
     """REMOTE_ADDR, or the proxy's X-Forwarded-For hop when LOGIN_TRUST_X_FORWARDED_FOR is on
-    (only behind a proxy that sets it; otherwise a client could pick its own address)."""
+    (only behind a proxy that sets it; otherwise a client could pick its own address). The
+    shipped nginx overwrites the header with the address it saw, so the last hop is the client;
+    deploy/ turns the trust on (behind nginx REMOTE_ADDR may be nginx itself, one address for
+    every client)."""
     if getattr(settings, "LOGIN_TRUST_X_FORWARDED_FOR", False):
         forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
@@ -42,16 +45,17 @@ def client_address(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR", "") or "unknown")
 
 
-def _digest(value: str) -> str:
+def digest(value: str) -> str:
+    """A short hash that names an address or a username in Redis keys and logs."""
     return hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 def _pair_key(username: str, address: str) -> str:
-    return f"login:fail:{_digest(username.strip().lower())}:{_digest(address)}"
+    return f"login:fail:{digest(username.strip().lower())}:{digest(address)}"
 
 
 def _address_key(address: str) -> str:
-    return f"login:fail-addr:{_digest(address)}"
+    return f"login:fail-addr:{digest(address)}"
 
 
 @dataclass(frozen=True)
@@ -83,13 +87,18 @@ return n
 """
 
 
+def count_in_window(key: str, window_seconds: int) -> int:
+    """Add one to `key`'s count and return it; the count ends `window_seconds` after its first
+    hit (a fixed window, shared by every process through Redis)."""
+    count = get_redis().register_script(_COUNT_FAILURE)
+    return int(count(keys=[key], args=[window_seconds]))
+
+
 def record_failure(username: str, address: str) -> None:
     window = _setting("LOGIN_WINDOW_SECONDS", 900)
-    client = get_redis()
-    count = client.register_script(_COUNT_FAILURE)
     for key in (_pair_key(username, address), _address_key(address)):
-        count(keys=[key], args=[window])
-    log.info("login.failed", extra={"address_hash": _digest(address)[:8]})
+        count_in_window(key, window)
+    log.info("login.failed", extra={"address_hash": digest(address)[:8]})
 
 
 def clear(username: str, address: str) -> None:
@@ -113,7 +122,7 @@ class RateLimitMixin:
         address = client_address(self.request) if self.request is not None else "unknown"
         verdict = check(username, address)
         if not verdict.allowed:
-            log.warning("login.rate_limited", extra={"address_hash": _digest(address)[:8]})
+            log.warning("login.rate_limited", extra={"address_hash": digest(address)[:8]})
             raise forms.ValidationError(
                 "Too many failed attempts to log in as this user from your address. "
                 f"Try again in {_minutes(verdict.retry_after_seconds)}.",

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
+import unicodedata
+from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.http import (
@@ -27,13 +29,14 @@ from django.views.decorators.http import require_safe
 
 from inbox.conversations import access
 from inbox.conversations.models import Message
+from inbox.web.params import parse_id
 
 # Voice notes are small (5 minutes of Opus is about 1 MB): answered from memory, which
 # serves ASGI without a thread per chunk. A larger range is answered in part, with the
 # Content-Range saying which part, as RFC 9110 allows; players ask for the rest.
 WHOLE_IN_MEMORY = 16 * 1024 * 1024
 MAX_RANGE = 4 * 1024 * 1024
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
 _INLINE = re.compile(r"^(audio|video)/[\w.+-]+$|^image/(png|jpeg|gif|webp)$")
 
 
@@ -112,15 +115,22 @@ def _requested_range(request: HttpRequest, size: int, etag: str) -> tuple[int, i
     if not first and not last:
         return None
     if not first:  # the last n bytes
-        suffix = int(last)
+        suffix = _position(last, size)
         if suffix == 0 or size == 0:
             raise _Unsatisfiable
         return max(0, size - suffix), size - 1
-    start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
-    if start >= size or (last and int(last) < start):
+    start = _position(first, size)
+    end = min(_position(last, size), size - 1) if last else size - 1
+    if start >= size or (last and _position(last, size) < start):
         raise _Unsatisfiable
     return start, end
+
+
+def _position(digits: str, size: int) -> int:
+    """A byte position of the Range header: a number longer than any id lies past the end of
+    every file we serve (RFC 9110 allows any length; `int` of 4,300 digits raises)."""
+    parsed = parse_id(digits)
+    return size if parsed is None else parsed
 
 
 def _type_and_disposition(message: Message) -> tuple[str, str]:
@@ -128,5 +138,21 @@ def _type_and_disposition(message: Message) -> tuple[str, str]:
     mime = (message.media_mime or mimetypes.guess_type(name)[0] or "").strip()
     safe_name = re.sub(r"[^\w.\- ]", "_", name)[:100] or f"media-{message.pk}"
     if _INLINE.match(mime.split(";")[0].strip().lower()):
-        return mime, f'inline; filename="{safe_name}"'
-    return "application/octet-stream", f'attachment; filename="{safe_name}"'
+        return mime, f"inline; {_filename_parameters(safe_name, message.pk)}"
+    return "application/octet-stream", f"attachment; {_filename_parameters(safe_name, message.pk)}"
+
+
+def _filename_parameters(name: str, message_id: int) -> str:
+    """`filename="…"` alone for an ASCII name; otherwise an ASCII fallback plus RFC 6266's
+    `filename*=UTF-8''…`, which browsers decode (an RFC 2047 `=?utf-8?b?…?=` header, what a
+    non-ASCII header value becomes otherwise, they show as is). `name` holds no quote."""
+    if name.isascii():
+        return f'filename="{name}"'
+    stem, dot, extension = name.rpartition(".")
+    if not dot:
+        stem, extension = name, ""
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    ascii_stem = re.sub(r"[^\w.\- ]", "_", ascii_stem).strip(" _") or f"media-{message_id}"
+    ascii_extension = re.sub(r"[^A-Za-z0-9]", "", extension)
+    fallback = f"{ascii_stem}.{ascii_extension}" if ascii_extension else ascii_stem
+    return f"filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"

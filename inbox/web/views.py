@@ -19,6 +19,7 @@ from inbox.conversations.models import Alert, Chat
 from inbox.upkeep import alerts
 from inbox.web import actions, contact, dashboard, fragments
 from inbox.web.live import realtime
+from inbox.web.params import parse_id
 
 
 def request_user(request: HttpRequest) -> User:
@@ -83,9 +84,7 @@ def _page_context(request: HttpRequest, chat: Chat | None) -> dict[str, Any]:
         "alerts": _alerts(user),
     }
     if chat is not None:
-        raw_hit = request.GET.get("message", "")
-        hit = int(raw_hit) if raw_hit.isdigit() and len(raw_hit) < 18 else None
-        view = dashboard.chat_view(chat, hit)
+        view = dashboard.chat_view(chat, parse_id(request.GET.get("message")))
         context.update(
             view=view,
             contact=contact.contact_card(user, chat),
@@ -136,9 +135,7 @@ def chat_read_count(request: HttpRequest, chat_id: int) -> HttpResponse:
 def chat_earlier(request: HttpRequest, chat_id: int) -> HttpResponse:
     """Older messages of a chat (the "show earlier" link)."""
     chat = _visible_chat(request, chat_id)
-    raw = request.GET.get("before", "")
-    before = int(raw) if raw.isdigit() and len(raw) < 18 else None
-    items, has_earlier = dashboard.recent_messages(chat, before)
+    items, has_earlier = dashboard.recent_messages(chat, parse_id(request.GET.get("before")))
     return render(
         request,
         "inbox/_earlier.html",
@@ -197,11 +194,10 @@ def release(request: HttpRequest, chat_id: int) -> HttpResponse:
 @require_POST
 def assign(request: HttpRequest, chat_id: int) -> HttpResponse:
     raw = request.POST.get("assignee", "").strip()
-    if raw and not (raw.isdigit() and len(raw) < 18):
+    assignee = parse_id(raw)
+    if raw and assignee is None:
         raise Http404("no such manager")
-    return _header_response(
-        request, _run(request, actions.assign, chat_id, int(raw) if raw else None)
-    )
+    return _header_response(request, _run(request, actions.assign, chat_id, assignee))
 
 
 def _composer_response(
@@ -237,8 +233,7 @@ def _composer_response(
 def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     key = request.POST.get("key", "")
-    raw = request.POST.get("take_from", "")
-    take_from = int(raw) if raw.isdigit() and len(raw) < 18 else None
+    take_from = parse_id(request.POST.get("take_from"))
     upload = request.FILES.get("attachment")
     if upload is not None:  # a file: the text box is its caption
         result = _run(
@@ -274,16 +269,13 @@ def events(request: HttpRequest) -> HttpResponse:
     """What a page missed since sequence `since` of one business: the events (filtered to
     what this user may see) or `reset` when the log no longer reaches back that far."""
     user = _user(request)
-    raw_business = request.GET.get("business", "")
-    raw_since = request.GET.get("since", "")
-    if not (raw_business.isdigit() and raw_since.isdigit()) or len(raw_business) > 18:
+    business_id = parse_id(request.GET.get("business"))
+    since = parse_id(request.GET.get("since"))
+    if business_id is None or since is None:
         raise Http404("bad query")
-    business_id = int(raw_business)
     if business_id not in access.visible_business_ids(user):
         raise Http404("no such business")
-    since = int(raw_since[:18])
-    raw_chat = request.GET.get("chat", "")
-    chat_id = int(raw_chat) if raw_chat.isdigit() and len(raw_chat) < 18 else None
+    chat_id = parse_id(request.GET.get("chat"))
     if chat_id is not None and not access.can_see_chat(user, chat_id):
         chat_id = None
     found, current, complete = realtime.replay(business_id, since)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import logging
 
+from django.conf import settings
 from django.db import transaction
 
 from integrations.bitrix24 import payloads, tasks
@@ -21,8 +22,6 @@ from integrations.bitrix24.rest import phpquery
 from integrations.bitrix24.setup import install
 
 log = logging.getLogger(__name__)
-
-MAX_BODY_BYTES = 256 * 1024
 
 
 def matching_businesses(token: str) -> list[int]:
@@ -74,10 +73,17 @@ def _dispatch(business_id: int, parsed: payloads.Event) -> bool:
 
 
 def receive(body: bytes) -> int:
-    """Handle one event POST; returns the HTTP status to answer."""
-    if len(body) > MAX_BODY_BYTES:
+    """Handle one event POST; returns the HTTP status to answer.
+
+    Size and field count are checked before anything is parsed: this runs for anyone, before
+    the token is known, in the web process that also serves the pages."""
+    if len(body) > settings.BITRIX24_EVENT_MAX_BODY_BYTES:
         return 413
-    form = phpquery.decode(body.decode("utf-8", "replace"))
+    try:
+        form = phpquery.decode(body.decode("utf-8", "replace"), settings.FORM_MAX_FIELDS)
+    except phpquery.TooManyFields:
+        log.warning("bitrix24.event_too_many_fields", extra={"size": len(body)})
+        return 400
     parsed = payloads.parse(form)
     event, portal = parsed.event, parsed.auth.domain
     if event == payloads.EventName.APP_INSTALL:

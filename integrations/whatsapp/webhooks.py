@@ -46,7 +46,12 @@ class BodyTooLarge(Exception):
     pass
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request body, or `BodyTooLarge` once it passes `limit` bytes: at once when the
+    declared Content-Length is over it (nothing is read), else as soon as the chunks read are."""
+    declared = _header(scope, b"content-length") or ""
+    if declared.isascii() and declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
+        raise BodyTooLarge
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -245,7 +250,14 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
     correlation_id.set(logs.new_correlation_id())
     method = scope["method"]
     if method == "GET":
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        try:
+            query = parse_qs(
+                scope.get("query_string", b"").decode("latin-1"),
+                max_num_fields=settings.FORM_MAX_FIELDS,
+            )
+        except ValueError:  # more fields than that
+            await respond(send, 400, "too many query fields")
+            return
         mode = query.get("hub.mode", [""])[0]
         token = query.get("hub.verify_token", [""])[0]
         expected = settings.WHATSAPP_VERIFY_TOKEN
@@ -258,7 +270,7 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
         await respond(send, 405, "method not allowed")
         return
     try:
-        body = await read_body(receive, settings.WEBHOOK_MAX_BODY_BYTES)
+        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
     except BodyTooLarge:
         _reject("cloud_api", "too_large")
         await respond(send, 413, "body too large")
@@ -305,7 +317,7 @@ async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: 
         await respond(send, 405, "method not allowed")
         return
     try:
-        body = await read_body(receive, settings.WEBHOOK_MAX_BODY_BYTES)
+        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
     except BodyTooLarge:
         _reject("bridge", "too_large")
         await respond(send, 413, "body too large")

@@ -5,6 +5,7 @@ are kept per chat."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -17,6 +18,10 @@ from tests.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+PRESS_AT = """at => setTimeout(
+    () => document.querySelector("[data-action=take-over]").click(), at - Date.now())"""
 
 
 def customer_chat(people: dict[str, Any], phone: str, name: str) -> Chat:
@@ -44,9 +49,14 @@ def test_take_over_race_presence_and_asking_before_sending(
     expect(anna.locator(f"#presence-{chat.pk}")).to_contain_text("Also viewing: Boris Manager")
     expect(boris.locator(f"#presence-{chat.pk}")).to_contain_text("Also viewing: Anna Manager")
 
-    # Both press "Take over" at once: one transition, one winner, named on both pages.
+    # Both press "Take over" at once: one transition, one winner, named on both pages. The two
+    # presses are set for the same instant on the shared clock: pressed one after the other, the
+    # first one's live update may replace the second page's button before it is pressed.
     for page in (anna, boris):
-        page.locator("[data-action=take-over]").click(no_wait_after=True)
+        expect(page.locator("[data-action=take-over]")).to_be_enabled()
+    at = time.time() * 1000 + 400
+    for page in (anna, boris):
+        page.evaluate(PRESS_AT, at)
     chat = wait_for(lambda: Chat.objects.filter(pk=chat.pk, owner=Owner.HUMAN).first())
     wait_for(lambda: Chat.objects.get(pk=chat.pk).assigned_to_id)
     chat.refresh_from_db()

@@ -257,6 +257,7 @@ class GraphApiEmulator:
         self._send_failures: list[_Failure] = []
         self._upload_failures: list[_Failure] = []
         self._async_failures: dict[str, int] = {}
+        self._reused_id = ""
         self._lock = threading.Lock()
         self._server: EmulatorServer | None = None
         self._threads: list[threading.Thread] = []
@@ -304,6 +305,7 @@ class GraphApiEmulator:
             self._send_failures.clear()
             self._upload_failures.clear()
             self._async_failures.clear()
+            self._reused_id = ""
         self.auto_statuses = False
 
     def register_number(self, phone_number_id: str, token: str) -> None:
@@ -331,6 +333,12 @@ class GraphApiEmulator:
             self._upload_failures.append(
                 _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
             )
+
+    def reuse_message_id(self, wamid: str) -> None:
+        """Accepted sends answer with this id from now on (a provider that hands out an id it
+        gave before)."""
+        with self._lock:
+            self._reused_id = wamid
 
     def fail_async(self, recipient: str, code: int = 131047) -> None:
         """Sends to `recipient` are accepted (200 + wamid), then a `failed` status follows."""
@@ -476,7 +484,7 @@ class GraphApiEmulator:
             phone_number_id,
             to,
             text,
-            new_wamid(),
+            self._reused_id or new_wamid(),
             str(body.get("biz_opaque_callback_data", "")),
             time.time(),
             type=str(kind),

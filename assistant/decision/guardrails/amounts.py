@@ -22,7 +22,7 @@ from assistant.decision.guardrails.sentences import (
 )
 from assistant.knowledge.agreements import Agreement, agreements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.fees import Fee, fee_in
+from assistant.knowledge.fees import Fee, PercentTerm, fee_in, percent_terms
 from assistant.knowledge.matching import format_quantity, stem, words
 from assistant.knowledge.money import Amount, find_amounts, format_money
 from assistant.knowledge.rules import rule_clauses
@@ -72,6 +72,7 @@ class _Amounts:
     # The quantities this turn's messages gave (a line or total must use them).
     stated_now: dict[int, set[Decimal]]
     per_unit_fees: list[Fee]  # what the rules charge per bag, floor, km…
+    percents: list[PercentTerm]  # the discounts, surcharges and prepayments the rules state
     asked: str  # the customer's messages of this turn
     context: set[int]  # items the customer's messages (or the chat) named
     sentences: list[tuple[int, int]] = field(default_factory=list)
@@ -147,6 +148,7 @@ def unbacked_amounts(
         per_unit_fees=[
             fee for clause in rule_clauses(rules) if (fee := fee_in(clause)) is not None
         ],
+        percents=percent_terms(rules),
         asked="\n".join(e.text for e in turn.pending),
         # Nothing named anywhere (a name the matcher cannot read, "teeth whitening" on a Russian
         # list): the amount must at least be some item's price. docs/guardrails.md says so.
@@ -225,7 +227,9 @@ def _judge_total(state: _Amounts, amount: Amount) -> None:
     """A total must be the sum of the lines listed before it (with or without the rules' fees,
     unit prices counted at the customer's quantity or not)."""
     sums = _sums(state.lines)
-    if amount.value not in sums:
+    # Or that sum after a discount or surcharge the rules state ("Итого со скидкой 10%").
+    adjusted = {t.applied(s) for s in sums for t in state.percents if t.kind != "prepayment"}
+    if amount.value not in sums | adjusted:
         shown = format_money(amount.value, amount.currency)
         expected = format_money(min(sums, key=lambda s: abs(s - amount.value)), amount.currency)
         state.found.append(
@@ -298,6 +302,8 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
     if _fee_from_rules(state, amount):
         state.lines.append(_Line(amount.value, amount.value, from_rules=True))
         return
+    if _by_percent(state, amount):
+        return
     if len(state.lines) >= 2 and amount.value in _sums(state.lines):
         state.lines = [_Line(amount.value, amount.value)]  # an unlabelled total
         return
@@ -323,6 +329,21 @@ def _fee_from_rules(state: _Amounts, amount: Amount) -> bool:
             products = {p * c for p in products for c in counts}
         if any(amount.value == fee.amount * p + fee.base for p in products):
             return not items_named(state.knowledge, _sentence_around(state, amount), strong=True)
+    return False
+
+
+def _by_percent(state: _Amounts, amount: Amount) -> bool:
+    """A line's amount after a discount or surcharge the rules state ("84 000, со скидкой 10%:
+    75 600"), which it then stands for; or the prepayment the rules ask, of the lines' sum."""
+    if not state.lines:
+        return False
+    last = state.lines[-1]
+    for term in state.percents:
+        if term.kind != "prepayment" and amount.value == term.applied(last.value):
+            state.lines[-1] = _Line(amount.value, amount.value)
+            return True
+        if term.kind == "prepayment" and amount.value in {term.of(s) for s in _sums(state.lines)}:
+            return True
     return False
 
 

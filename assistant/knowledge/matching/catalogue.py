@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from assistant import language
 from assistant.knowledge.matching.distinctions import (
     code_positions,
     described_keys,
@@ -32,6 +33,7 @@ from assistant.knowledge.matching.keys import (
     keys_match,
     latin_shapes,
     meaning_by_typo,
+    shared_root,
     stems_match,
     word_key,
 )
@@ -70,6 +72,8 @@ class ItemMatch:
     weak: bool = False
     # Every matched word is the name's own word, as written (not a translation of it).
     literal: bool = False
+    # The name's words the query did not say ("педикюр" of a manicure-and-pedicure set).
+    unsaid: frozenset[str] = field(default_factory=frozenset)
 
 
 # Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
@@ -150,6 +154,14 @@ class Catalogue:
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
             sizes_stated(analyse(name)) for name in self.names
         ]
+        # Name keys by the script of the word they came from: a word the customer types in
+        # the other script may share its root ("lamination", "Ламинирование").
+        self.keys_by_script: dict[bool, set[str]] = {True: set(), False: set()}
+        for name, extra in zip(self.names, alias_lists, strict=True):
+            for v in (name, *extra):
+                for w in words(v or ""):
+                    if w.isalpha() and not is_stopword(w):
+                        self.keys_by_script[language.is_cyrillic(w)].add(word_key(w))
         self.packaging: dict[Family, set[str]] = {}
         for name in self.names:
             for w in words(name):
@@ -208,6 +220,35 @@ class Catalogue:
         """Every word key the list's names and aliases use (what is sold)."""
         return frozenset(k for v in self.variants for keys in v for k in keys if not k.isdigit())
 
+    @functools.cached_property
+    def heads(self) -> dict[str, frozenset[int]]:
+        """The items each word heads (is the first word of a name of): "педикюр" heads the
+        pedicure."""
+        heads: dict[str, set[int]] = {}
+        for index, variants in enumerate(self.variants):
+            for keys in variants:
+                first = next((k for k in keys if not k.isdigit()), None)
+                if first is not None:
+                    heads.setdefault(first, set()).add(index)
+        return {k: frozenset(v) for k, v in heads.items()}
+
+    def said(self, text: str) -> frozenset[str]:
+        """The name words a text says."""
+        return frozenset(k for t in content_tokens(analyse(text)) for k in self._token_keys(t))
+
+    def _bundles(self, bigger: ItemMatch, smaller: ItemMatch, said: frozenset[str]) -> bool:
+        """`bigger` is a set that holds `smaller` and another item the message does not name:
+        its unsaid words are the smaller one's and more, among them the head of another name
+        ("маникюр с покрытием" is the manicure, not "маникюр + педикюр с покрытием", unless
+        the customer says "педикюр" too)."""
+        if not smaller.unsaid < bigger.unsaid:
+            return False
+        others = {bigger.index, smaller.index}
+        return any(
+            self.heads.get(k, frozenset()) - others and k not in said
+            for k in bigger.unsaid - smaller.unsaid
+        )
+
     # --- matching (catalogue assistant) ---------------------------------------------------
 
     def _token_keys(self, token: QueryToken) -> frozenset[str]:
@@ -224,6 +265,9 @@ class Catalogue:
             meaning = meaning_by_typo(word_stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
+        if not found and not key.startswith("#") and word.isalpha():
+            other_script = self.keys_by_script[not language.is_cyrillic(word)]
+            found |= {k for k in other_script if not k.startswith("#") and shared_root(key, k)}
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
         # Packaging words meet across languages by what they are: "box" is the "коробка" of
         # "Макарон коробка 6 шт", "bag" the "мешок".
@@ -416,11 +460,14 @@ class Catalogue:
             number_positions=frozenset(number_positions),
             weak=all(k in ATTRIBUTE_KEYS for k in words_found),
             literal=literal,
+            unsaid=frozenset(k for k in keys if k not in chosen and not k.isdigit()),
         )
 
-    def resolve(self, text: str) -> list[list[ItemMatch]]:
+    def resolve(self, text: str, message: str = "") -> list[list[ItemMatch]]:
         """Groups of matches, one group per thing the customer named: a group of one is a
-        clear match; a group of several is ambiguous (they explain the same words equally)."""
+        clear match; a group of several is ambiguous (they explain the same words equally).
+        `message` is the whole message `text` is a part of (what else the customer said)."""
+        said = self.said(message or text)
         remaining = self.match(text)
         groups: list[list[ItemMatch]] = []
         consumed: set[int] = set()
@@ -463,6 +510,7 @@ class Catalogue:
                 literal = [m for m in group if m.literal and m.coverage >= 0.5]
                 if len(group) > 1 and len(literal) == 1:
                     group = literal
+                group = [m for m in group if not any(self._bundles(m, n, said) for n in group)]
             groups.append(group)
             consumed |= set(top.positions)
             ids = {m.index for m in group}
@@ -484,7 +532,7 @@ class Catalogue:
         # Descriptive words alone ("white", "oak") name nothing when the message names a product.
         strong = any(not m.weak for m in self.match(text))
         for part in segments(text):
-            resolved = self.resolve(part)
+            resolved = self.resolve(part, text)
             groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
             vague = resolved and (not groups or len(groups[0]) > 1)
             if vague and previous:

@@ -55,6 +55,15 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     return edit_distance_at_most(query_stem, name_stem, 1 if shorter < 7 else 2)
 
 
+def shared_root(a: str, b: str) -> bool:
+    """Two spellings of one borrowed word across scripts share its root, if not its ending:
+    "lamination" and "ламинирование" (lamin-), "correction" and "коррекция" (korekt-). Half
+    the shorter word and at least five letters, from the start."""
+    shorter = min(len(a), len(b))
+    common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), shorter)
+    return common >= 5 and common * 2 >= shorter
+
+
 def content_tokens(tokens: Sequence[QueryToken]) -> list[QueryToken]:
     """Tokens that could name a product: not a question word, not a bare number; a single
     letter only as the head of a code ("М500", "B2": a letter before a number)."""

@@ -11,6 +11,11 @@ sockets of one user in one process share a fresh read), so a membership removed 
 is open stops the pushes within that time. While a socket is
 open its user counts as online for auto-assignment (`inbox.conversations.online`, refreshed
 every `online.HEARTBEAT_SECONDS`).
+
+However the consumer ends (a disconnect, an error in any handler), `_release` cancels its
+tasks and takes it off the online set and the chat's viewers, so presence never outlives the
+socket. A frame the consumer fails on gets an error frame; any other failure closes the socket
+(1011) cleanly, and the page reconnects.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from inbox.conversations import access, online, reading
 from inbox.web import dashboard
 from inbox.web.live import fanout, presence, realtime
+from inbox.web.params import parse_id
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,7 @@ VISIBILITY_TTL = 30.0
 TYPING_MIN_INTERVAL = 1.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+CLOSE_SERVER_ERROR = 1011
 SHARED_VISIBILITY_SECONDS = 1.0
 MAX_BATCH = 200
 
@@ -59,14 +66,10 @@ def _db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return database_sync_to_async(func)  # type: ignore[no-any-return]
 
 
-def _chat_id(raw: object) -> int | None:
-    text = str(raw).strip()
-    return int(text) if text.isdigit() and len(text) < 18 else None
-
-
 class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
-    async def connect(self) -> None:
-        self.user = self.scope.get("user")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user: Any = None
         self.chat_id: int | None = None
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
@@ -74,7 +77,25 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.sender: asyncio.Task[None] | None = None
         self.outbox: asyncio.Queue[tuple[fanout.Frames, ...]] = asyncio.Queue()
         self.joined: set[int] = set()
+        self.in_user_group = False
+        self.present = False
+        self.released = False
         self.typing_at = 0.0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """The consumer's whole life: whatever ends it, `_release` runs. An exception in a
+        handler closes the socket with 1011 instead of leaving it to the server."""
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception:
+            log.exception("ws.consumer_failed", extra={"user_id": getattr(self.user, "pk", None)})
+            with contextlib.suppress(Exception):
+                await self.close(code=CLOSE_SERVER_ERROR)
+        finally:
+            await self._release()
+
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
@@ -84,44 +105,61 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
         requested = query.get("chat", [""])[0]
+        chat_id = None
         if requested:
-            chat_id = _chat_id(requested)
+            chat_id = parse_id(requested)
             if chat_id is None or not await self._can_see(chat_id):
-                log.info("ws.denied", extra={"user_id": self.user.pk, "chat_id": requested})
+                log.info("ws.denied", extra={"user_id": self.user.pk, "chat_id": requested[:40]})
                 await self.close(code=CLOSE_FORBIDDEN)
                 return
         self.sender = asyncio.create_task(self._send_events())
         for business_id in self.businesses:
             await fanout.join(business_id, self)
             self.joined.add(business_id)
+        self.in_user_group = True
         await self.channel_layer.group_add(realtime.user_group(self.user.pk), self.channel_name)
-        if requested:
-            await self._subscribe(int(requested))
+        if chat_id is not None:
+            await self._subscribe(chat_id)
         await self.accept()
+        self.present = True
         await self._mark_present()
         self.heartbeat = asyncio.create_task(self._keep_present())
         await self.send_json({"type": "hello", "seq": await self._sequences()})
 
     async def disconnect(self, code: int) -> None:
-        if self.heartbeat is not None:
-            self.heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.heartbeat
-            await sync_to_async(online.socket_closed, thread_sensitive=False)(
-                set(self.businesses), int(self.user.pk), self.channel_name
-            )
-        if self.user is not None and self.user.is_authenticated:
-            await self.channel_layer.group_discard(
-                realtime.user_group(self.user.pk), self.channel_name
-            )
+        await self._release()
+
+    async def _release(self) -> None:
+        """Undo what the socket started, once: its tasks first (nothing may re-mark it
+        online), then each registration, every step tried even when one before it fails."""
+        if self.released:
+            return
+        self.released = True
+        for task in (self.heartbeat, self.sender):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self.present:
+            await self._quietly(
+                sync_to_async(online.socket_closed, thread_sensitive=False),
+                set(self.businesses), int(self.user.pk), self.channel_name,
+            )  # fmt: skip
+        if self.in_user_group:
+            await self._quietly(
+                self.channel_layer.group_discard, realtime.user_group(self.user.pk),
+                self.channel_name,
+            )  # fmt: skip
         for business_id in self.joined:
-            await fanout.leave(business_id, self)
+            await self._quietly(fanout.leave, business_id, self)
         self.joined = set()
-        if self.sender is not None:
-            self.sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.sender
-        await self._unsubscribe()
+        await self._quietly(self._unsubscribe)
+
+    async def _quietly(self, step: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        try:
+            await step(*args)
+        except Exception:
+            log.warning("ws.release_step_failed", exc_info=True)
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
@@ -136,7 +174,11 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if not isinstance(content, dict):
             await self.send_json({"type": "error", "error": "bad_frame"})
             return
-        await self.receive_json(content, **kwargs)
+        try:
+            await self.receive_json(content, **kwargs)
+        except Exception:
+            log.warning("ws.frame_failed", extra={"user_id": self.user.pk}, exc_info=True)
+            await self.send_json({"type": "error", "error": "server_error"})
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """`{"action": "subscribe", "chat": ID}` switches the open chat; `unsubscribe` closes
@@ -145,7 +187,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return
         action = content.get("action")
         if action == "subscribe":
-            chat_id = _chat_id(content.get("chat"))
+            chat_id = parse_id(content.get("chat"))
             if chat_id is None or not await self._can_see(chat_id):
                 await self.send_json({"type": "error", "error": "not_found"})
                 return
@@ -170,7 +212,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             )  # fmt: skip
         elif action == "read":
             # The page has this chat open and saw a new message: this manager's marker moves.
-            chat_id = _chat_id(content.get("chat"))
+            chat_id = parse_id(content.get("chat"))
             if chat_id is None or chat_id != self.chat_id or not await self._mark_read(chat_id):
                 await self.send_json({"type": "error", "error": "not_found"})
 
@@ -276,7 +318,10 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """Online for auto-assignment while this socket lives (the businesses it still sees)."""
         while True:
             await asyncio.sleep(online.HEARTBEAT_SECONDS)
-            await self._mark_present()
+            try:
+                await self._mark_present()
+            except Exception:  # a Redis blip: the next beat tries again, the entry's TTL runs
+                log.warning("ws.heartbeat_failed", exc_info=True)
 
     async def _mark_present(self) -> None:
         await sync_to_async(online.socket_open, thread_sensitive=False)(

@@ -6,7 +6,6 @@ A manager gets 403; another business, or another business's channel, is a 404.
 from __future__ import annotations
 
 import csv
-from datetime import date
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,32 +14,24 @@ from django.views.decorators.http import require_GET
 
 from inbox.conversations.models import Business, Channel, HandoffReason
 from inbox.web.administered import administered_business
+from inbox.web.params import day_param, parse_id
 from inbox.web.reports import charts, figures, report
 
 # A cell a spreadsheet would read as a formula is written as text.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _day(raw: str) -> date | None:
-    try:
-        return date.fromisoformat(raw) if raw else None
-    except ValueError:
-        return None
-
-
 def _period(request: HttpRequest) -> tuple[figures.Period, list[Business]]:
     page = administered_business(request)
     business = page.business
     channel: Channel | None = None
-    raw_channel = request.GET.get("channel", "")
-    if raw_channel:
-        channel = (
-            business.channels.filter(pk=int(raw_channel)).first() if raw_channel.isdigit() else None
-        )
+    if request.GET.get("channel"):
+        channel_id = parse_id(request.GET["channel"])
+        channel = business.channels.filter(pk=channel_id).first() if channel_id else None
         if channel is None:
             raise Http404("no such channel")
     period = figures.period_for(
-        business, _day(request.GET.get("from", "")), _day(request.GET.get("to", "")), channel
+        business, day_param(request.GET, "from"), day_param(request.GET, "to"), channel
     )
     return period, page.businesses
 

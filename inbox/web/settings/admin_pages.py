@@ -24,6 +24,7 @@ from inbox.conversations import access, progress
 from inbox.conversations.models import Business, Channel, HandoffReason, Job
 from inbox.web import dashboard
 from inbox.web.administered import administered_business, require_business_admin
+from inbox.web.params import parse_id
 from inbox.web.settings import channel_settings
 from inbox.web.settings.model_settings import BusinessModelForm
 
@@ -127,10 +128,11 @@ def _choice(business_id: int, channel_id: int | None) -> str:
 def _target(target: str, businesses: list[Business]) -> tuple[Business, Channel | None]:
     """The business and (for an override) channel a target choice names, among the user's."""
     by_id = {b.pk: b for b in businesses}
-    if target.startswith("b") and target[1:].isdigit() and int(target[1:]) in by_id:
-        return by_id[int(target[1:])], None
-    if target.startswith("c") and target[1:].isdigit():
-        channel = Channel.objects.filter(pk=int(target[1:]), business__in=businesses).first()
+    kind, named = target[:1], parse_id(target[1:])
+    if kind == "b" and named in by_id:
+        return by_id[named], None
+    if kind == "c" and named is not None:
+        channel = Channel.objects.filter(pk=named, business__in=businesses).first()
         if channel is not None:
             return by_id[channel.business_id], channel
     raise Http404("no such price list")

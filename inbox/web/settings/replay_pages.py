@@ -23,7 +23,8 @@ from assistant.replay.candidate import Candidate, CandidateModel
 from inbox.conversations.models import Business
 from inbox.platform import egress
 from inbox.platform.logs import mask_phone_numbers
-from inbox.web.administered import require_business_admin
+from inbox.web.administered import administered_business, require_business_admin
+from inbox.web.params import id_param, parse_id
 from inbox.web.settings.admin_pages import AssistantSettingsForm
 
 
@@ -70,10 +71,10 @@ class ReplayForm(forms.Form):
 
     def clean_chat_ids(self) -> tuple[int, ...]:
         raw = self.cleaned_data["chat_ids"].replace(" ", "")
-        parts = [p for p in raw.split(",") if p]
-        if not all(p.isdigit() for p in parts):
+        ids = [parse_id(p) for p in raw.split(",") if p]
+        if None in ids:
             raise forms.ValidationError("Chat ids are numbers, separated by commas.")
-        return tuple(int(p) for p in parts)
+        return tuple(i for i in ids if i is not None)
 
     def clean_model_base_url(self) -> str:
         url: str = self.cleaned_data["model_base_url"]
@@ -114,14 +115,17 @@ def _visible_run(request: HttpRequest, run_id: int) -> ReplayRun:
 @login_required
 @require_http_methods(["GET", "POST"])
 def replay_start(request: HttpRequest) -> HttpResponse:
-    businesses = require_business_admin(request)
+    page = administered_business(request)
+    businesses = page.businesses
     token = request.POST.get("upload") or request.GET.get("upload", "")
     staged = price_upload.take(token, request.user) if token else None
     initial: dict[str, Any] = {"upload": token}
-    if request.GET.get("again", "").isdigit():
-        initial.update(_saved_set(_visible_run(request, int(request.GET["again"]))))
+    again = id_param(request.GET, "again")
+    if again is not None:
+        initial.update(_saved_set(_visible_run(request, again)))
     form = ReplayForm(request.POST or None, initial=initial, businesses=businesses)
-    business = businesses[0]
+    business = page.business
+    form.initial.setdefault("business", business.pk)
     if staged is not None:
         business = next((b for b in businesses if b.pk == staged.business_id), business)
         form.initial["business"] = business.pk

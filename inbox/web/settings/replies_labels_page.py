@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 
 from inbox.conversations.models import Business, CannedReply, Label
 from inbox.web.administered import administered_business
+from inbox.web.params import parse_id
 
 
 class CannedReplyForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -39,9 +40,10 @@ class PrivacyForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 def _delete(model: type[CannedReply] | type[Label], business: Business, raw: str) -> None:
-    if not (raw.isdigit() and len(raw) < 18):
+    row_id = parse_id(raw)
+    if row_id is None:
         raise Http404("bad id")
-    deleted, _ = model.objects.filter(pk=int(raw), business=business).delete()
+    deleted, _ = model.objects.filter(pk=row_id, business=business).delete()
     if not deleted:
         raise Http404("no such row")
 

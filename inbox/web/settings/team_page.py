@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,10 +20,20 @@ from django.views.decorators.http import require_http_methods, require_POST
 from inbox.conversations import online, team
 from inbox.conversations.models import Business, Channel, Membership
 from inbox.web.administered import administered_business, require_business_admin
+from inbox.web.params import parse_id
 
 
 class ChannelChoices(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
-    """Channels by their own name: the page is already about one business."""
+    """Channels by their own name: the page is already about one business. A value that is
+    no id is refused before the query (a 20-digit one overflows the database's integer)."""
+
+    def clean(self, value: Any) -> Any:
+        if isinstance(value, list | tuple) and any(parse_id(v) is None for v in value):
+            raise forms.ValidationError(
+                self.error_messages["invalid_pk_value"], code="invalid_pk_value",
+                params={"pk": next(v for v in value if parse_id(v) is None)},
+            )  # fmt: skip
+        return super().clean(value)
 
     def label_from_instance(self, obj: Channel) -> str:
         return obj.name
@@ -40,6 +51,7 @@ class MemberFields(forms.Form):
         label="Chat cap",
         required=False,
         min_value=0,
+        max_value=team.MAX_CHAT_CAP,
         help_text="Most open chats auto-assignment gives them; empty = no cap.",
     )
 
@@ -51,7 +63,8 @@ class MemberFields(forms.Form):
 
 
 class InviteForm(MemberFields):
-    username = forms.CharField(max_length=150)
+    # The User model's own rule, so a name with markup is a form error on the page.
+    username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
     email = forms.EmailField()
     delivery = forms.ChoiceField(
         label="How",

@@ -7,11 +7,12 @@ dict gets it wrong, and hand-built strings break on `&`, `=` and Cyrillic.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote_plus
 
-__all__ = ["Raw", "decode", "encode", "result_ref", "scalar"]
+__all__ = ["Raw", "TooManyFields", "decode", "encode", "field_count", "result_ref", "scalar"]
 
 
 class Raw(str):
@@ -89,19 +90,49 @@ def _path(key: str) -> list[str]:
     return parts
 
 
-def _insert(target: dict[str, Any], path: list[str], value: str) -> None:
-    node: Any = target
+# A key PHP stores as an integer: canonical ASCII decimal within a 64-bit signed integer ("7",
+# "-3"; not "07", "+7", "1e3", "²" or 20 digits). Anything else stays a string key.
+_PHP_INT_KEY = re.compile(r"-?(?:0|[1-9][0-9]{0,18})", re.ASCII)
+_PHP_INT_MAX = 2**63 - 1
+
+
+def _php_int(key: str) -> int | None:
+    if len(key) > 20 or not _PHP_INT_KEY.fullmatch(key):
+        return None
+    number = int(key)
+    return number if -_PHP_INT_MAX - 1 <= number <= _PHP_INT_MAX else None
+
+
+class _Node(dict[str, Any]):
+    """One array being built, with PHP's `nNextFreeElement`: the index `key[]` gets next (the
+    largest integer key so far + 1). Counting the siblings instead made each `a[]` cost as many
+    steps as the `a[]`s before it: 20,000 of them in a 100 KB body took 31 s of CPU."""
+
+    __slots__ = ("next_index",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_index = 0
+
+    def put(self, key: str, value: Any) -> None:
+        self[key] = value
+        number = _php_int(key)
+        if number is not None and number >= self.next_index:
+            self.next_index = number + 1
+
+
+def _insert(target: _Node, path: list[str], value: str) -> None:
+    node = target
     for depth, part in enumerate(path):
-        last = depth == len(path) - 1
         if part == "":
-            part = str(sum(1 for k in node if k.isdigit())) if isinstance(node, dict) else "0"
-        if last:
-            node[part] = value
+            part = str(node.next_index)
+        if depth == len(path) - 1:
+            node.put(part, value)
             return
         child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
+        if not isinstance(child, _Node):
+            child = _Node()
+            node.put(part, child)
         node = child
 
 
@@ -116,9 +147,25 @@ def _listify(node: Any) -> Any:
     return converted
 
 
-def decode(body: str) -> dict[str, Any]:
-    """A form body (`event=…&data[FIELDS][ID]=7&auth[domain]=…`) as nested dicts and lists."""
-    result: dict[str, Any] = {}
+class TooManyFields(ValueError):
+    """A form body with more fields than the caller takes (PHP's `max_input_vars`)."""
+
+
+def field_count(body: str | bytes) -> int:
+    """How many `&`-separated pairs a form body has at most, counted without parsing it (empty
+    pairs included): cheap enough to run on any body before deciding to parse it."""
+    return (body.count("&") if isinstance(body, str) else body.count(b"&")) + 1
+
+
+def decode(body: str, max_fields: int | None = None) -> dict[str, Any]:
+    """A form body (`event=…&data[FIELDS][ID]=7&auth[domain]=…`) as nested dicts and lists.
+
+    Linear in the body's length. With `max_fields`, a body of more pairs raises `TooManyFields`
+    before any of it is parsed (PHP would drop the rest with a warning; a caller that answers
+    strangers refuses the whole body instead)."""
+    if max_fields is not None and field_count(body) > max_fields:
+        raise TooManyFields(f"more than {max_fields} form fields")
+    result = _Node()
     for chunk in body.split("&"):
         if not chunk:
             continue

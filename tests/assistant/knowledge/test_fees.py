@@ -5,7 +5,15 @@ from decimal import Decimal
 
 from assistant.decision import catalogue
 from assistant.decision.guardrails import check_against
-from assistant.knowledge.fees import Fee, counter, fee_for, fee_in, fee_total
+from assistant.knowledge.fees import (
+    Fee,
+    counter,
+    fee_for,
+    fee_in,
+    fee_total,
+    percent_terms,
+    term_applies,
+)
 from assistant.knowledge.rules import topic_clauses
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision
@@ -93,3 +101,67 @@ def test_an_extra_the_customer_names_is_a_line_of_the_total():
     # Without the inscription, no extra.
     plain = catalogue.decide(turn("торт прага 2 кг сколько?"), knowledge(cakes), config)
     assert "Надпись" not in plain.reply_to_customer
+
+
+COURSES = (
+    item("EN-GR", "Английский — групповой курс для взрослых", "28000", unit="месяц"),
+    item("BOOK", "Учебник English File", "9500"),
+)
+COURSE_RULES = AssistantSettings(
+    business_rules="Скидка 10% при оплате группового курса сразу за 3 месяца. "
+    "Оплата наличными или Kaspi."
+)
+
+
+def test_percentages_the_rules_state_are_read_with_what_they_are_on():
+    terms = percent_terms(
+        "Скидка 10% при оплате группового курса сразу за 3 месяца. "
+        "При покупке комплекта из 4 шин — скидка 50% на шиномонтаж. "
+        "Срочный заказ — +50% к стоимости заказа. "
+        "Предоплата 30% от стоимости меню. Ткань: 100% хлопок."
+    )
+    assert [(t.kind, t.rate, t.target) for t in terms] == [
+        ("discount", Decimal(10), ""),
+        ("discount", Decimal(50), "шиномонтаж"),
+        ("surcharge", Decimal(50), ""),
+        ("prepayment", Decimal(30), "меню"),
+    ]
+    discount = terms[0]
+    assert term_applies(discount, "если оплатить групповой сразу за 3 месяца, сколько?")
+    assert not term_applies(discount, "если оплатить групповой за 2 месяца, сколько?")
+    assert discount.applied(Decimal(84000)) == Decimal(75600)
+
+
+def test_a_discount_the_customer_meets_is_computed_and_the_guardrail_proves_it():
+    asked = "английский групповой для взрослых, если оплатить сразу за 3 месяца, сколько?"
+    t = turn(asked)
+    decision = catalogue.decide(t, knowledge(COURSES), COURSE_RULES)
+    reply = decision.reply_to_customer
+    assert "3 × 28 000 KZT = 84 000 KZT, со скидкой 10%: 75 600 KZT" in reply
+    assert check_against(decision, t, knowledge(COURSES), COURSE_RULES).allowed
+    # A discounted amount the rules do not give is not proven.
+    wrong = Decimal(70000)
+    bad = Decision(
+        action=Action.ANSWER,
+        reply_to_customer=reply.replace("75 600", f"{wrong:,}".replace(",", " ")),
+    )
+    assert not check_against(bad, t, knowledge(COURSES), COURSE_RULES).allowed
+    # For two months there is no discount.
+    two = catalogue.decide(
+        turn("английский групповой для взрослых, если оплатить сразу за 2 месяца, сколько?"),
+        knowledge(COURSES),
+        COURSE_RULES,
+    )
+    assert "скидкой" not in two.reply_to_customer
+
+
+def test_the_prepayment_asked_about_is_computed_on_the_order():
+    cakes = (item("CAKE-HONEY", "Торт «Медовик»", "8500", unit="кг"),)
+    config = AssistantSettings(
+        business_rules="Торты готовим на заказ: предоплата 50% от стоимости торта, "
+        "остаток при получении."
+    )
+    t = turn("Какая предоплата за Медовик 3 кг?")
+    decision = catalogue.decide(t, knowledge(cakes), config)
+    assert "Предоплата 50%: 12 750 KZT" in decision.reply_to_customer
+    assert check_against(decision, t, knowledge(cakes), config).allowed

@@ -123,3 +123,60 @@ def test_spellings_meet_across_scripts():
 
 def test_segments_split_where_a_new_thing_is_named():
     assert segments("a table and 4 chairs, a lamp") == ["a table", "4 chairs", "a lamp"]
+
+
+NAILS = knowledge(
+    (
+        item("N-1", "Маникюр с покрытием гель-лак", "8000"),
+        item("N-2", "Педикюр с покрытием гель-лак", "9500"),
+        item("N-3", "Комплекс: маникюр + педикюр с покрытием гель-лак", "15500"),
+        item("N-4", "Стул дубовый", "20000"),
+        item("N-5", "Стул барный высокий", "25000"),
+        item("N-6", "Коррекция бровей", "3500"),
+        item("N-7", "Маникюр без покрытия", "5000"),
+        item("N-8", "Педикюр без покрытия", "7000"),
+        item("N-9", "Снятие гель-лака", "1500"),
+    )
+)
+
+
+def test_a_set_is_named_only_when_the_message_names_what_else_it_holds():
+    assert named("маникюр с покрытием сколько?", NAILS) == [(["Маникюр с покрытием гель-лак"], 1)]
+    assert named("нам обеим маникюр с покрытием и мне ещё коррекцию бровей", NAILS) == [
+        (["Маникюр с покрытием гель-лак"], 2),
+        (["Коррекция бровей"], 1),
+    ]
+    # Two names that each add words of their own stay a question: which chair?
+    assert named("стул", NAILS) == [(["Стул дубовый", "Стул барный высокий"], 1)]
+
+
+TRADES = knowledge(
+    (
+        item("S-1", "Ламинирование бровей", "7000"),
+        item("S-2", "Ламинирование ресниц", "8000"),
+        item("S-3", "Коррекция бровей", "3500"),
+        item("B-1", "Цемент М500, мешок 50 кг", "3400"),
+        item("B-2", "Штукатурка гипсовая, мешок 30 кг", "2900"),
+        item("L-1", "Английский для детей — группа", "24000"),
+        item("L-2", "Казахский язык — группа", "22000"),
+        item("L-3", "Грамматика для начинающих", "15000"),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("brow lamination", "Ламинирование бровей"),
+        ("lash lamination", "Ламинирование ресниц"),
+        ("қас коррекциясы", "Коррекция бровей"),
+        ("cement M500", "Цемент М500, мешок 50 кг"),
+        ("plaster", "Штукатурка гипсовая, мешок 30 кг"),
+        ("kids English group", "Английский для детей — группа"),
+        ("kazakh group", "Казахский язык — группа"),
+        # No vocabulary: the borrowed word's root is shared across scripts.
+        ("grammar for beginners", "Грамматика для начинающих"),
+    ],
+)
+def test_trade_words_are_found_across_languages(text, expected):
+    assert named(text, TRADES) == [([expected], 1)]

@@ -3,6 +3,9 @@ lasts, and never a file with errors."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from assistant.knowledge import price_upload
@@ -153,9 +156,9 @@ def test_redis_keeps_the_parsed_preview_compressed_not_the_file():
         data, "big.csv", "", business_id=biz.pk, channel_id=None, user=owner
     )
 
-    kept = get_redis().get(f"cache:1:price_upload:{staged.token}")
+    kept = get_redis().memory_usage(f"price_upload:{staged.token}")
     assert kept is not None
-    assert len(kept) < len(data) / 3
+    assert kept < len(data) / 3
     taken = price_upload.take(staged.token, owner)
     assert taken is not None
     assert taken.preview == staged.preview
@@ -180,3 +183,29 @@ def test_two_quick_clicks_on_apply_write_one_version():
         price_upload.apply(second, owner)
 
     assert PriceListVersion.objects.count() == 1
+
+
+def test_thirty_concurrent_uploads_leave_one_preview_in_redis():
+    """The one-upload-per-user bound was read, then written: 30 uploads at once left 9
+    previews (of up to 8 MB each) in a noeviction Redis for an hour."""
+    biz = factories.business()
+    owner = factories.manager(biz, role=Membership.Role.ADMIN)
+    lines = [f"SKU{i},Oak chair {i},{1000 + i},KZT" for i in range(300)]
+    data = ("sku,name,price,currency\n" + "\n".join(lines) + "\n").encode()
+    start = threading.Barrier(30)
+
+    def upload(n: int) -> str:
+        start.wait()
+        staged = price_upload.stage(
+            data, f"p{n}.csv", "", business_id=biz.pk, channel_id=None, user=owner
+        )
+        return staged.token
+
+    with ThreadPoolExecutor(30) as pool:
+        tokens = list(pool.map(upload, range(30)))
+
+    waiting = [t for t in tokens if price_upload.take(t, owner) is not None]
+    assert len(waiting) == 1
+    kept = [key for key in get_redis().scan_iter(match="*price_upload:*")
+            if b":user:" not in key]  # fmt: skip
+    assert len(kept) == 1

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from inbox.conversations import ownership
 from inbox.conversations.handoff import hand_off
@@ -155,6 +156,36 @@ class TestSendReply:
         graph.fail_async("77011234567", 131047)
 
         assert send_reply(cloud_chat.pk, "hi", generated_at_version=1, answered_up_to=asked.pk).sent
+
+    def test_a_message_id_the_provider_gave_before_does_not_crash_the_turn(
+        self, cloud_chat: Chat, graph: GraphApiEmulator
+    ) -> None:
+        """The second reply's row broke the unique (channel, provider id) constraint: an
+        IntegrityError escaped the turn and the reply the customer got was never shown."""
+        first_asked = _pending(cloud_chat)
+        first = send_reply(cloud_chat.pk, "Oak table: 120 000 KZT.", generated_at_version=1,
+                           answered_up_to=first_asked.pk)  # fmt: skip
+        graph.reuse_message_id(first.provider_message_id)
+        asked = _pending(Chat.objects.get(pk=cloud_chat.pk), "and the chair?")
+
+        second = send_reply(cloud_chat.pk, "Chair: 15 000 KZT.", generated_at_version=2,
+                            answered_up_to=asked.pk)  # fmt: skip
+
+        assert (second.sent, second.reason) == (True, "sent")
+        assert [m.text for m in graph.sent_to("77011234567")] == [
+            "Oak table: 120 000 KZT.",
+            "Chair: 15 000 KZT.",
+        ]
+        reply = Message.objects.get(pk=second.message_id)
+        assert (reply.text, reply.status) == ("Chair: 15 000 KZT.", Message.Status.SENT)
+        earlier = Message.objects.get(pk=first.message_id)
+        assert earlier.provider_message_id == first.provider_message_id  # the first keeps its id
+        assert Chat.objects.get(pk=cloud_chat.pk).answered_up_to == asked.pk
+        client = Client()
+        client.force_login(factories.manager(cloud_chat.channel.business))
+        page = client.get(f"/inbox/chat/{cloud_chat.pk}/").content.decode()
+        assert "Oak table: 120 000 KZT." in page
+        assert "Chair: 15 000 KZT." in page
 
 
 class TestManagerActions:

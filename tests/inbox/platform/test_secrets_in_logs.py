@@ -116,6 +116,20 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
 
 
 @pytest.mark.parametrize(
+    "number",
+    ["+7.701.555.12.34", "8/701/5551234", "8–701–555–12–34", "8—701—555—12—34",
+     "8\u00a0701\u00a0555\u00a012\u00a034", "8\u202f701\u202f555 12 34", "8_701_555_12_34",
+     "+7 (701) 555.12.34"],
+)  # fmt: skip
+def test_numbers_with_any_separator_are_masked_in_log_messages(number: str) -> None:
+    from inbox.platform.logs import mask_phone_numbers
+
+    masked = mask_phone_numbers(f"customer {number} asked")
+
+    assert masked == "customer …34 asked"
+
+
+@pytest.mark.parametrize(
     ("line", "hidden", "shown"),
     [
         # The webhook handshake's token; the challenge is a number and is masked like one.
@@ -124,6 +138,17 @@ def test_sends_failed_sends_model_calls_and_alerts_log_no_secret_and_no_phone_nu
         # A manager searching for a customer, the number typed as people write it.
         ("GET /inbox/?q=%2B7+701+555+12+34 HTTP/1.1", ["555"], ["q=…34"]),
         ("GET /inbox/?q=8%20(701)%20555-12-34 HTTP/1.1", ["555"], ["q=…34"]),
+        # ...with dots, slashes, en-dashes, non-breaking spaces or underscores between groups.
+        ("GET /inbox/?q=%2B7.701.555.12.34 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8%2F701%2F5551234 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8/701/555/12/34 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8%E2%80%93701%E2%80%93555%E2%80%9312%E2%80%9334 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8%C2%A0701%C2%A0555%C2%A012%C2%A034 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8_701_555_12_34 HTTP/1.1", ["555"], ["q=…34"]),
+        ("GET /inbox/?q=8.701.555.12.34. HTTP/1.1", ["555"], ["q=…34"]),
+        # Addresses, versions and decimal amounts are no phone numbers.
+        ("GET /inbox/?ip=10.20.30.40&v=1.2.3&amount=150000.50 HTTP/1.1", [],
+         ["ip=10.20.30.40", "v=1.2.3", "amount=150000.50", "HTTP/1.1"]),
         # A secret with an encoded & in it is masked whole, before the line is decoded.
         ("GET /x/?token=abc%26def HTTP/1.1", ["abc", "def"], ["token=***"]),
         # An encoded line break cannot start a forged line in a plain-text log.

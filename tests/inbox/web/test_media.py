@@ -205,3 +205,31 @@ def test_the_voice_partial_plays_the_audio_and_marks_doubtful_words(voice: Messa
     assert "&lt;b&gt;now&lt;/b&gt;" in html  # customer words are escaped
     assert "Transcript confidence 42%" in html
     assert "below this channel's threshold" in html
+
+
+def test_a_non_ascii_name_is_sent_as_rfc_6266_with_an_ascii_fallback(voice: Message) -> None:
+    """Browsers do not decode RFC 2047 (`=?utf-8?b?…?=`) in Content-Disposition: a Cyrillic
+    attachment was saved under that gibberish."""
+    doc = factories.customer_message(voice.chat, "", kind=Message.Kind.DOCUMENT,
+                                     media_mime="application/pdf",
+                                     media_filename='Счёт "март" №5.pdf')  # fmt: skip
+    doc.media_file.save("invoice.pdf", ContentFile(b"%PDF-1.4"))
+    try:
+        response = _client_for(voice).get(URL.format(doc.pk))
+    finally:
+        doc.media_file.delete(save=False)
+
+    disposition = response["Content-Disposition"]
+    assert "=?utf-8?" not in disposition.lower()
+    assert disposition.startswith('attachment; filename="')
+    fallback = disposition.split('filename="', 1)[1].split('"', 1)[0]
+    assert fallback.isascii()
+    assert fallback.endswith(".pdf")
+    assert "filename*=UTF-8''%D0%A1%D1%87%D1%91%D1%82" in disposition
+    assert disposition.endswith(".pdf")
+
+
+def test_an_ascii_name_keeps_its_plain_filename(voice: Message) -> None:
+    response = _client_for(voice).get(URL.format(voice.pk))
+
+    assert response["Content-Disposition"] == f'inline; filename="voice-{voice.pk}.ogg"'

@@ -325,3 +325,12 @@ def test_the_page_reads_each_source_once(history, django_assert_max_num_queries)
     assert response.context["report"].summary.handoffs == 3
     handoff_reads = [q for q in captured.captured_queries if '"inbox_handoff"' in q["sql"]]
     assert len(handoff_reads) == 1
+
+
+@pytest.mark.parametrize("day", ["9999-12-31", "0001-01-01", "２０２６-11-02", "2026-02-30"])
+@pytest.mark.parametrize("url", ["/inbox/reports/", "/inbox/reports/export.csv"])
+def test_a_date_outside_the_supported_years_is_a_400(history, url: str, day: str) -> None:
+    client = Client(raise_request_exception=False)
+    client.force_login(history["admin"])
+    assert client.get(url, {"from": day}).status_code == 400
+    assert client.get(url, {**RANGE, "to": day}).status_code == 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 import httpx
@@ -117,6 +118,61 @@ def test_deeply_nested_keys_are_refused_quickly_without_a_token(redis_client: An
     response = _post("a" + "[]" * 1500 + "=1")
     assert response.status_code == 403
     assert len(response.content) < 1000
+    assert _queued(redis_client) == []
+
+
+def test_a_body_of_more_fields_than_the_cap_is_400_and_stores_nothing(
+    token: tuple[int, str], redis_client: Any, settings: Any
+) -> None:
+    """Each `a[]` once counted its siblings: `a[]=&` × 20,000 (100 KB, anonymous) took 31 s of
+    the web process's CPU before the token was read. Over the cap (PHP's max_input_vars) the
+    body is refused before parsing, even with the right token; at the cap it is handled."""
+    business_id, secret = token
+    padding = "&".join(f"x[]={i}" for i in range(settings.FORM_MAX_FIELDS))
+    within = "&".join(["x[]=1"] * (settings.FORM_MAX_FIELDS - 20))
+
+    started = time.process_time()
+    assert _post("a[]=&" * 20_000).status_code == 400
+    assert time.process_time() - started < 2
+    assert _post(_body("ONCRMDEALUPDATE", secret) + "&" + padding).status_code == 400
+    assert _queued(redis_client) == []
+    assert not PendingPull.objects.exists()
+
+    assert _post(_body("ONCRMDEALUPDATE", secret) + "&" + within).status_code == 200
+    assert [m["args"] for m in _queued(redis_client)] == [
+        f"({business_id}, 'ONCRMDEALUPDATE', 7405)"
+    ]
+
+
+def test_an_install_event_over_the_field_cap_records_nothing(
+    portal: Bitrix24Emulator, settings: Any
+) -> None:
+    cfg = config.configure(
+        factories.business(), mode="app", portal_url=portal.base_url,
+        client_id=portal.app_client_id, client_secret=portal.app_client_secret,
+    )  # fmt: skip
+    install_event = encode_php(
+        {"event": "ONAPPINSTALL",
+         "auth": {"domain": portal.domain, "member_id": portal.member_id, "access_token": "a",
+                  "refresh_token": "r", "application_token": "t", "expires_in": "3600"}}
+    )  # fmt: skip
+
+    assert _post(install_event + "&a[]=" * settings.FORM_MAX_FIELDS).status_code == 400
+
+    cfg.refresh_from_db()
+    assert (cfg.pending_install, cfg.application_token) == ("", "")
+
+
+def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(
+    token: tuple[int, str], redis_client: Any, settings: Any
+) -> None:
+    _business_id, secret = token
+    settings.BITRIX24_EVENT_MAX_BODY_BYTES = 1024
+    body = _body("ONCRMDEALUPDATE", secret) + "&pad=" + "x" * 2000
+
+    assert _post(body).status_code == 413
+    assert Client().post(URL, data=body, content_type="application/x-www-form-urlencoded",
+                         CONTENT_LENGTH="99999999999999999999999").status_code == 413  # fmt: skip
     assert _queued(redis_client) == []
 
 

@@ -147,3 +147,16 @@ def test_auto_assignment_is_off_until_the_admin_turns_it_on(a: Tenant, b: Tenant
     a.business.refresh_from_db()
     b.business.refresh_from_db()
     assert (a.business.auto_assign, b.business.auto_assign) == (True, False)
+
+
+@pytest.mark.parametrize("delivery", ["link", "email"])
+def test_a_username_with_markup_is_refused_on_the_page_not_a_server_error(
+    a: Tenant, delivery: str
+) -> None:
+    client = Client(raise_request_exception=False)
+    client.force_login(a.admin)
+    response = _invite(client, a, username='<img src=x onerror="alert(1)">', delivery=delivery)
+    assert response.status_code == 200
+    assert b"Enter a valid username" in response.content
+    assert b"<img src=x" not in response.content  # the value shown back is escaped
+    assert not get_user_model().objects.filter(username__startswith="<img").exists()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
+import time
+from urllib.parse import parse_qsl, quote
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from integrations.bitrix24.rest import phpquery
 from tests.emulators.bitrix24 import parse_php
@@ -77,3 +82,67 @@ def test_variables_nested_deeper_than_php_allows_are_dropped_not_a_crash() -> No
     for _ in range(phpquery.MAX_NESTING - 1):
         node = node["x"]
     assert node == {"x": "1"}
+
+
+def test_empty_brackets_take_the_next_index_after_the_largest_integer_key_as_in_php() -> None:
+    """PHP's nNextFreeElement: `a[5]` then `a[]` is `a[6]`. Only canonical ASCII decimals are
+    integer keys: `²` (a Unicode digit: `isdigit()` is true, `int()` fails), `07` and a 20-digit
+    number stay string keys and never crash the parser."""
+    body = "a[5]=x&a[]=y&a[²]=z&a[]=w&a[07]=s&a[-3]=q&a[]=r&a[99999999999999999999]=b&a[]=t"
+
+    assert phpquery.decode(body) == {
+        "a": {"5": "x", "6": "y", "²": "z", "7": "w", "07": "s", "-3": "q", "8": "r",
+              "99999999999999999999": "b", "9": "t"}
+    }  # fmt: skip
+    assert phpquery.decode("a[x]=1&a[]=2&a[]=3") == {"a": {"x": "1", "0": "2", "1": "3"}}
+    assert phpquery.decode("a[]=1&a[]=2&b[][c]=3&b[][c]=4") == {
+        "a": ["1", "2"],
+        "b": [{"c": "3"}, {"c": "4"}],
+    }
+
+
+def test_a_body_over_the_field_cap_is_refused_before_it_is_parsed() -> None:
+    """`a[]=&` × 20,000 (100 KB) took 31 s of CPU when each `a[]` counted its siblings."""
+    body = "a[]=&" * 20_000
+
+    assert phpquery.field_count(body) == 20_001
+    assert phpquery.field_count(body.encode()) == 20_001
+    started = time.process_time()
+    with pytest.raises(phpquery.TooManyFields):
+        phpquery.decode(body, max_fields=1000)
+    assert phpquery.decode("a=1&b=2", max_fields=2) == {"a": "1", "b": "2"}
+    assert len(phpquery.decode(body)["a"]) == 20_000  # and without a cap, linear: about 0.1 s
+    assert time.process_time() - started < 3
+
+
+def _parse_seconds(body: str) -> float:
+    """The least CPU time of three parses (the least is the one other processes disturbed least)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        phpquery.decode(body)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+# A repeated pair with at least one `[]`: every copy lands in the same array (`a[]`, `a[x][]`) or
+# opens a new element of it (`a[][x]`), the shapes that were quadratic.
+repeated_keys = st.builds(
+    lambda head, before, after: head + "".join(f"[{p}]" for p in before) + "[]"
+    + "".join(f"[{p}]" for p in after),
+    st.text(st.characters(codec="ascii", exclude_characters="[]&=%+"), min_size=1, max_size=4),
+    st.lists(st.sampled_from(["x", "7", "²", "07"]), max_size=2),
+    st.lists(st.sampled_from(["", "y", "3"]), max_size=2),
+)  # fmt: skip
+
+
+@given(key=repeated_keys)
+@settings(max_examples=8, deadline=None, database=None)
+def test_parse_time_grows_linearly_with_the_number_of_fields(key: str) -> None:
+    """Four times the fields cost about four times the time (under 8×; quadratic is 16×)."""
+    pair = quote(key, safe="[]") + "=v&"
+    small, large = 2_000, 8_000
+
+    ratio = _parse_seconds(pair * large) / max(_parse_seconds(pair * small), 1e-4)
+
+    assert ratio < 8, (key, ratio)
