@@ -48,6 +48,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "prefix": (["--budgets", "default,4000"],
                ["--chats", "3", "--items", "20", "--budgets", "default"]),
     "reports_bench": ([], ["--chats", "200", "--repeat", "1", "--days", "30"]),
+    "fair_workers": ([], ["--turns", "3", "--warmup", "1", "--uploaders", "1", "--rows", "200",
+                          "--upload-every", "0.5", "--no-shared", "--items", "20"]),
     "llm_load": ([], ["--users", "10,100", "--requests-per-level", "4", "--emulate-ttft", "0.01",
                       "--emulate-itl", "0.001", "--max-tokens", "32"]),
 }  # fmt: skip
@@ -121,6 +123,14 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
     reports = sections.get("reports_bench") or {}
     if "page_ms" in reports:
         out["reports_bench"] = {k: reports[k] for k in ("chats", "messages", "page_ms")}
+    fair = sections.get("fair_workers") or {}
+    if "floor" in fair:
+        out["fair_workers"] = {
+            "floor_p50_ms": fair["floor"]["p50_ms"],
+            "uploads_p50_ms": fair["uploads"]["p50_ms"],
+            "p50_ratio_to_floor": fair["p50_ratio_to_floor"],
+            "p95_ratio_to_floor": fair["p95_ratio_to_floor"],
+        }
     llm = sections.get("llm_load") or {}
     if "concurrency_for_users" in llm:
         out["llm_load"] = {"concurrency_for_users": llm["concurrency_for_users"],
@@ -248,6 +258,20 @@ def table_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"ITL p50/p95 {_fmt(level['itl_ms']['p50'])}/{_fmt(level['itl_ms']['p95'])} ms",
             llm["server"],
         ))  # fmt: skip
+    fair = sections.get("fair_workers") or {}
+    if "floor" in fair:
+        floor = fair["floor"]
+        for phase, label in (("uploads", "bulk pool"), ("shared_pool", "one shared pool")):
+            if phase not in fair:
+                continue
+            run = fair[phase]
+            rows.append((
+                f"bot reply while {fair['uploaders']} businesses upload ({label}): p50 / p95 ms",
+                f"{_fmt(run['p50_ms'])} / {_fmt(run['p95_ms'])}",
+                f"floor {_fmt(floor['p50_ms'])} / {_fmt(floor['p95_ms'])} · "
+                f"×{_fmt(run['p50_ratio_to_floor'])} / ×{_fmt(run['p95_ratio_to_floor'])}",
+                "within noise of the floor" if phase == "uploads" else "",
+            ))  # fmt: skip
     for name, section in sections.items():
         if "error" in section:
             rows.append((f"{name}", "FAILED", section["error"], ""))

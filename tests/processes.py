@@ -20,6 +20,8 @@ from django.db import connection
 from inbox.site.embedded_redis import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every queue of inbox.site.celery (tests/deploy/test_topology.py keeps the deploy files to it).
+ALL_QUEUES = "default,assistant,speech,integrations,bulk"
 LOG_DIR = ROOT / "var" / "test-logs"
 T = TypeVar("T")
 
@@ -69,12 +71,17 @@ class ProcessGroup:
         return proc
 
     def start_celery_worker(
-        self, name: str, env: dict[str, str] | None = None, concurrency: int = 2
+        self,
+        name: str,
+        env: dict[str, str] | None = None,
+        concurrency: int = 2,
+        queues: str = ALL_QUEUES,
     ) -> subprocess.Popen[bytes]:
+        """A worker on `queues` (by default every queue, so one worker runs everything)."""
         proc = self.start(
             name,
             [sys.executable, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO",
-             "-Q", "default,assistant,speech,integrations", "--concurrency", str(concurrency),
+             "-Q", queues, "--concurrency", str(concurrency),
              "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle"],
             env,
         )  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from itertools import islice
 from typing import Any
@@ -109,6 +110,15 @@ def read_csv(data: bytes) -> list[tuple[int, list[str]]]:
 MAX_XLSX_UNPACKED_BYTES = 200 * 1024 * 1024
 
 
+# Largest sheet a file may declare (its `<dimension ref="A1:E1200"/>`): a sheet declaring more
+# rows than are ever read, or a spreadsheet's full width, is refused before openpyxl starts.
+MAX_DECLARED_COLUMNS = 1024
+# The head of a sheet's XML that holds its dimension (it comes before the cells).
+DIMENSION_SCAN_BYTES = 64 * 1024
+_DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Z]*)(\d*)(?::([A-Z]+)(\d+))?\"")
+_SHEET_MEMBER = re.compile(r"xl/worksheets/[^/]+\.xml")
+
+
 def read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
     import zipfile
 
@@ -116,11 +126,12 @@ def read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
 
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         unpacked = sum(member.file_size for member in archive.infolist())
-    if unpacked > MAX_XLSX_UNPACKED_BYTES:
-        raise ValueError(
-            f"it unpacks to {unpacked // (1024 * 1024)} MB, more than "
-            f"{MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)} MB"
-        )
+        if unpacked > MAX_XLSX_UNPACKED_BYTES:
+            raise ValueError(
+                f"it unpacks to {unpacked // (1024 * 1024)} MB, more than "
+                f"{MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)} MB"
+            )
+        check_declared_size(archive)
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         sheets = workbook.worksheets
@@ -132,6 +143,43 @@ def read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
         return _sheet_rows(chosen, MAX_SCANNED_ROWS + 1) if chosen is not None else []
     finally:
         workbook.close()
+
+
+def check_declared_size(archive: Any) -> None:
+    """Refuse a workbook whose sheets declare more rows than are ever read (MAX_SCANNED_ROWS) or
+    more than MAX_DECLARED_COLUMNS columns, from the head of each sheet's XML: a few kilobytes
+    decompressed instead of openpyxl reading the shared strings and every row."""
+    for member in archive.infolist():
+        if not _SHEET_MEMBER.fullmatch(member.filename):
+            continue
+        with archive.open(member) as sheet:
+            head = sheet.read(DIMENSION_SCAN_BYTES)
+        found = _DIMENSION.search(head)
+        if found is None:
+            continue  # no dimension declared: the read limits still hold
+        last_column = (found.group(3) or found.group(1)).decode()
+        last_row = (found.group(4) or found.group(2)).decode()
+        rows = int(last_row) if last_row else 0
+        columns = _column_number(last_column) if last_column else 0
+        name = member.filename.rsplit("/", 1)[-1].removesuffix(".xml")
+        if rows > MAX_SCANNED_ROWS:
+            raise ValueError(
+                f"{name} declares {rows:,} rows, more than the {MAX_SCANNED_ROWS:,} read; "
+                "delete the empty rows below the list (or save only the list) and upload again"
+            )
+        if columns > MAX_DECLARED_COLUMNS:
+            raise ValueError(
+                f"{name} declares {columns:,} columns, more than {MAX_DECLARED_COLUMNS:,}; "
+                "delete the empty columns beside the list and upload again"
+            )
+
+
+def _column_number(letters: str) -> int:
+    """ "A" → 1, "Z" → 26, "AA" → 27, "XFD" → 16 384."""
+    number = 0
+    for letter in letters:
+        number = number * 26 + ord(letter) - ord("A") + 1
+    return number
 
 
 def _sheet_rows(sheet: Any, limit: int) -> list[tuple[int, list[Any]]]:

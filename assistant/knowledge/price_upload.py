@@ -9,8 +9,15 @@
 `stage` parses in the calling process (tests and scripts with a small file they trust; no page
 calls it). The price-list settings page, the one upload page (the Django admin's import URL
 leads there), submits instead: the file waits in the default storage only until a worker on the
-`assistant` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS) and a memory
-limit (PRICE_UPLOAD_MEMORY_MB), so a hostile spreadsheet costs a worker, never the web process.
+`bulk` queue parses it under a time limit (PRICE_UPLOAD_TIME_LIMIT_SECONDS), a memory limit
+(PRICE_UPLOAD_MEMORY_MB) and a lower CPU priority, so a hostile spreadsheet costs a bulk worker,
+never the web process nor the workers that answer customers.
+
+One parse per business runs at a time: a newer upload for the same business replaces the one
+still being read. Its task is revoked (SIGUSR1 stops a running parse as its soft time limit
+would, so the worker cleans up and stays), the parse also checks between row batches, and the
+replaced upload ends as a file error saying so, on its page and its job. The same user's newer
+upload replaces their older one outright (stopping its parse the same way).
 
 What waits in Redis under a random token for an hour is the parsed preview, compressed, not the
 file: Apply writes exactly the rows that were previewed without reading the file again, and a 9 MB
@@ -18,15 +25,18 @@ spreadsheet does not sit in a `noeviction` Redis as 9 MB. Each user has at most 
 (a new one replaces it), tied to them so no one else can apply it. The bound holds under
 concurrent uploads because each change of the store is one Redis script (`_KEEP`,
 `_STORE_PREVIEW`): a new upload and the deletion of the one it replaces happen together, and a
-worker's preview is written only while its upload still waits.
+worker's preview is written only while its upload still waits. Who settles a parse's outcome
+(its worker, a replacing upload, a discard) is one SET NX per upload (`_decide`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import os
 import resource
 import secrets
 import zlib
@@ -37,6 +47,7 @@ from decimal import Decimal
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils import uuid
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.files.base import ContentFile
@@ -65,6 +76,16 @@ APPLY_CLAIM_SECONDS = 300
 PARSE_TASK = "assistant.parse_price_upload"
 # token_urlsafe(16) is 22 characters; anything much longer is not ours and never a cache key.
 MAX_TOKEN_CHARS = 64
+REPLACED = "replaced by a newer upload before it was read"
+# A parse yields the CPU to the turns where its pool shares a host with the assistant workers:
+# the lowest priority (bench/fair_workers.py, 2 shared cores: B's reply p50 ×0.97–1.48 of its
+# floor at 10, ×1.08–1.11 at 19; ×1.6 at 10 without the autogroup). Its
+# time limit is wall time, so on a host busy with turns a big file may run out of it first.
+PARSE_NICENESS = 19
+
+
+class _Replaced(Exception):
+    """The upload being parsed was replaced (or discarded) meanwhile: stop reading it."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +135,21 @@ def submit(
     token = secrets.token_urlsafe(16)
     path = default_storage.save(_file_name(token), ContentFile(data))
     job_id = progress.start(business_id, Job.Kind.PRICE_IMPORT)
-    _keep(token, _Entry(business_id, channel_id, user_id, job_id, parsing=True))
+    task_id = uuid()
+    entry = _Entry(business_id, channel_id, user_id, job_id, parsing=True, task=task_id,
+                   filename=filename[:255])  # fmt: skip
+    _keep(token, entry)
+    # One parse per business: SET … GET names the upload this one replaces, once.
+    previous = get_redis().set(_business_key(business_id), token, ex=UPLOAD_TTL_SECONDS, get=True)
+    if isinstance(previous, bytes):
+        _replace(previous.decode())
     # The limits travel with the message (Celery applies the sender's over the worker's).
     limit = settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS
     parse_upload.apply_async(
-        (token, path, filename[:255], currency), soft_time_limit=limit, time_limit=limit + 15
+        (token, path, filename[:255], currency),
+        task_id=task_id,
+        soft_time_limit=limit,
+        time_limit=limit + 15,
     )
     return token
 
@@ -137,21 +168,30 @@ def parsing(token: str, user: User) -> bool:
 )
 def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
     """Parse a submitted file into its preview (the worker side of `submit`). Too slow, too
-    big for the memory limit, or unreadable: the preview is a file error, never a lost upload;
-    the file itself is deleted either way."""
+    big for the memory limit, or unreadable: the preview is a file error, never a lost upload.
+    Replaced meanwhile: it stops and stores nothing. The file is deleted either way."""
     job_id: int | None = None
     try:
-        waiting = _entry(get_redis().hget(_key(token), "meta"))
-        if waiting is None or not waiting.parsing:
+        client = get_redis()
+        # Named before the check below, so a replacement either sees where to send its revoke
+        # or is seen by the check.
+        runner = parse_upload.request.hostname
+        if runner:
+            client.set(_runner_key(token), runner, ex=UPLOAD_TTL_SECONDS)
+        waiting = _entry(client.hget(_key(token), "meta"))
+        if waiting is None or not waiting.parsing or _decided(token):
             return  # replaced by a newer upload, or expired
         job_id = waiting.job
+        _yield_cpu()
         with default_storage.open(path, "rb") as handle:
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
         try:
             with _memory_limit(settings.PRICE_UPLOAD_MEMORY_MB * 1024 * 1024):
-                preview = parse_price_file(data, filename, currency, _reporter(job_id))
+                preview = parse_price_file(data, filename, currency, _reporter(job_id, token))
         except SoftTimeLimitExceeded:
+            if _decided(token):  # the signal was the revoke of a replaced upload
+                raise _Replaced from None
             preview = _failed(filename, sha, "reading the file took longer than "
                               f"{settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS} seconds")  # fmt: skip
         except MemoryError:
@@ -159,6 +199,8 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
                               f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
         log.info("price_upload.parsed", extra={"rows": len(preview.rows),
                                                "errors": len(preview.errors)})  # fmt: skip
+        if not _decide(token, "parsed"):
+            raise _Replaced  # replaced or discarded meanwhile: its preview is not wanted
         # The job ends before the preview shows: the page never sees a ready preview
         # beside a running job.
         if job_id is not None:
@@ -169,21 +211,41 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
         # Kept only if not replaced or discarded meanwhile (checked and written in one step).
         run(ScriptCall("price_upload.store_preview", _STORE_PREVIEW, [_key(token)],
                        [parsed.dumps(), _pack(preview), UPLOAD_TTL_SECONDS]))  # fmt: skip
+    except _Replaced:
+        log.info("price_upload.replaced")
+    except SoftTimeLimitExceeded:
+        if not _decided(token):
+            raise
+        log.info("price_upload.replaced")  # the revoke's signal came between two steps
     finally:
         default_storage.delete(path)
         if job_id is not None:
             progress.finish(job_id, error="the file could not be read")  # no-op once finished
 
 
-def _reporter(job_id: int | None) -> Progress | None:
-    """The parse's progress callback: rows read of the file's rows, errors so far."""
-    if job_id is None:
-        return None
+def _reporter(job_id: int | None, token: str) -> Progress:
+    """The parse's progress callback: rows read of the file's rows, errors so far; and the
+    check, between row batches, that the upload is still wanted (a revoke may be lost)."""
 
     def report(done: int, total: int, errors: int) -> None:
-        progress.report(job_id, done=done, total=total, errors=errors)
+        if _decided(token):
+            raise _Replaced
+        if job_id is not None:
+            progress.report(job_id, done=done, total=total, errors=errors)
 
     return report
+
+
+def _yield_cpu() -> None:
+    """Run this worker process at PARSE_NICENESS from now on (a process cannot raise its
+    priority back; a bulk pool's processes run only bulk work). Linux weighs each session's
+    autogroup alike whatever its processes' nice values, and a worker is a session of its own
+    (`make run`, systemd), so its autogroup is lowered too; a cgroup's weight (a container,
+    a systemd unit) is the deployment's to set (deploy/)."""
+    if os.getpriority(os.PRIO_PROCESS, 0) < PARSE_NICENESS:
+        os.setpriority(os.PRIO_PROCESS, 0, PARSE_NICENESS)
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as group:
+        group.write(str(PARSE_NICENESS))
 
 
 @contextmanager
@@ -251,17 +313,59 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
 
 def discard(token: str) -> None:
     """Forget a staged upload; its token is refused from now on (a worker still parsing it
-    drops its preview, and its progress shows it ended)."""
+    stops and drops its preview, and its progress shows it ended)."""
+    token = token[:MAX_TOKEN_CHARS]
     pipe = get_redis().pipeline()  # MULTI: read and deleted together
-    pipe.hget(_key(token[:MAX_TOKEN_CHARS]), "meta")
-    pipe.delete(_key(token[:MAX_TOKEN_CHARS]))
-    _ended(_entry(pipe.execute()[0]))
+    pipe.hget(_key(token), "meta")
+    pipe.delete(_key(token))
+    _stop(token, _entry(pipe.execute()[0]), "discarded")
 
 
-def _ended(entry: _Entry | None) -> None:
-    """A replaced or discarded upload's progress shows it ended, if a worker was reading it."""
-    if entry is not None and entry.parsing and entry.job is not None:
-        progress.finish(entry.job, error="replaced by a newer upload or cancelled")
+def _replace(token: str) -> None:
+    """Stop the parse of an upload a newer one for its business replaces: one still being read
+    ends as a file error saying it was replaced, on its page and its job; a ready preview stays,
+    for its uploader's Apply; a gone one stays gone."""
+    entry = _entry(get_redis().hget(_key(token), "meta"))
+    if entry is None or not _stop(token, entry, "replaced"):
+        return
+    replaced = ImportPreview(entry.filename, "", {}, (), (RowError(0, REPLACED),))
+    ended = dataclasses.replace(entry, parsing=False)
+    # Written only while the upload still waits (its uploader may have discarded it meanwhile).
+    run(ScriptCall("price_upload.store_preview", _STORE_PREVIEW, [_key(token)],
+                   [ended.dumps(), _pack(replaced), UPLOAD_TTL_SECONDS]))  # fmt: skip
+    log.info("price_upload.replaced_running")
+
+
+def _stop(token: str, entry: _Entry | None, outcome: str) -> bool:
+    """Settle a parsing upload as replaced or discarded, revoke its running parse and end its
+    job; True if this caller settled it (False: not parsing, gone, or parsed already)."""
+    if entry is None or not entry.parsing or not _decide(token, outcome):
+        return False
+    _revoke(token, entry.task)
+    if entry.job is not None:
+        progress.finish(entry.job, error=REPLACED if outcome == "replaced" else "cancelled")
+    return True
+
+
+def _revoke(token: str, task_id: str | None) -> None:
+    """Stop a running parse of a decided upload: SIGUSR1 raises its soft time limit inside the
+    parse (the worker process cleans up and stays). Sent only to the worker running it; one
+    not started yet sees the decision and returns."""
+    runner = get_redis().get(_runner_key(token))
+    if task_id and isinstance(runner, bytes):
+        parse_upload.app.control.revoke(
+            task_id, destination=[runner.decode()], terminate=True, signal="SIGUSR1"
+        )
+
+
+def _decide(token: str, outcome: str) -> bool:
+    """Settle an upload's outcome ("parsed", "replaced", "discarded") once: the worker, a newer
+    upload and a discard race for it, and only the caller that gets True acts on it."""
+    return bool(get_redis().set(_outcome_key(token), outcome, nx=True, ex=UPLOAD_TTL_SECONDS))
+
+
+def _decided(token: str) -> bool:
+    return bool(get_redis().exists(_outcome_key(token)))
 
 
 def _uploader(user: User) -> int:
@@ -279,6 +383,8 @@ class _Entry:
     user: int
     job: int | None = None
     parsing: bool = False
+    task: str | None = None  # the Celery task id of its parse, for a revoke
+    filename: str = ""
 
     def dumps(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -303,7 +409,7 @@ def _read(token: str, user: User) -> tuple[_Entry | None, bytes | None]:
 # One upload per user. KEYS: the upload, its user's pointer. ARGV: token, meta, seconds to
 # keep, packed preview ('' while a worker reads the file), the key prefix of uploads. The
 # pointer is swapped and the upload it named deleted in the same step, so uploads at once
-# each delete the one before theirs; the deleted upload's meta is returned.
+# each delete the one before theirs; the deleted upload's token and meta are returned.
 _KEEP = """
 redis.call('DEL', KEYS[1])
 if ARGV[4] ~= '' then
@@ -319,7 +425,7 @@ end
 local replaced = ARGV[5] .. old
 local meta = redis.call('HGET', replaced, 'meta')
 redis.call('DEL', replaced)
-return meta
+return {old, meta}
 """
 
 # A worker's preview, kept only while its upload still waits. KEYS: the upload. ARGV: meta,
@@ -335,7 +441,8 @@ return 1
 
 
 def _keep(token: str, entry: _Entry, packed_preview: bytes = b"") -> None:
-    """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it."""
+    """Keep an upload for its user's Apply: one waiting upload per user, a new one replaces it
+    (and stops its parse if a worker is still reading it)."""
     replaced = run(
         ScriptCall(
             "price_upload.keep",
@@ -344,7 +451,9 @@ def _keep(token: str, entry: _Entry, packed_preview: bytes = b"") -> None:
             [token, entry.dumps(), UPLOAD_TTL_SECONDS, packed_preview, _key("")],
         )
     )
-    _ended(_entry(replaced))
+    if replaced:
+        old, meta = replaced
+        _stop(old.decode(), _entry(meta), "replaced")
 
 
 def _file_name(token: str) -> str:
@@ -361,6 +470,20 @@ def _key(token: str) -> str:
 
 def _user_key(user_id: int) -> str:
     return f"price_upload:user:{user_id}"
+
+
+def _business_key(business_id: int) -> str:
+    """The token of the business's newest upload, swapped atomically."""
+    return f"price_upload:business:{business_id}"
+
+
+def _outcome_key(token: str) -> str:
+    return f"price_upload:outcome:{token}"
+
+
+def _runner_key(token: str) -> str:
+    """The Celery worker (node name) that took the upload's parse."""
+    return f"price_upload:runner:{token}"
 
 
 def _pack(preview: ImportPreview) -> bytes:

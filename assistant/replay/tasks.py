@@ -1,4 +1,5 @@
-"""The replay's Celery task (queue `assistant`, by the `assistant.*` route). Thin."""
+"""The replay's Celery task (queue `bulk`, by inbox.site.celery's routes: an admin's bulk job never
+waits in front of a customer's turn). Thin."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The Celery application. Queues split by workload so each can be scaled on its own hosts.
+"""The Celery application. Queues split by workload so each can be scaled on its own hosts, and
+so one tenant's admin work never waits in front of another tenant's bot: price-list parsing and
+the replay (an admin's bulk jobs, seconds to minutes of CPU or model time each) run on `bulk`,
+a pool of their own, never on the `assistant` workers that answer customers.
 
 Two cross-cutting duties live here because they belong to every task: the correlation id
 travels in a task header (and is bound while the task runs), and each worker keeps a heartbeat
@@ -30,11 +33,15 @@ app.conf.task_queues = [
     Queue("assistant"),
     Queue("speech"),
     Queue("integrations"),
+    Queue("bulk"),
 ]
 # Which queue each task runs on, by name: one place for the routing rule (Celery 6 drops the
 # per-task `queue` attribute).
+# Exact names win over the patterns (Celery's MapRoute).
 app.conf.task_routes = {
     "assistant.transcribe_voice": {"queue": "speech"},
+    "assistant.parse_price_upload": {"queue": "bulk"},
+    "assistant.replay": {"queue": "bulk"},
     "assistant.*": {"queue": "assistant"},
     "bitrix24.*": {"queue": "integrations"},
     "inbox.*": {"queue": "default"},

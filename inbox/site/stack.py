@@ -2,7 +2,8 @@
 
 Starts (in this order) an embedded Redis when REDIS_URL is unset, migrations, the static files,
 the demo data, then daphne (HTTP + websockets), the ingest consumer, one Celery worker (on the
-assistant queue among others, so it also runs the debounce scheduler thread) and Celery beat.
+assistant queue among others, so it also runs the debounce scheduler thread), one Celery worker
+on the `bulk` queue alone (price-list parsing, replays) and Celery beat.
 Each child gets SIGTERM when this process stops, and dies with it if this process is killed.
 
 DEBUG is off unless the environment says DEBUG=1 (`DEBUG=1 make run` for development): the
@@ -49,7 +50,13 @@ def services(python: str, port: int) -> list[Service]:
                         "inbox.site.asgi:application"]),
         Service("ingest", [*manage, "ingest_worker"]),
         Service("worker", [python, "-m", "celery", "-A", "inbox", "worker", "--loglevel", "INFO",
-                           "-Q", "default,assistant,speech,integrations", "--concurrency", "2"]),
+                           "-Q", "default,assistant,speech,integrations", "--concurrency", "2",
+                           "--hostname", "worker@%h"]),
+        # Admins' bulk jobs (price-list parsing, replays) on a pool of their own: a tenant's
+        # spreadsheet never holds up another tenant's bot.
+        Service("worker-bulk", [python, "-m", "celery", "-A", "inbox", "worker", "--loglevel",
+                                "INFO", "-Q", "bulk", "--concurrency", "1",
+                                "--hostname", "bulk@%h"]),
         Service("beat", [python, "-m", "celery", "-A", "inbox", "beat", "--loglevel", "INFO",
                          "--schedule", str(VAR_DIR / "celerybeat-schedule")]),
     ]  # fmt: skip

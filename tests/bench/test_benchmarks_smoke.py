@@ -116,6 +116,18 @@ def test_burst_of_messages_per_chat_is_one_turn_and_one_model_call(
     assert result["ok"] is True
 
 
+def test_fair_workers_times_b_s_turns_alone_and_while_others_upload(
+    subprocess_env, tmp_path
+) -> None:
+    result = bench("fair_workers", subprocess_env, tmp_path)
+
+    assert result["floor"]["turns"] == result["uploads"]["turns"] == 3
+    assert result["uploads"]["p50_ms"] is not None
+    assert result["p50_ratio_to_floor"] is not None
+    assert result["uploads_submitted_split"] >= 1
+    assert result["upload_jobs_sampled"] >= 1
+
+
 def test_prefix_stability_is_measured_on_the_requests_sent(subprocess_env, tmp_path) -> None:
     result = bench("prefix", subprocess_env, tmp_path)
 

@@ -15,7 +15,7 @@ from typing import Any
 from inbox.conversations.models import Channel, Chat, Message, Turn
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator, contact, envelope, text_message
-from tests.processes import ProcessGroup
+from tests.processes import ALL_QUEUES, ProcessGroup
 
 # Turn outcomes that put exactly one bot message on the wire.
 SENDING_OUTCOMES = (Turn.Outcome.ANSWERED, Turn.Outcome.CLARIFIED, Turn.Outcome.HANDED_OFF)
@@ -123,7 +123,7 @@ def finished_turns(chat_id: int) -> list[Turn]:
 
 def celery_idle(redis_client: Any) -> bool:
     """No task waiting, none reserved (kombu's unacked hash), no debounce timer pending."""
-    if any(redis_client.llen(q) for q in ("default", "assistant", "speech", "integrations")):
+    if any(redis_client.llen(q) for q in ALL_QUEUES.split(",")):
         return False
     if redis_client.hlen("unacked"):
         return False

@@ -52,6 +52,7 @@ def test_run_serves_health_and_admin_login_then_ctrl_c_stops_every_process(tmp_p
         assert "inbox.site.web_server" in names  # daphne with the masked access log
         assert "celery" in names
         assert " worker" in names
+        assert "-Q bulk" in names  # admins' bulk jobs on a pool of their own
         assert " beat" in names
         assert "redis-server" in names
         assert "ingest_worker" in names
