@@ -83,6 +83,8 @@ class Channel(models.Model):
     class Kind(models.TextChoices):
         CLOUD_API = "cloud_api", "WhatsApp Cloud API"
         BRIDGE = "bridge", "Linked-device bridge"
+        EVOLUTION = "evolution", "Evolution API (linked device)"
+        WAHA = "waha", "WAHA (linked device)"
         SANDBOX = "sandbox", "Sandbox (test chat in the browser)"
 
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="channels")
@@ -100,6 +102,11 @@ class Channel(models.Model):
     bridge_url = models.URLField(blank=True, help_text="Base URL of the bridge's HTTP API.")
     bridge_token = EncryptedTextField(
         blank=True, help_text="Bearer token, both for events the bridge posts and for sends."
+    )
+    # Evolution API and WAHA: the gateway's base URL and key are bridge_url and bridge_token;
+    # this names the number inside the gateway (an Evolution instance, a WAHA session).
+    gateway_instance = models.CharField(
+        max_length=100, blank=True, help_text="Evolution API instance or WAHA session name."
     )
 
     language = models.CharField(

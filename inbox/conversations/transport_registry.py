@@ -25,3 +25,21 @@ def transport_for(channel: Channel) -> Transport:
     if factory is None:
         raise ValueError(f"channel #{channel.pk} has unknown kind {channel.kind!r}")
     return factory(channel)
+
+
+# A linked-device gateway's own status endpoint (Evolution API's connection state, WAHA's
+# session): whether the channel page's "Test connection" finds the number linked, and what the
+# gateway said. Kinds without one (the sandbox, the Cloud API) have none.
+ConnectionCheck = Callable[[Channel], tuple[bool, str]]
+
+_checks: dict[str, ConnectionCheck] = {}
+
+
+def register_check(kind: str, check: ConnectionCheck) -> None:
+    _checks[kind] = check
+
+
+def check_connection(channel: Channel) -> tuple[bool, str] | None:
+    """(linked, what the gateway said), or None for a kind with nothing to test."""
+    check = _checks.get(channel.kind)
+    return check(channel) if check is not None else None

@@ -95,6 +95,19 @@ def test_a_bridge_url_on_a_private_address_is_refused_unless_the_operator_allowe
     assert Channel.objects.get().bridge_url == "http://10.0.0.7:8080"
 
 
+def test_a_gateway_channel_names_its_instance_or_session() -> None:
+    evolution = _run("--business", "Shop", "--kind", "evolution", "--bridge-url", "https://evo.example.com",
+                     "--bridge-token", "evo-key", "--instance", "shop-main")  # fmt: skip
+    waha = _run("--business", "Shop", "--kind", "waha", "--bridge-url", "https://waha.example.com",
+                "--bridge-token", "waha-key", "--session", "default")  # fmt: skip
+
+    assert Channel.objects.get(pk=int(evolution)).gateway_instance == "shop-main"
+    assert Channel.objects.get(pk=int(waha)).gateway_instance == "default"
+    with pytest.raises(CommandError, match="--session"):
+        _run("--business", "Shop", "--kind", "waha", "--bridge-url", "https://waha.example.com",
+             "--bridge-token", "k")  # fmt: skip
+
+
 def test_a_phone_number_id_can_belong_to_one_channel_only() -> None:
     _run("--business", "A", "--kind", "cloud_api", "--phone-number-id", "1", "--access-token", "t")
 

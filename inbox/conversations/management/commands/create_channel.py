@@ -30,6 +30,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--bridge-token", default="", help="bridge bearer token (stored encrypted)"
         )
+        parser.add_argument(
+            "--instance", default="", help="Evolution API instance name (--kind evolution)"
+        )
+        parser.add_argument("--session", default="", help="WAHA session name (--kind waha)")
         parser.add_argument("--language", default="", help="customers' main language, e.g. en, ru")
         parser.add_argument("--debounce-seconds", type=float, default=4.0)
         parser.add_argument("--idle-release-hours", type=float, default=4.0)
@@ -42,6 +46,9 @@ class Command(BaseCommand):
             raise CommandError("--kind cloud_api needs --phone-number-id and --access-token")
         if kind == Channel.Kind.BRIDGE and not (o["bridge_url"] and o["bridge_token"]):
             raise CommandError("--kind bridge needs --bridge-url and --bridge-token")
+        gateway = {Channel.Kind.EVOLUTION: "instance", Channel.Kind.WAHA: "session"}.get(kind)
+        if gateway and not (o["bridge_url"] and o["bridge_token"] and o[gateway]):
+            raise CommandError(f"--kind {kind} needs --bridge-url, --bridge-token and --{gateway}")
         if o["bridge_url"]:
             try:
                 egress.check(o["bridge_url"])  # the rule the channel form applies
@@ -65,6 +72,7 @@ class Command(BaseCommand):
                 access_token=o["access_token"],
                 bridge_url=o["bridge_url"],
                 bridge_token=o["bridge_token"],
+                gateway_instance=o["instance"] or o["session"],
                 language=o["language"],
                 debounce_seconds=o["debounce_seconds"],
                 idle_release_hours=o["idle_release_hours"],
