@@ -81,6 +81,9 @@ class ItemMatch:
     unsaid: frozenset[str] = field(default_factory=frozenset)
 
 
+# English verb forms ("complaining", "asked") name no product, whatever root they share.
+_VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+
 # Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
 MATCH_CACHE_SIZE = 4096
 
@@ -271,7 +274,7 @@ class Catalogue:
             meaning = meaning_by_typo(word_stem)
             if meaning in self.vocabulary:
                 found.add(meaning)
-        if not found and not key.startswith("#") and word.isalpha():
+        if not found and not key.startswith("#") and word.isalpha() and not _VERB_RE.search(word):
             other_script = self.keys_by_script[not language.is_cyrillic(word)]
             found |= {k for k in other_script if not k.startswith("#") and shared_root(key, k)}
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}

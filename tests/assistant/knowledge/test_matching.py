@@ -180,3 +180,16 @@ TRADES = knowledge(
 )
 def test_trade_words_are_found_across_languages(text, expected):
     assert named(text, TRADES) == [([expected], 1)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("how much is a pedicure without polish?", "Педикюр без покрытия"),
+        ("skolko stoit pedikur s pokrytiem", "Педикюр с покрытием гель-лак"),
+        # A verb that shares a borrowed root ("complain", "комплекс") names nothing.
+        ("I'm not complaining, just asking - pedicure without polish?", "Педикюр без покрытия"),
+    ],
+)
+def test_with_and_without_read_across_languages_and_scripts(text, expected):
+    assert named(text, NAILS) == [([expected], 1)]
