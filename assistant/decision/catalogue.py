@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from assistant.decision.composer import (
     TOTAL_RE,
+    applying_terms,
     charge_line,
     order_counts,
     order_with_charges,
@@ -219,7 +220,7 @@ def _quoted(r: _Reading) -> Decision | None:
     extras = _named_fees(r)
     reply = (
         order_with_charges(r.quotes, r.message, NO_RULE, r.lang, r.rules, extras)
-        if extras
+        if extras or applying_terms(r.message, r.rules)
         else quote_lines(r.quotes, r.lang, with_availability=True)
     )
     return Decision(action=Action.ANSWER, reply_to_customer=reply, facts=r.facts)

@@ -121,14 +121,9 @@ def _per_measure(quote: Quote) -> bool:
     return bool(unit) and unit not in PIECES
 
 
-def applying_terms(message: str, rule: RuleAnswer) -> list[PercentTerm]:
-    """The discounts and surcharges of the rule sentences answering the message that the
-    message meets."""
-    return [
-        t
-        for t in percent_terms("\n".join(rule.sentences))
-        if t.kind != "prepayment" and term_applies(t, message)
-    ]
+def applying_terms(message: str, rules: str) -> list[PercentTerm]:
+    """The discounts and surcharges of the rules that the message meets."""
+    return [t for t in percent_terms(rules) if t.kind != "prepayment" and term_applies(t, message)]
 
 
 def order_with_charges(
@@ -144,7 +139,7 @@ def order_with_charges(
     one per bag, floor or km computed from the counts given); the rules' extras the customer
     named ("с надписью") likewise. When a charge cannot be computed ("from 2 500", a floor
     not given) there is no total at all."""
-    terms = applying_terms(message, rule)
+    terms = applying_terms(message, rules)
     lines = quote_lines(quotes, lang, with_availability=True, terms=terms)
     currencies = {q.item.currency for q in quotes}
     if terms or not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from assistant.decision.composer import order_with_charges, quote_lines
+from assistant.decision.composer import applying_terms, order_with_charges, quote_lines
 from assistant.decision.intents import detect_intent, rules_give_the_terms
 from assistant.decision.reading import Quote, agreed_for_another_quantity, find, with_agreement
 from assistant.decision.replies import handoff_message, language_for, text
 from assistant.knowledge.agreements import agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.rules import rule_answer
+from assistant.knowledge.rules import RuleAnswer, rule_answer
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Item, Reading, TurnInput, WantedItem
 from inbox.conversations.models import HandoffReason
@@ -133,6 +133,8 @@ def composed_quote(
     message = " ".join(entry.text for entry in turn.pending)
     rules = config.business_rules or ""
     rule = rule_answer(message, rules, manager_statements(turn.history))
+    if rule is None and applying_terms(message, rules):
+        rule = RuleAnswer(frozenset(), ())  # no rule sentence, a discount or surcharge met
     if rule is None:
         return quote_lines(quotes, lang, with_availability=True)
     return order_with_charges(quotes, message, rule, lang, rules)

@@ -81,6 +81,7 @@ class ItemMatch:
     unsaid: frozenset[str] = field(default_factory=frozenset)
 
 
+CHILD = word_key("child")
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
 
@@ -520,6 +521,10 @@ class Catalogue:
                 if len(group) > 1 and len(literal) == 1:
                     group = literal
                 group = [m for m in group if not any(self._bundles(m, n, said) for n in group)]
+                # Children's courses, sizes, menus are asked for as such ("детская группа",
+                # "for my son"): a name for children the message does not speak of steps back.
+                if len(group) > 1 and CHILD not in said:
+                    group = [m for m in group if CHILD not in m.unsaid] or group
             groups.append(group)
             consumed |= set(top.positions)
             ids = {m.index for m in group}
@@ -613,12 +618,30 @@ class Catalogue:
         """A part that only describes ("and the oil one too" after "air filter Camry") read
         with the words of the part before it, for an item not named already."""
         own = len(analyse(part))
-        for group in self.resolve(f"{part} {previous}"):
+        combined = f"{part} {previous}"
+        for group in self.resolve(combined):
             fresh = [m for m in group if m.index not in seen]
             if len(fresh) == 1 and len(group) == 1 and min(fresh[0].positions) < own:
-                only_own = frozenset(p for p in fresh[0].positions if p < own)
-                return [[replace(fresh[0], positions=only_own, number_positions=frozenset())]]
+                return [self._own_part(fresh[0], own)]
+        # "детскую группу английского + учебник": a part naming a kind of thing ("учебник")
+        # means the one of that kind a word of the part before also names ("English File" by
+        # "английского"), though that word already named the course.
+        heads = any(word_key(t.word) in self.heads for t in content_tokens(analyse(part)))
+        bridging = [
+            m
+            for m in (self.match(combined) if heads else [])
+            if m.index not in seen and not m.weak and min(m.positions) < own <= max(m.positions)
+        ]
+        best = max((len(m.positions) for m in bridging), default=0)
+        widest = [m for m in bridging if len(m.positions) == best]
+        if len(widest) == 1:
+            return [self._own_part(widest[0], own)]
         return []
+
+    @staticmethod
+    def _own_part(match: ItemMatch, own: int) -> list[ItemMatch]:
+        only_own = frozenset(p for p in match.positions if p < own)
+        return [replace(match, positions=only_own, number_positions=frozenset())]
 
     def unknown_words(self, text: str) -> list[str]:
         """The words of a message that could name a product but match nothing in the list

@@ -165,3 +165,16 @@ def test_the_prepayment_asked_about_is_computed_on_the_order():
     decision = catalogue.decide(t, knowledge(cakes), config)
     assert "Предоплата 50%: 12 750 KZT" in decision.reply_to_customer
     assert check_against(decision, t, knowledge(cakes), config).allowed
+
+
+def test_a_discount_is_computed_though_the_customer_asks_no_question_about_terms():
+    courses = (
+        item("EN-KID", "Английский для детей — группа", "24000", unit="месяц"),
+        item("BOOK", "Учебник English File", "9500"),
+    )
+    t = turn("дочке детскую группу английского сразу за 3 месяца + учебник, сколько всего?")
+    decision = catalogue.decide(t, knowledge(courses), COURSE_RULES)
+    reply = decision.reply_to_customer
+    assert "72 000 KZT, со скидкой 10%: 64 800 KZT" in reply
+    assert "Итого: 74 300 KZT" in reply  # the textbook is not discounted
+    assert check_against(decision, t, knowledge(courses), COURSE_RULES).allowed

@@ -193,3 +193,31 @@ def test_trade_words_are_found_across_languages(text, expected):
 )
 def test_with_and_without_read_across_languages_and_scripts(text, expected):
     assert named(text, NAILS) == [([expected], 1)]
+
+
+SCHOOL = knowledge(
+    (
+        item("CN-GR", "Китайский язык (HSK 1–3) — группа", "32000"),
+        item("CN-KID", "Китайский для детей 8–13 лет — группа", "27000"),
+        item("EN-KID", "Английский для детей 7–12 лет — группа", "24000"),
+        item("BK-EN", "Учебник English File", "9500"),
+        item("BK-CN", "Учебник HSK Standard Course 1", "7500"),
+        item("BK-KZ", "Учебное пособие по казахскому языку", "5000"),
+    )
+)
+
+
+def test_a_childrens_course_is_meant_only_when_the_message_speaks_of_children():
+    assert named("китайский в группе сколько?", SCHOOL) == [
+        (["Китайский язык (HSK 1–3) — группа"], 1)
+    ]
+    assert named("китайский в группе для сына", SCHOOL) == [
+        (["Китайский для детей 8–13 лет — группа"], 1)
+    ]
+
+
+def test_a_kind_of_thing_named_after_an_item_is_the_one_of_that_kind_the_item_names():
+    assert named("дочке детскую группу английского + учебник", SCHOOL) == [
+        (["Английский для детей 7–12 лет — группа"], 1),
+        (["Учебник English File"], 1),
+    ]
