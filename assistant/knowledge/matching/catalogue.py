@@ -342,16 +342,29 @@ class Catalogue:
             )
             if best is not None:
                 matches.append(best)
-        matches += self._by_description(keys_of, {m.index for m in matches})
+        # A description may explain more of the query than the item's name does ("бездрожжевой
+        # хлеб": the bread described as yeast-free, the word beside the name's): it then stands
+        # for that item.
+        described = self._by_description(keys_of)
+        unnamed = {t.position for t, found in keys_of if not found}
+        wider = {
+            d.index: d
+            for d in described
+            if all(
+                d.positions > m.positions
+                and any(abs(u - p) == 1 for u in d.positions & unnamed for p in m.positions)
+                for m in matches
+                if m.index == d.index
+            )
+        }
+        matches = [m for m in matches if m.index not in wider] + list(wider.values())
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
         matches = self._without_contradictions(tokens, matches)
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return tuple(matches)
 
-    def _by_description(
-        self, keys_of: list[tuple[QueryToken, frozenset[str]]], named: set[int]
-    ) -> list[ItemMatch]:
+    def _by_description(self, keys_of: list[tuple[QueryToken, frozenset[str]]]) -> list[ItemMatch]:
         """Items the customer names by what their description says, where the words name no
         item by its name: "клей для газоблока" is the masonry mix described as "клей для
         газоблока", not the tile adhesive that shares "клей". Only when a word of the query
@@ -359,12 +372,7 @@ class Catalogue:
         if not self.items_by_description:
             return []
         unnamed = [t for t, found in keys_of if not found]
-        reached = {
-            i
-            for t in unnamed
-            for i in self.items_by_description.get(word_key(t.word), ())
-            if i not in named
-        }
+        reached = {i for t in unnamed for i in self.items_by_description.get(word_key(t.word), ())}
         found: list[ItemMatch] = []
         content = len(keys_of) or 1
         for index in sorted(reached):

@@ -221,3 +221,19 @@ def test_a_kind_of_thing_named_after_an_item_is_the_one_of_that_kind_the_item_na
         (["Английский для детей 7–12 лет — группа"], 1),
         (["Учебник English File"], 1),
     ]
+
+
+def test_a_word_only_a_description_holds_picks_the_item_beside_whose_name_it_stands():
+    breads = knowledge(
+        (
+            item("B-1", "Хлеб «Бородинский»", "650"),
+            item("B-2", "Хлеб «Деревенский»", "1200", description="Бездрожжевой, на закваске"),
+            item("B-3", "Хлеб белый пшеничный", "350"),
+        )
+    )
+    assert named("бездрожжевой хлеп есть у вас?", breads) == [(["Хлеб «Деревенский»"], 1)]
+    assert named("хлеб есть?", breads)[0][0] == [
+        "Хлеб «Бородинский»",
+        "Хлеб «Деревенский»",
+        "Хлеб белый пшеничный",
+    ]
