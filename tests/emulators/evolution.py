@@ -58,12 +58,16 @@ class EvolutionEmulator:
     fail_sends_with: int | None = None  # an HTTP status every send answers with
     not_on_whatsapp: set[str] = field(default_factory=set)
     expose_apikey: bool = True  # AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES
+    # The phone comes back after this many sends were refused while the link was down.
+    relink_after_refusals: int | None = None
     host: str = "127.0.0.1"
     sent: list[EvolutionSent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.media: dict[str, tuple[bytes, str]] = {}
         self.send_attempts = 0
+        self.refused = 0
+        self._threads: list[threading.Thread] = []
         self._server: EmulatorServer | None = None
         self._lock = threading.Lock()
         self.base_url = ""
@@ -79,6 +83,8 @@ class EvolutionEmulator:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for thread in self._threads:
+            thread.join(timeout=10)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -180,6 +186,12 @@ class EvolutionEmulator:
             return self.error(self.fail_sends_with, ["send failed"])
         number = str(body.get("number") or "")
         if self.state != "open":
+            self.refused += 1
+            if self.refused == self.relink_after_refusals:
+                self.state = "open"
+                relink = threading.Thread(target=self.connection, args=("open",), daemon=True)
+                self._threads.append(relink)
+                relink.start()
             return self.error(400, ["Error: Connection Closed"])
         if number in self.not_on_whatsapp:
             return self.error(400, [{"jid": number, "exists": False, "number": number}])
