@@ -202,13 +202,10 @@ def _accept_one(event: InboundEvent, locked: Chat, channel: ChannelInfo) -> Acce
             rearm_unanswered(chat, event)
         return Accepted(None, chat.pk, "duplicate")
     after_stored(message, event)
-    if event.from_me:
-        # A manager wrote from the phone (or the Business App): they own the chat now.
-        ownership.manager_replied(chat.pk, manager=None, at=provider_time(event))
-        hooks.message_changed(message.pk)
-    elif event.extra.get("history"):
+    if event.extra.get("history"):
         # Replayed history (a linked-device gateway's sync after a reconnect): shown in the
-        # chat, never answered as new. Marked answered unless newer customer messages wait.
+        # chat, never answered as new, and what the phone sent back then takes nothing over.
+        # Marked answered unless newer customer messages are waiting.
         waiting = chat.messages.filter(
             direction=Message.Direction.INBOUND, pk__gt=chat.answered_up_to, pk__lt=message.pk
         ).exclude(payload__history=True)
@@ -216,6 +213,10 @@ def _accept_one(event: InboundEvent, locked: Chat, channel: ChannelInfo) -> Acce
             Chat.objects.filter(pk=chat.pk, answered_up_to__lt=message.pk).update(
                 answered_up_to=message.pk
             )
+        hooks.message_changed(message.pk)
+    elif event.from_me:
+        # A manager wrote from the phone (or the Business App): they own the chat now.
+        ownership.manager_replied(chat.pk, manager=None, at=provider_time(event))
         hooks.message_changed(message.pk)
     else:
         if not customer_wrote(chat, [message], channel):

@@ -135,7 +135,9 @@ def test_history_replayed_after_a_reconnect_is_stored_once_and_never_answered(
 ) -> None:
     jid = _jid()
     old = int(time.time()) - 3 * 86400
-    history = [evolution.message(jid, f"old message {i}", timestamp=old + i) for i in range(200)]
+    # Old chatter both ways: what the manager typed back then is no takeover now.
+    history = [evolution.message(jid, f"old message {i}", timestamp=old + i, from_me=i % 10 == 9)
+               for i in range(200)]  # fmt: skip
 
     assert evolution.post("messages.set", history) == 200
     assert evolution.post("messages.set", history[:100]) == 200  # replayed again
@@ -147,6 +149,7 @@ def test_history_replayed_after_a_reconnect_is_stored_once_and_never_answered(
     wait_for(ingest_drained, message="the replay to be processed")
     assert not _turns(chat)
     assert evolution.sent_to(jid) == []
+    assert Chat.objects.get(pk=chat.pk).owner == Owner.BOT
     # A new message afterwards is answered, on its own.
     evolution.customer_says(jid, QUESTION)
     (reply,) = wait_for(lambda: evolution.sent_to(jid), message="the reply to the new message")
