@@ -35,6 +35,7 @@ from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
 from inbox.upkeep import alerts
 from integrations.whatsapp import bridge, cloud_events
+from integrations.whatsapp.gateways import evolution as gateway_evolution
 from integrations.whatsapp.gateways import evolution_events
 
 log = logging.getLogger(__name__)
@@ -385,6 +386,13 @@ async def evolution(scope: Scope, receive: Receive, send: Send, channel_id: int)
         return
     if skipped:
         log.info("webhook.skipped", extra={"transport": "evolution", "what": skipped[:10]})
+    inline = evolution_events.inline_media(payload)
+    if inline:  # before the events are queued: the worker that downloads them finds them
+        keep = sync_to_async(gateway_evolution.keep_inline_media, thread_sensitive=False)
+        try:
+            await keep(channel_id, inline)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+            log.warning("webhook.inline_media_not_kept", extra={"transport": "evolution"})
     await _queue(send, "evolution", events)
 
 

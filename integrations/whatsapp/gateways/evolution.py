@@ -37,9 +37,14 @@ from inbox.conversations.transports import (
     TransientSendError,
 )
 from inbox.platform import egress, http
+from inbox.platform.redis import get_redis
 
 if TYPE_CHECKING:
     from inbox.conversations.models import Channel, Chat, Message
+
+# How long an attachment that came in the webhook's body (`webhookBase64`) is kept for
+# `fetch_media`: the download and the transcription run within seconds, retries within minutes.
+INLINE_MEDIA_SECONDS = 3600
 
 # What Baileys says when the socket to WhatsApp is down: the phone is offline or unlinked for
 # now; the send can succeed once the gateway reconnects.
@@ -103,6 +108,9 @@ class EvolutionTransport:
     def fetch_media(self, message: Message) -> MediaBlob:
         if not message.media_ref:
             raise MediaError("the message has no media", permanent=True)
+        inline = _inline_media(self.channel.pk, message.media_ref)
+        if inline is not None:
+            return MediaBlob(inline, message.media_mime, message.media_filename)
         body = {"message": {"key": {"id": message.media_ref}}, "convertToMp4": False}
         try:
             response = self._call(
@@ -124,6 +132,28 @@ class EvolutionTransport:
             raise MediaError("Evolution API sent no media", permanent=False) from exc
         mime = message.media_mime or str(answer.get("mimetype") or "")
         return MediaBlob(content, mime.split(";")[0], message.media_filename)
+
+
+def _inline_key(channel_id: int, message_id: str) -> str:
+    return f"evolution:media:{channel_id}:{message_id}"
+
+
+def keep_inline_media(channel_id: int, blobs: dict[str, str]) -> None:
+    """Keep the base64 attachments of a webhook body for `fetch_media` (the webhook's side)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for message_id, encoded in blobs.items():
+        pipe.set(_inline_key(channel_id, message_id), encoded, ex=INLINE_MEDIA_SECONDS)
+    pipe.execute()
+
+
+def _inline_media(channel_id: int, message_id: str) -> bytes | None:
+    encoded = get_redis().get(_inline_key(channel_id, message_id))
+    if not isinstance(encoded, bytes):
+        return None
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return None  # not base64 after all: the gateway's endpoint
 
 
 def _reason(response: httpx.Response) -> str:

@@ -21,9 +21,10 @@ Built from EvolutionAPI/evolution-api 2.3.6 (commit 3454bec7): `webhook.controll
 - `connection.update`: {state: open|connecting|close, statusReason}: read by the webhook
   handler (`link_state`), not an event of a chat.
 
-Media: the bytes are not in the event (the `base64` field is dropped: a voice note would
-travel through the queue and the row); `MediaRef.ref` is the message's key id, which the
-transport hands to `POST /chat/getBase64FromMediaMessage/{instance}`.
+Media: the bytes are not in the event (a voice note would travel through the queue and the
+row); `MediaRef.ref` is the message's key id. With `webhookBase64` on, the webhook keeps the
+body's `base64` aside for a while (`inline_media`, `evolution.keep_inline_media`); else, or
+once that expired, the transport asks `POST /chat/getBase64FromMediaMessage/{instance}`.
 """
 
 from __future__ import annotations
@@ -110,6 +111,22 @@ def link_state(body: Any) -> str | None:
         return None
     state = _str(_obj(_obj(body).get("data")).get("state"))
     return state if state in ("open", "connecting", "close") else "close"
+
+
+def inline_media(body: Any) -> dict[str, str]:
+    """The base64 attachments of a body sent with `webhookBase64` on, by message key id: kept
+    aside for `fetch_media` (never queued), so the gateway is not asked for them again."""
+    if event_name(body) not in ("messages.upsert", "messages.set"):
+        return {}
+    data = _obj(body).get("data")
+    found: dict[str, str] = {}
+    for raw in data if isinstance(data, list) else [data]:
+        item = _obj(raw)
+        message_id = _str(_obj(item.get("key")).get("id"))
+        encoded = _obj(item.get("message")).get("base64")
+        if message_id and isinstance(encoded, str) and encoded:
+            found[message_id[:255]] = encoded
+    return found
 
 
 def normalise(
