@@ -106,11 +106,12 @@ def given_apikey(body: Any) -> str:
 
 
 def link_state(body: Any) -> str | None:
-    """`open`, `connecting` or `close` for a `connection.update` body, else None."""
+    """`open`, `connecting` or `close` for a `connection.update` body; None for any other body
+    (a state it does not name is acknowledged and ignored)."""
     if event_name(body) != "connection.update":
         return None
     state = _str(_obj(_obj(body).get("data")).get("state"))
-    return state if state in ("open", "connecting", "close") else "close"
+    return state if state in ("open", "connecting", "close") else None
 
 
 def inline_media(body: Any) -> dict[str, str]:
