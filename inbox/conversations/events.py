@@ -62,6 +62,8 @@ class InboundEvent:
     customer_name: str = ""
     customer_phone: str = ""
     # Kind-specific details: location, reaction target, quoted/edited/revoked message id...
+    # `history: True` marks replayed history (a linked-device gateway's sync after a
+    # reconnect): stored and shown, never answered, no takeover (`ingest.store`).
     extra: dict[str, Any] = field(default_factory=dict)
     correlation_id: str = ""
 

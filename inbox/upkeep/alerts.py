@@ -335,10 +335,57 @@ def silent_channels(now: datetime) -> list[Silence]:
     return found
 
 
+# Channels whose linked-device gateway reported its phone link lost (`connection.update`
+# close/connecting), until it reports `open` again: silent now, whatever the quiet window says.
+_LINK_LOST_KEY = "alerts:gateway_link_lost"
+
+
+def _link_lost_message(channel: Channel, state: str) -> str:
+    return (
+        f"The gateway of “{channel.name}” lost its link to the phone (state {state}): nothing "
+        "is received or sent until the phone is online and the number linked again."
+    )
+
+
+def gateway_link_lost(channel_id: int, state: str) -> None:
+    """A gateway said the phone is no longer linked: the silent-number alert, at once."""
+    channel = Channel.objects.filter(pk=channel_id).first()
+    if channel is None:
+        return
+    get_redis().hset(_LINK_LOST_KEY, str(channel_id), state[:20])
+    raise_alert(
+        channel.business_id,
+        Alert.Kind.CHANNEL_SILENT,
+        _link_lost_message(channel, state[:20]),
+        subject=f"channel:{channel_id}",
+    )
+
+
+def gateway_link_restored(channel_id: int) -> None:
+    """The link is back: the alert closes (the quiet-window check may open its own later)."""
+    channel = Channel.objects.filter(pk=channel_id).first()
+    if get_redis().hdel(_LINK_LOST_KEY, str(channel_id)) and channel is not None:
+        resolve_alert(
+            channel.business_id, Alert.Kind.CHANNEL_SILENT, subject=f"channel:{channel_id}"
+        )
+
+
+def _links_lost() -> dict[int, str]:
+    raw: dict[Any, Any] = get_redis().hgetall(_LINK_LOST_KEY)
+    return {int(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
+
+
 def check_silent_channels(now: datetime) -> None:
     wanted: dict[tuple[int | None, str], str] = {}
+    lost = _links_lost()
+    for channel in Channel.objects.filter(pk__in=list(lost), is_active=True):
+        wanted[(channel.business_id, f"channel:{channel.pk}")] = _link_lost_message(
+            channel, lost[channel.pk]
+        )
     for silence in silent_channels(now):
         channel = silence.channel
+        if (channel.business_id, f"channel:{channel.pk}") in wanted:
+            continue
         wanted[(channel.business_id, f"channel:{channel.pk}")] = (
             f"No message on “{channel.name}” for {silence.working_minutes:.0f} min of working "
             f"hours (window {channel.silent_alert_minutes} min): check that the phone is online "

@@ -33,7 +33,10 @@ from inbox.conversations import ingest
 from inbox.conversations.models import Channel
 from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
+from inbox.upkeep import alerts
 from integrations.whatsapp import bridge, cloud_events
+from integrations.whatsapp.gateways import evolution as gateway_evolution
+from integrations.whatsapp.gateways import evolution_events
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +124,7 @@ class RouteCache:
         self.ttl = settings.WHATSAPP_ROUTE_CACHE_SECONDS if ttl is None else ttl
         self.stale = settings.WHATSAPP_ROUTE_STALE_SECONDS if stale is None else stale
         self._numbers: dict[str, tuple[float, int | None]] = {}
-        self._bridges: dict[int, tuple[float, str | None]] = {}
+        self._bridges: dict[tuple[str, int], tuple[float, str | None]] = {}
         self._lookups: dict[tuple[object, ...], asyncio.Task[None]] = {}
 
     def clear(self) -> None:
@@ -153,12 +156,13 @@ class RouteCache:
             if (channel_id := self._numbers.get(n, (0.0, None))[1]) is not None
         }
 
-    async def bridge_token(self, channel_id: int) -> str | None:
-        cached = self._bridges.get(channel_id)
+    async def bridge_token(self, channel_id: int, kind: str = Channel.Kind.BRIDGE) -> str | None:
+        """The token of the active channel of this id and kind (a bridge or a gateway)."""
+        cached = self._bridges.get((kind, channel_id))
         if cached is None or cached[0] < time.monotonic():
-            task = self._shared(("bridge", channel_id), partial(self._load_bridge, channel_id))
-            await asyncio.shield(task)
-            cached = self._bridges[channel_id]
+            load = partial(self._load_bridge, channel_id, kind)
+            await asyncio.shield(self._shared(("bridge", kind, channel_id), load))
+            cached = self._bridges[(kind, channel_id)]
         return cached[1]
 
     async def _load_numbers(self, numbers: set[str]) -> None:
@@ -168,10 +172,11 @@ class RouteCache:
         for number in numbers:
             self._numbers[number] = (expires, found.get(number))
 
-    async def _load_bridge(self, channel_id: int) -> None:
+    async def _load_bridge(self, channel_id: int, kind: str) -> None:
         metrics.ROUTE_LOOKUPS.inc()
-        token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(channel_id)
-        self._bridges[channel_id] = (time.monotonic() + self.ttl, token)
+        lookup = sync_to_async(_lookup_bridge_token, thread_sensitive=False)
+        token = await lookup(channel_id, kind)
+        self._bridges[(kind, channel_id)] = (time.monotonic() + self.ttl, token)
 
     def _shared(
         self, key: tuple[object, ...], load: Callable[[], Coroutine[Any, Any, None]]
@@ -211,12 +216,10 @@ def _lookup_numbers(numbers: set[str]) -> dict[str, int]:
         connection.close()
 
 
-def _lookup_bridge_token(channel_id: int) -> str | None:
+def _lookup_bridge_token(channel_id: int, kind: str) -> str | None:
 
     try:
-        channel = Channel.objects.filter(
-            pk=channel_id, kind=Channel.Kind.BRIDGE, is_active=True
-        ).first()
+        channel = Channel.objects.filter(pk=channel_id, kind=kind, is_active=True).first()
         return channel.bridge_token if channel is not None and channel.bridge_token else None
     finally:
         connection.close()
@@ -342,7 +345,71 @@ async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: 
     await _queue(send, "bridge", list(events))
 
 
+async def evolution(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
+    """`/webhooks/evolution/<channel id>/`: Evolution API v2. Its webhook has no signature or
+    header of ours: the body's `apikey` field (the instance's token, sent only with
+    `AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES=true`) must be the channel's token."""
+    correlation_id.set(logs.new_correlation_id())
+    if scope["method"] != "POST":
+        await respond(send, 405, "method not allowed")
+        return
+    try:
+        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
+    except BodyTooLarge:
+        _reject("evolution", "too_large")
+        await respond(send, 413, "body too large")
+        return
+    token = await routes.bridge_token(channel_id, Channel.Kind.EVOLUTION)
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        payload = None  # unauthenticated as well: the same answer as a wrong key
+    given = evolution_events.given_apikey(payload)
+    matches = hmac.compare_digest(given.encode(), (token or _NO_CHANNEL_TOKEN).encode())
+    if token is None or not given or not matches:
+        _reject("evolution", "unknown_channel" if token is None else "bad_token")
+        await respond(send, 403, "invalid channel or apikey")
+        return
+    state = evolution_events.link_state(payload)
+    if state is not None:
+        changed = alerts.gateway_link_restored if state == "open" else alerts.gateway_link_lost
+        args = (channel_id,) if state == "open" else (channel_id, state)
+        await sync_to_async(_in_thread(changed), thread_sensitive=False)(*args)
+        metrics.WEBHOOKS_RECEIVED.labels(transport="evolution", outcome="accepted").inc()
+        await respond(send, 200, "ok")
+        return
+    try:
+        events, skipped = evolution_events.normalise(payload, channel_id)
+    except cloud_events.MalformedWebhook as exc:
+        _reject("evolution", "malformed")
+        await respond(send, 400, f"malformed event: {exc}")
+        return
+    if skipped:
+        log.info("webhook.skipped", extra={"transport": "evolution", "what": skipped[:10]})
+    inline = evolution_events.inline_media(payload)
+    if inline:  # before the events are queued: the worker that downloads them finds them
+        keep = sync_to_async(gateway_evolution.keep_inline_media, thread_sensitive=False)
+        try:
+            await keep(channel_id, inline)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+            log.warning("webhook.inline_media_not_kept", extra={"transport": "evolution"})
+    await _queue(send, "evolution", events)
+
+
+def _in_thread(work: Callable[..., None]) -> Callable[..., None]:
+    """`work` in a pool thread, its database connection closed after (as the look-ups)."""
+
+    def run(*args: Any) -> None:
+        try:
+            work(*args)
+        finally:
+            connection.close()
+
+    return run
+
+
 _BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
+_EVOLUTION_PATH = re.compile(r"^/webhooks/evolution/(\d{1,18})/?$")
 
 
 def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]] | None:
@@ -353,4 +420,7 @@ def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, Non
     bridge_path = _BRIDGE_PATH.match(path)
     if bridge_path:
         return partial(bridge_events, channel_id=int(bridge_path.group(1)))
+    evolution_path = _EVOLUTION_PATH.match(path)
+    if evolution_path:
+        return partial(evolution, channel_id=int(evolution_path.group(1)))
     return None

@@ -89,6 +89,7 @@ def _is_plain(event: InboundEvent) -> bool:
         and bool(event.provider_message_id)
         and "revoke_of" not in event.extra
         and "edit_of" not in event.extra
+        and "history" not in event.extra
     )
 
 
@@ -201,7 +202,19 @@ def _accept_one(event: InboundEvent, locked: Chat, channel: ChannelInfo) -> Acce
             rearm_unanswered(chat, event)
         return Accepted(None, chat.pk, "duplicate")
     after_stored(message, event)
-    if event.from_me:
+    if event.extra.get("history"):
+        # Replayed history (a linked-device gateway's sync after a reconnect): shown in the
+        # chat, never answered as new, and what the phone sent back then takes nothing over.
+        # Marked answered unless newer customer messages are waiting.
+        waiting = chat.messages.filter(
+            direction=Message.Direction.INBOUND, pk__gt=chat.answered_up_to, pk__lt=message.pk
+        ).exclude(payload__history=True)
+        if not waiting.exists():
+            Chat.objects.filter(pk=chat.pk, answered_up_to__lt=message.pk).update(
+                answered_up_to=message.pk
+            )
+        hooks.message_changed(message.pk)
+    elif event.from_me:
         # A manager wrote from the phone (or the Business App): they own the chat now.
         ownership.manager_replied(chat.pk, manager=None, at=provider_time(event))
         hooks.message_changed(message.pk)
