@@ -344,7 +344,55 @@ def check_silent_channels(now: datetime) -> None:
             f"hours (window {channel.silent_alert_minutes} min): check that the phone is online "
             "and the number still linked."
         )
+    wanted.update(_unlinked_alerts())
     sync(Alert.Kind.CHANNEL_SILENT, wanted)
+
+
+# A linked-device gateway (WAHA, Evolution API) that says the phone link is gone: the number is
+# silent from now on, so the alert goes up at once instead of after the quiet window, and stays
+# up (the minute check keeps it) until the gateway says the link is back.
+UNLINKED_KEY = "alerts:unlinked_channels"
+
+
+def _unlinked_message(channel: Channel, detail: str) -> str:
+    return f"“{channel.name}” lost its phone link: {detail}. Until then no message arrives."
+
+
+def link_lost(channel_id: int, detail: str) -> None:
+    channel = Channel.objects.filter(pk=channel_id, is_active=True).first()
+    if channel is None:
+        return
+    get_redis().hset(UNLINKED_KEY, str(channel_id), detail[:300])
+    raise_alert(
+        channel.business_id,
+        Alert.Kind.CHANNEL_SILENT,
+        _unlinked_message(channel, detail),
+        subject=f"channel:{channel_id}",
+    )
+
+
+def link_restored(channel_id: int) -> None:
+    """The link is back: its alert closes (the minute check raises a silence alert again if
+    the number is also quiet past its window)."""
+    if get_redis().hdel(UNLINKED_KEY, str(channel_id)):
+        channel = Channel.objects.filter(pk=channel_id).first()
+        if channel is not None:
+            resolve_alert(channel.business_id, Alert.Kind.CHANNEL_SILENT,
+                          subject=f"channel:{channel_id}")  # fmt: skip
+
+
+def _unlinked_alerts() -> dict[tuple[int | None, str], str]:
+    raw = get_redis().hgetall(UNLINKED_KEY)
+    details = {int(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
+    if not details:
+        return {}
+    channels = Channel.objects.filter(pk__in=details, is_active=True)
+    return {
+        (channel.business_id, f"channel:{channel.pk}"): _unlinked_message(
+            channel, details[channel.pk]
+        )
+        for channel in channels
+    }
 
 
 def check_queues() -> None:

@@ -27,13 +27,14 @@ from urllib.parse import parse_qs
 import redis.exceptions
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from inbox.conversations import ingest
 from inbox.conversations.models import Channel
 from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
 from integrations.whatsapp import bridge, cloud_events
+from integrations.whatsapp.gateways import waha, waha_events
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class RouteCache:
         self.ttl = settings.WHATSAPP_ROUTE_CACHE_SECONDS if ttl is None else ttl
         self.stale = settings.WHATSAPP_ROUTE_STALE_SECONDS if stale is None else stale
         self._numbers: dict[str, tuple[float, int | None]] = {}
-        self._bridges: dict[int, tuple[float, str | None]] = {}
+        self._bridges: dict[tuple[str, int], tuple[float, str | None]] = {}
         self._lookups: dict[tuple[object, ...], asyncio.Task[None]] = {}
 
     def clear(self) -> None:
@@ -153,12 +154,14 @@ class RouteCache:
             if (channel_id := self._numbers.get(n, (0.0, None))[1]) is not None
         }
 
-    async def bridge_token(self, channel_id: int) -> str | None:
-        cached = self._bridges.get(channel_id)
+    async def bridge_token(self, channel_id: int, kind: str = Channel.Kind.BRIDGE) -> str | None:
+        """The token of an active channel of `kind` (a bridge, a gateway), None when none."""
+        key = (str(kind), channel_id)
+        cached = self._bridges.get(key)
         if cached is None or cached[0] < time.monotonic():
-            task = self._shared(("bridge", channel_id), partial(self._load_bridge, channel_id))
+            task = self._shared(("bridge", *key), partial(self._load_bridge, key))
             await asyncio.shield(task)
-            cached = self._bridges[channel_id]
+            cached = self._bridges[key]
         return cached[1]
 
     async def _load_numbers(self, numbers: set[str]) -> None:
@@ -168,10 +171,10 @@ class RouteCache:
         for number in numbers:
             self._numbers[number] = (expires, found.get(number))
 
-    async def _load_bridge(self, channel_id: int) -> None:
+    async def _load_bridge(self, key: tuple[str, int]) -> None:
         metrics.ROUTE_LOOKUPS.inc()
-        token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(channel_id)
-        self._bridges[channel_id] = (time.monotonic() + self.ttl, token)
+        token = await sync_to_async(_lookup_bridge_token, thread_sensitive=False)(*key)
+        self._bridges[key] = (time.monotonic() + self.ttl, token)
 
     def _shared(
         self, key: tuple[object, ...], load: Callable[[], Coroutine[Any, Any, None]]
@@ -211,12 +214,10 @@ def _lookup_numbers(numbers: set[str]) -> dict[str, int]:
         connection.close()
 
 
-def _lookup_bridge_token(channel_id: int) -> str | None:
+def _lookup_bridge_token(kind: str, channel_id: int) -> str | None:
 
     try:
-        channel = Channel.objects.filter(
-            pk=channel_id, kind=Channel.Kind.BRIDGE, is_active=True
-        ).first()
+        channel = Channel.objects.filter(pk=channel_id, kind=kind, is_active=True).first()
         return channel.bridge_token if channel is not None and channel.bridge_token else None
     finally:
         connection.close()
@@ -342,7 +343,61 @@ async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: 
     await _queue(send, "bridge", list(events))
 
 
+async def waha_webhook(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
+    """`/webhooks/waha/<channel id>/`: one WAHA event, signed with `X-Webhook-Hmac`
+    (HMAC-SHA512 of the body, keyed with the channel's token). The signature is checked before
+    anything else; an unknown channel and a wrong signature get the same 403."""
+    correlation_id.set(logs.new_correlation_id())
+    if scope["method"] != "POST":
+        await respond(send, 405, "method not allowed")
+        return
+    try:
+        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
+    except BodyTooLarge:
+        _reject("waha", "too_large")
+        await respond(send, 413, "body too large")
+        return
+    key = await routes.bridge_token(channel_id, Channel.Kind.WAHA)
+    signature, algorithm = (
+        _header(scope, b"x-webhook-hmac"),
+        _header(scope, b"x-webhook-hmac-algorithm"),
+    )
+    valid = waha_events.signature_is_valid(key or _NO_CHANNEL_TOKEN, body, signature, algorithm)
+    if key is None or not valid:
+        _reject("waha", "unknown_channel" if key is None else "bad_signature")
+        await respond(send, 403, "invalid channel or signature")
+        return
+    try:
+        read = waha_events.normalise(json.loads(body), channel_id)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, cloud_events.MalformedWebhook) else "invalid JSON"
+        _reject("waha", "malformed")
+        await respond(send, 400, f"malformed event: {reason}")
+        return
+    if read.skipped:
+        log.info("webhook.skipped", extra={"transport": "waha", "what": read.skipped[:10]})
+    if read.session_status:
+        try:
+            await sync_to_async(_session_changed, thread_sensitive=False)(
+                channel_id, read.session_status
+            )
+        except (DatabaseError, redis.exceptions.RedisError):
+            log.error("webhook.session_status_unsaved", extra={"channel_id": channel_id})
+            _reject("waha", "unavailable")
+            await respond(send, 503, "session state not saved, retry later")
+            return
+    await _queue(send, "waha", list(read.events))
+
+
+def _session_changed(channel_id: int, state: str) -> None:
+    try:
+        waha.session_changed(channel_id, state)
+    finally:
+        connection.close()
+
+
 _BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
+_WAHA_PATH = re.compile(r"^/webhooks/waha/(\d{1,18})/?$")
 
 
 def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]] | None:
@@ -353,4 +408,7 @@ def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, Non
     bridge_path = _BRIDGE_PATH.match(path)
     if bridge_path:
         return partial(bridge_events, channel_id=int(bridge_path.group(1)))
+    waha_path = _WAHA_PATH.match(path)
+    if waha_path:
+        return partial(waha_webhook, channel_id=int(waha_path.group(1)))
     return None
