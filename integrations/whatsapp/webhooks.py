@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from inbox.conversations import ingest
+from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import Channel
 from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
@@ -386,6 +387,9 @@ async def waha_webhook(scope: Scope, receive: Receive, send: Send, channel_id: i
             _reject("waha", "unavailable")
             await respond(send, 503, "session state not saved, retry later")
             return
+    for chat_key in {e.chat_key for e in read.events if isinstance(e, InboundEvent) and e.from_me}:
+        # Maybe the echo of a send whose answer (and id) is still on its way: wait for it.
+        await sync_to_async(waha.wait_for_sends, thread_sensitive=False)(channel_id, chat_key)
     await _queue(send, "waha", list(read.events))
 
 

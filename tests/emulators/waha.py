@@ -65,6 +65,7 @@ class WahaEmulator:
     echo_sends: bool = True
     mark_api_sends: bool = False  # `source: "api"` on the echo (engines that give it)
     fail_sends_with: int | None = None
+    answer_delay: float = 0.0  # the echo is posted, then the send answered this much later
     status: str = "WORKING"
     host: str = "127.0.0.1"
     sent: list[WahaSent] = field(default_factory=list)
@@ -72,6 +73,7 @@ class WahaEmulator:
     def __post_init__(self) -> None:
         self.media: dict[str, tuple[bytes, str]] = {}
         self.media_requests: list[dict[str, str]] = []
+        self.send_attempts = 0
         self._server: EmulatorServer | None = None
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -183,6 +185,8 @@ class WahaEmulator:
         return {"id": serialized, "_data": {"Info": {"ID": short, "Chat": chat}}}
 
     def handle_send(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.send_attempts += 1
         if body.get("session") != self.session:
             return 404, {"statusCode": 404, "error": "Not Found",
                          "message": f"We didn't find a session with name '{body.get('session')}'."}  # fmt: skip
@@ -205,6 +209,7 @@ class WahaEmulator:
             thread = threading.Thread(target=self.post, args=("message.any", echo), daemon=True)
             self._threads.append(thread)
             thread.start()
+        time.sleep(self.answer_delay)
         return 201, self.answer(chat, short, body)
 
 

@@ -7,8 +7,12 @@ The channel: `bridge_url` is WAHA's base URL, `bridge_token` its API key (`X-Api
 chatId, text}`, `/api/sendImage` and `/api/sendFile` with the file as base64; the answer is the
 sent message, whose id is recorded (`waha_events.short_id`: the same id the echo and the acks
 carry), so the echo of our own message is never taken for a manager on the phone. WAHA does
-not let the caller choose the id, so an engine that marks API sends (`source: "api"`) has its
-echo dropped at the webhook; on the others the id recorded after the send recognises it.
+not let the caller choose the id, and posts the echo while the send's answer is still on its
+way: so an engine that marks API sends (`source: "api"`) has its echo dropped at the webhook,
+and on the others a send marks its chat "sending" in Redis until the returned id is
+remembered as ours (`outbound.remember_bot_sent`); the webhook holds a `fromMe` event of a
+chat with a send in flight until then (`wait_for_sends`), so the id is known before the echo
+is queued.
 
 Errors: 429 and 5xx are transient (retried after Retry-After), as are a timeout and an
 unreachable WAHA; 422 "session status is not as expected" is transient while the session is
@@ -22,12 +26,17 @@ raises the silent-number alert at once (`session_changed`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
+import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+import redis
 
+from inbox.conversations import outbound
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
@@ -36,6 +45,7 @@ from inbox.conversations.transports import (
     TransientSendError,
 )
 from inbox.platform import egress, http
+from inbox.platform.redis import get_redis
 from inbox.upkeep import alerts
 from integrations.whatsapp.gateways.waha_events import UNLINKED_STATES, short_id
 
@@ -43,6 +53,43 @@ if TYPE_CHECKING:
     from inbox.conversations.models import Channel, Chat, Message
 
 log = logging.getLogger(__name__)
+
+# A send's "in flight" mark outlives the longest send (60 s read timeout for media) only a bit.
+SENDING_TTL_SECONDS = 90
+ECHO_WAIT_SECONDS = 20.0
+
+
+def _sending_key(channel_id: int, chat_key: str) -> str:
+    return f"waha:sending:{channel_id}:{chat_key}"
+
+
+@contextlib.contextmanager
+def _sending(channel_id: int, chat_key: str) -> Iterator[None]:
+    """Mark a send to the chat in flight (a count: two sends may overlap)."""
+    key = _sending_key(channel_id, chat_key)
+    client = get_redis()
+    try:
+        client.pipeline().incr(key).expire(key, SENDING_TTL_SECONDS).execute()
+    except redis.RedisError:
+        log.warning("waha.sending_mark_failed", extra={"channel_id": channel_id})
+    try:
+        yield
+    finally:
+        with contextlib.suppress(redis.RedisError):
+            if client.decr(key) <= 0:
+                client.delete(key)
+
+
+def wait_for_sends(channel_id: int, chat_key: str, timeout: float = ECHO_WAIT_SECONDS) -> None:
+    """Return once no send to the chat is in flight (or after `timeout`): a `fromMe` event
+    that arrived meanwhile may be the echo of that send, whose id is known only after."""
+    key = _sending_key(channel_id, chat_key)
+    deadline = time.monotonic() + timeout
+    try:
+        while get_redis().exists(key) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    except redis.RedisError:
+        return
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
@@ -81,7 +128,7 @@ class WahaTransport:
 
     def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
         body = {"session": self.session, "chatId": chat.customer_key, "text": text}
-        return self._send("/api/sendText", body)
+        return self._send(chat, "/api/sendText", body)
 
     def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:
         return ""  # the file travels with the send itself
@@ -98,9 +145,21 @@ class WahaTransport:
                 "data": base64.b64encode(media.content).decode(),
             },
         }
-        return self._send(path, body, read_timeout=60.0)
+        return self._send(chat, path, body, read_timeout=60.0)
 
-    def _send(self, path: str, body: dict[str, Any], *, read_timeout: float = 15.0) -> str:
+    def _send(
+        self, chat: Chat, path: str, body: dict[str, Any], *, read_timeout: float = 15.0
+    ) -> str:
+        with _sending(self.channel.pk, chat.customer_key):
+            message_id = self._post(path, body, read_timeout)
+            if message_id:
+                # Ours, whoever wrote it (the bot or a manager in the inbox): known before the
+                # "sending" mark goes, so the echo held at the webhook is recognised.
+                with contextlib.suppress(redis.RedisError):
+                    outbound.remember_bot_sent(chat.pk, message_id)
+            return message_id
+
+    def _post(self, path: str, body: dict[str, Any], read_timeout: float) -> str:
         url = self._url(path)
         try:
             egress.check(url)
