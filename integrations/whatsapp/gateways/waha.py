@@ -69,7 +69,10 @@ def _sending(channel_id: int, chat_key: str) -> Iterator[None]:
     key = _sending_key(channel_id, chat_key)
     client = get_redis()
     try:
-        client.pipeline().incr(key).expire(key, SENDING_TTL_SECONDS).execute()
+        pipe = client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, SENDING_TTL_SECONDS)
+        pipe.execute()
     except redis.RedisError:
         log.warning("waha.sending_mark_failed", extra={"channel_id": channel_id})
     try:
