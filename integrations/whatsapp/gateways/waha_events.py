@@ -4,7 +4,8 @@ Built from WAHA's own source and docs (devlikeapro/waha, core 2024.10.8 and the 
 GOWS engine; waha.devlike.pro "Events" and "Receive messages"). One body is one event:
 
     {"id": "evt_…", "timestamp": 1749416383123, "session": "default", "engine": "GOWS",
-     "event": "message" | "message.any" | "message.ack" | "session.status" | …,
+     "event": "message" | "message.any" | "message.ack" | "message.edited" |
+              "message.revoked" | "session.status" | …,
      "payload": {…}, "me": {"id": "77010000000@c.us"}}
 
 A message's payload: `id` (serialised `true_<chat>_<ID>` / `false_<chat>_<ID>`), `timestamp`
@@ -110,6 +111,10 @@ def normalise(body: Any, channel_id: int) -> WahaBody:
         message = _message(payload, channel_id, me, out.skipped)
         if message is not None:
             out.events.append(message)
+    elif event in ("message.edited", "message.revoked"):
+        changed = _edit_or_revoke(event, payload, channel_id, me, out.skipped)
+        if changed is not None:
+            out.events.append(changed)
     elif event == "message.ack":
         status = _status(payload, channel_id)
         if status is None:
@@ -125,7 +130,7 @@ def normalise(body: Any, channel_id: int) -> WahaBody:
 
 def _chat_of(payload: dict[str, Any], me: str) -> str:
     sender, recipient = _s(payload.get("from")), _s(payload.get("to"))
-    if payload.get("fromMe") is True and recipient and (not sender or _same_user(sender, me)):
+    if payload.get("fromMe") is True and recipient and not _same_user(recipient, me):
         return recipient  # WEBJS / NOWEB: from = the business, to = the chat
     return sender or recipient  # GOWS: from = the chat (to is null), and every customer message
 
@@ -207,6 +212,27 @@ def _message(
         customer_phone=_phone(chat),
         extra=extra,
     )
+
+
+def _edit_or_revoke(
+    event: str, payload: dict[str, Any], channel_id: int, me: str, skipped: list[str]
+) -> InboundEvent | None:
+    """`message.edited` {id, editedMessageId, body, …} and `message.revoked` {after,
+    revokedMessageId, before}: the bridge's `edit_of` / `revoke_of` on an event of their own."""
+    if event == "message.edited":
+        target, message = short_id(payload.get("editedMessageId")), payload
+    else:
+        target = short_id(payload.get("revokedMessageId"))
+        message = _d(payload.get("after")) or _d(payload.get("before"))
+        if target and not short_id(message.get("id")):
+            message = {**message, "id": f"revoke-{target}"}
+    if not target:
+        skipped.append(f"{event} without the changed message's id")
+        return None
+    changed = _message(message, channel_id, me, skipped)
+    if changed is not None:
+        changed.extra["edit_of" if event == "message.edited" else "revoke_of"] = target
+    return changed
 
 
 def _status(payload: dict[str, Any], channel_id: int) -> StatusEvent | None:

@@ -100,15 +100,19 @@ async def test_unknown_channel_other_kind_and_wrong_key_get_the_same_403(channel
     assert _queued() == []
 
 
-@pytest.mark.parametrize("engine", ["GOWS", "WEBJS"])
+@pytest.mark.parametrize(("engine", "with_me"), [("GOWS", True), ("WEBJS", True), ("WEBJS", False)])
 async def test_a_message_typed_on_the_phone_is_from_me_on_the_customers_chat(
-    channel: Channel, engine: str
+    channel: Channel, engine: str, with_me: bool
 ) -> None:
-    """GOWS: from = the chat and to = null; WEBJS: from = the business, to = the chat."""
+    """GOWS: from = the chat and to = null; WEBJS: from = the business, to = the chat (also
+    when the body does not say who `me` is)."""
     waha = _waha(engine)
     payload = waha.message(CUSTOMER, "I'll call you", from_me=True, source="app")
+    body = waha.body("message.any", payload)
+    if not with_me:
+        del body["me"]
 
-    assert (await _post(channel.pk, waha.body("message.any", payload))).status_code == 200
+    assert (await _post(channel.pk, body)).status_code == 200
 
     (queued,) = _queued()
     assert (queued["chat_key"], queued["from_me"], queued["customer_name"]) == (CUSTOMER, True, "")
@@ -146,6 +150,20 @@ async def test_voice_note_is_queued_with_its_media_url(channel: Channel) -> None
     assert queued["kind"] == "voice"
     assert queued["media"]["ref"] == "http://127.0.0.1:9/api/files/default/true_x_3EB0.oga"
     assert queued["media"]["voice"] is True
+
+
+async def test_edits_and_deletions_name_the_original(channel: Channel) -> None:
+    waha = _waha()
+    edited = waha.message(CUSTOMER, "two chairs, not one", editedMessageId="3EB0ORIG")
+    revoked = {"revokedMessageId": "3EB0GONE", "before": None,
+               "after": waha.message(CUSTOMER, "", id="3EB0PROTO")}  # fmt: skip
+
+    await _post(channel.pk, waha.body("message.edited", edited))
+    await _post(channel.pk, waha.body("message.revoked", revoked))
+
+    edit, revoke = _queued()
+    assert (edit["extra"]["edit_of"], edit["text"]) == ("3EB0ORIG", "two chairs, not one")
+    assert (revoke["extra"]["revoke_of"], revoke["chat_key"]) == ("3EB0GONE", CUSTOMER)
 
 
 @pytest.mark.parametrize(
@@ -212,6 +230,7 @@ async def test_no_mutated_body_gets_a_500(channel: Channel) -> None:
         waha.body("message", waha.message(CUSTOMER, "hi", replyTo={"id": "3EB0P"})),
         waha.body("message.any", waha.media_message(CUSTOMER, "a.oga", b"", "audio/ogg", data_type="ptt")),
         waha.body("message.ack", waha.ack("3EB0AAA", CUSTOMER, 3)),
+        waha.body("message.revoked", {"revokedMessageId": "3EB0G", "after": waha.message(CUSTOMER)}),
         waha.body("session.status", {"name": "default", "status": "STARTING"}),
     ]  # fmt: skip
     statuses = set()
