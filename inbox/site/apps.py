@@ -24,12 +24,15 @@ class SiteConfig(AppConfig):
         from integrations.whatsapp.bridge import BridgeTransport
         from integrations.whatsapp.cloud_api import CloudApiTransport
         from integrations.whatsapp.gateways import evolution
+        from integrations.whatsapp.gateways import waha
 
         transport_registry.register(Channel.Kind.CLOUD_API, CloudApiTransport)
         transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)
         transport_registry.register(Channel.Kind.SANDBOX, SandboxTransport)
         transport_registry.register(Channel.Kind.EVOLUTION, evolution.EvolutionTransport)
         transport_registry.register_check(Channel.Kind.EVOLUTION, evolution.check_connection)
+        transport_registry.register(Channel.Kind.WAHA, waha.WahaTransport)
+        transport_registry.register_check(Channel.Kind.WAHA, waha.check_connection)
         hooks.subscribe(DashboardPush())
         hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())

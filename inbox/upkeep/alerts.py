@@ -335,28 +335,30 @@ def silent_channels(now: datetime) -> list[Silence]:
     return found
 
 
-# Channels whose linked-device gateway reported its phone link lost (`connection.update`
-# close/connecting), until it reports `open` again: silent now, whatever the quiet window says.
+# Channels whose linked-device gateway (Evolution API, WAHA) reported its phone link lost, until
+# it reports the link back: silent from now on, so the alert goes up at once instead of after the
+# quiet window, and the minute check keeps it up.
 _LINK_LOST_KEY = "alerts:gateway_link_lost"
 
 
-def _link_lost_message(channel: Channel, state: str) -> str:
+def _link_lost_message(channel: Channel, detail: str) -> str:
     return (
-        f"The gateway of “{channel.name}” lost its link to the phone (state {state}): nothing "
-        "is received or sent until the phone is online and the number linked again."
+        f"The gateway of “{channel.name}” lost its link to the phone ({detail}): nothing is "
+        "received or sent until the phone is online and the number linked again."
     )
 
 
-def gateway_link_lost(channel_id: int, state: str) -> None:
-    """A gateway said the phone is no longer linked: the silent-number alert, at once."""
-    channel = Channel.objects.filter(pk=channel_id).first()
+def gateway_link_lost(channel_id: int, detail: str) -> None:
+    """A gateway said the phone is no longer linked (`detail`: what it said): the
+    silent-number alert, at once."""
+    channel = Channel.objects.filter(pk=channel_id, is_active=True).first()
     if channel is None:
         return
-    get_redis().hset(_LINK_LOST_KEY, str(channel_id), state[:20])
+    get_redis().hset(_LINK_LOST_KEY, str(channel_id), detail[:300])
     raise_alert(
         channel.business_id,
         Alert.Kind.CHANNEL_SILENT,
-        _link_lost_message(channel, state[:20]),
+        _link_lost_message(channel, detail[:300]),
         subject=f"channel:{channel_id}",
     )
 

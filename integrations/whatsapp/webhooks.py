@@ -27,16 +27,17 @@ from urllib.parse import parse_qs
 import redis.exceptions
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from inbox.conversations import ingest
+from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import Channel
 from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
 from inbox.upkeep import alerts
 from integrations.whatsapp import bridge, cloud_events
 from integrations.whatsapp.gateways import evolution as gateway_evolution
-from integrations.whatsapp.gateways import evolution_events
+from integrations.whatsapp.gateways import evolution_events, waha, waha_events
 
 log = logging.getLogger(__name__)
 
@@ -373,7 +374,7 @@ async def evolution(scope: Scope, receive: Receive, send: Send, channel_id: int)
     state = evolution_events.link_state(payload)
     if state is not None:
         changed = alerts.gateway_link_restored if state == "open" else alerts.gateway_link_lost
-        args = (channel_id,) if state == "open" else (channel_id, state)
+        args = (channel_id,) if state == "open" else (channel_id, f"instance state {state}")
         await sync_to_async(_in_thread(changed), thread_sensitive=False)(*args)
         metrics.WEBHOOKS_RECEIVED.labels(transport="evolution", outcome="accepted").inc()
         await respond(send, 200, "ok")
@@ -408,8 +409,65 @@ def _in_thread(work: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
+async def waha_webhook(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
+    """`/webhooks/waha/<channel id>/`: one WAHA event, signed with `X-Webhook-Hmac`
+    (HMAC-SHA512 of the body, keyed with the channel's token). The signature is checked before
+    anything else; an unknown channel and a wrong signature get the same 403."""
+    correlation_id.set(logs.new_correlation_id())
+    if scope["method"] != "POST":
+        await respond(send, 405, "method not allowed")
+        return
+    try:
+        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
+    except BodyTooLarge:
+        _reject("waha", "too_large")
+        await respond(send, 413, "body too large")
+        return
+    key = await routes.bridge_token(channel_id, Channel.Kind.WAHA)
+    signature, algorithm = (
+        _header(scope, b"x-webhook-hmac"),
+        _header(scope, b"x-webhook-hmac-algorithm"),
+    )
+    valid = waha_events.signature_is_valid(key or _NO_CHANNEL_TOKEN, body, signature, algorithm)
+    if key is None or not valid:
+        _reject("waha", "unknown_channel" if key is None else "bad_signature")
+        await respond(send, 403, "invalid channel or signature")
+        return
+    try:
+        read = waha_events.normalise(json.loads(body), channel_id)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, cloud_events.MalformedWebhook) else "invalid JSON"
+        _reject("waha", "malformed")
+        await respond(send, 400, f"malformed event: {reason}")
+        return
+    if read.skipped:
+        log.info("webhook.skipped", extra={"transport": "waha", "what": read.skipped[:10]})
+    if read.session_status:
+        try:
+            await sync_to_async(_session_changed, thread_sensitive=False)(
+                channel_id, read.session_status
+            )
+        except (DatabaseError, redis.exceptions.RedisError):
+            log.error("webhook.session_status_unsaved", extra={"channel_id": channel_id})
+            _reject("waha", "unavailable")
+            await respond(send, 503, "session state not saved, retry later")
+            return
+    for chat_key in {e.chat_key for e in read.events if isinstance(e, InboundEvent) and e.from_me}:
+        # Maybe the echo of a send whose answer (and id) is still on its way: wait for it.
+        await sync_to_async(waha.wait_for_sends, thread_sensitive=False)(channel_id, chat_key)
+    await _queue(send, "waha", list(read.events))
+
+
+def _session_changed(channel_id: int, state: str) -> None:
+    try:
+        waha.session_changed(channel_id, state)
+    finally:
+        connection.close()
+
+
 _BRIDGE_PATH = re.compile(r"^/webhooks/bridge/(\d{1,18})/?$")
 _EVOLUTION_PATH = re.compile(r"^/webhooks/evolution/(\d{1,18})/?$")
+_WAHA_PATH = re.compile(r"^/webhooks/waha/(\d{1,18})/?$")
 
 
 def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]] | None:
@@ -423,4 +481,7 @@ def route(path: str) -> Callable[[Scope, Receive, Send], Coroutine[Any, Any, Non
     evolution_path = _EVOLUTION_PATH.match(path)
     if evolution_path:
         return partial(evolution, channel_id=int(evolution_path.group(1)))
+    waha_path = _WAHA_PATH.match(path)
+    if waha_path:
+        return partial(waha_webhook, channel_id=int(waha_path.group(1)))
     return None

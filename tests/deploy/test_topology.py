@@ -108,7 +108,12 @@ def test_nginx_sends_webhooks_to_the_webhook_servers_that_compose_and_systemd_ru
 
     # What nginx sends to the webhook servers is exactly what they serve; the CRM's events,
     # a Django view, stay on daphne.
-    for path in ("/webhooks/whatsapp/", "/webhooks/whatsapp", "/webhooks/bridge/12/"):
+    for path in (
+        "/webhooks/whatsapp/",
+        "/webhooks/whatsapp",
+        "/webhooks/bridge/12/",
+        "/webhooks/waha/12/",
+    ):
         assert webhooks.route(path) is not None
         assert whatsapp.match(path), path
     for path in ("/webhooks/bitrix24/", "/webhooks/whatsappx/"):
