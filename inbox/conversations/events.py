@@ -33,6 +33,11 @@ MESSAGE_KINDS: frozenset[str] = frozenset(MessageKind.__args__)  # type: ignore[
 DeliveryStatus = Literal["sent", "delivered", "read", "played", "failed", "deleted"]
 
 
+# A linked-device gateway's message older than this is replayed history (an offline backlog, a
+# resend after a reconnect): marked `history`, stored and deduplicated, never answered as new.
+HISTORY_AGE_SECONDS = 6 * 3600
+
+
 @dataclass(frozen=True, slots=True)
 class MediaRef:
     """Where to fetch an attachment: a provider media id (Cloud API) or a URL (bridge)."""

@@ -23,8 +23,7 @@ class SiteConfig(AppConfig):
         from integrations.sandbox import SandboxTransport
         from integrations.whatsapp.bridge import BridgeTransport
         from integrations.whatsapp.cloud_api import CloudApiTransport
-        from integrations.whatsapp.gateways import evolution
-        from integrations.whatsapp.gateways import waha
+        from integrations.whatsapp.gateways import evolution, waha
 
         transport_registry.register(Channel.Kind.CLOUD_API, CloudApiTransport)
         transport_registry.register(Channel.Kind.BRIDGE, BridgeTransport)

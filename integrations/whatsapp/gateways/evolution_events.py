@@ -32,13 +32,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inbox.conversations.events import Event, InboundEvent, MediaRef, StatusEvent
+from inbox.conversations.events import (
+    HISTORY_AGE_SECONDS,
+    Event,
+    InboundEvent,
+    MediaRef,
+    StatusEvent,
+)
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
 MAX_EVENTS_PER_BODY = 1000
-# An upsert older than this is a replay (offline backlog or a resend after a reconnect):
-# stored and deduplicated like any message, never answered as new.
-HISTORY_AGE_SECONDS = 6 * 3600
 
 _STATUSES = {
     "SERVER_ACK": "sent",

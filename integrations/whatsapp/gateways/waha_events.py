@@ -24,10 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from inbox.conversations.events import DeliveryStatus, InboundEvent, MediaRef, StatusEvent
+from inbox.conversations.events import (
+    HISTORY_AGE_SECONDS,
+    DeliveryStatus,
+    InboundEvent,
+    MediaRef,
+    StatusEvent,
+)
 from integrations.whatsapp.cloud_events import MalformedWebhook
 
 MESSAGE_EVENTS = frozenset({"message", "message.any"})
@@ -197,6 +204,8 @@ def _message(
     elif kind not in ("text", "location", "contacts"):
         extra["media_missing"] = _s(media.get("error"))[:200] or True
     timestamp = payload.get("timestamp")
+    if isinstance(timestamp, int) and 0 < timestamp < time.time() - HISTORY_AGE_SECONDS:
+        extra["history"] = True  # WAHA marks no replay: an old message is one
     data = _d(payload.get("_data"))
     name = _s(data.get("notifyName") or data.get("pushName") or data.get("PushName"))
     return InboundEvent(
