@@ -237,3 +237,29 @@ def test_a_word_only_a_description_holds_picks_the_item_beside_whose_name_it_sta
         "Хлеб «Деревенский»",
         "Хлеб белый пшеничный",
     ]
+
+
+SERVICES = knowledge(
+    (
+        item("C-1", "Генеральная уборка квартиры", "450", unit="м²"),
+        item("C-2", "Поддерживающая уборка квартиры", "250", unit="м²"),
+        item("C-3", "Мытьё духовки внутри", "3500"),
+        item("V-1", "Вакцинация кошки комплексная", "6500"),
+        item("V-2", "Вакцинация собаки комплексная", "7500"),
+        item("P-1", "Капкейк", "700"),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("deep clean for a flat", "Генеральная уборка квартиры"),
+        ("inside the oven", "Мытьё духовки внутри"),
+        ("мысыққа прививка қанша?", "Вакцинация кошки комплексная"),
+        ("щенку комплексную прививку", "Вакцинация собаки комплексная"),
+        ("a dozen cupcakes", "Капкейк"),
+    ],
+)
+def test_service_and_shop_words_are_found_across_languages(text, expected):
+    assert [group for group, _qty in named(text, SERVICES)] == [[expected]]
