@@ -65,6 +65,11 @@ urlpatterns = [
         admin_pages.channel_edit,
         name="settings_channel",
     ),
+    path(
+        "inbox/settings/channels/<int:channel_id>/test-connection/",
+        admin_pages.channel_test_connection,
+        name="settings_channel_test",
+    ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
     path(
         "inbox/settings/price-list/versions/<int:version_id>/restore/",

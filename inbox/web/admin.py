@@ -34,8 +34,15 @@ class ChannelAdminForm(WriteOnlySecrets):
 
     secret_fields = ("access_token", "bridge_token")
     access_token = secret_field()
-    bridge_token = secret_field()
-    bridge_url = forms.URLField(required=False, assume_scheme="https")
+    bridge_token = secret_field(
+        "The bridge's bearer token; for Evolution API the instance token, for WAHA the API key "
+        "(also the key of its webhook signatures)."
+    )
+    bridge_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="Base URL of the bridge, Evolution API or WAHA, as the inbox reaches it.",
+    )
 
     def clean_bridge_url(self) -> str:
         url = str(self.cleaned_data.get("bridge_url") or "")
@@ -59,6 +66,7 @@ class ChannelAdminForm(WriteOnlySecrets):
             "access_token",
             "bridge_url",
             "bridge_token",
+            "gateway_instance",
             "debounce_seconds",
             "idle_release_hours",
             "late_answer_cutoff_minutes",
@@ -91,7 +99,10 @@ class ChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     fieldsets = (
         (None, {"fields": ("business", "name", "kind", "is_active", "language")}),
         ("Cloud API", {"fields": ("phone_number_id", "display_phone_number", "access_token")}),
-        ("Linked-device bridge", {"fields": ("bridge_url", "bridge_token")}),
+        (
+            "Linked-device bridge, Evolution API or WAHA",
+            {"fields": ("bridge_url", "bridge_token", "gateway_instance")},
+        ),
         (
             "Timing",
             {

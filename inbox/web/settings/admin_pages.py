@@ -25,7 +25,7 @@ from inbox.conversations.models import Business, Channel, HandoffReason, Job
 from inbox.web import dashboard
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import parse_id
-from inbox.web.settings import channel_settings
+from inbox.web.settings import channel_settings, gateway_setup
 from inbox.web.settings.model_settings import BusinessModelForm
 
 # What the review page lists: questions the price list could not answer, and blocked replies.
@@ -47,9 +47,8 @@ def channels(request: HttpRequest) -> HttpResponse:
     return render(request, "inbox/settings/channels.html", {"rows": rows, "purges": purges})
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
+def _administered_channel(request: HttpRequest, channel_id: int) -> Channel:
+    """One of the channels the user administers; any other id is a 404."""
     require_business_admin(request)
     channel = (
         access.administered_channels(request.user)
@@ -59,16 +58,51 @@ def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
     )
     if channel is None:
         raise Http404("no such channel")
+    return channel
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
+    channel = _administered_channel(request, channel_id)
     form = channel_settings.ChannelSettingsForm(request.POST or None, instance=channel)
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, f"Saved the settings of {channel.name}.")
         return redirect("settings_channels")
+    # The box and the test describe what is saved, not what the refused form holds.
+    saved = Channel.objects.get(pk=channel.pk) if form.is_bound else channel
     return render(
         request,
         "inbox/settings/channel_edit.html",
-        {"channel": channel, "form": form, "health": channel_settings.health(channel)},
+        {
+            "channel": channel,
+            "form": form,
+            "health": channel_settings.health(channel),
+            "gateway": gateway_setup.setup_for(saved),
+            "can_test": channel.kind in gateway_setup.GATEWAY_KINDS,
+        },
     )
+
+
+@login_required
+@require_POST
+def channel_test_connection(request: HttpRequest, channel_id: int) -> HttpResponse:
+    """ "Test connection": the gateway's own status endpoint, with the saved settings. htmx swaps
+    the answer into the page; without JavaScript it comes back as a message on the page."""
+    channel = _administered_channel(request, channel_id)
+    report = gateway_setup.connection_report(channel)
+    if getattr(request, "htmx", False):
+        return render(
+            request, "inbox/settings/_gateway_connection.html", {"report": report, "tested": True}
+        )
+    if report is None:
+        messages.info(request, "This kind of channel has no connection to test.")
+    elif report.linked:
+        messages.success(request, f"Linked: {report.text}")
+    else:
+        messages.error(request, f"Not linked: {report.text}")
+    return redirect("settings_channel", channel_id=channel.pk)
 
 
 @login_required

@@ -2,7 +2,8 @@
 
 The form reuses the Django admin's `ChannelAdminForm` (credentials write-only: the page shows
 whether a secret is set, never its value; an empty input keeps it) without the fields an admin
-must not change from the inbox (which business owns the channel, its transport kind), and with
+must not change from the inbox (which business owns the channel, its transport kind), with
+only the transport fields of the channel's kind (the others keep their stored values), and with
 working hours as a from/to pair per weekday instead of raw JSON.
 """
 
@@ -32,6 +33,44 @@ DAYS = [
 ]
 
 
+# The transport fields each kind's page shows, in order.
+TRANSPORT_FIELDS: dict[str, tuple[str, ...]] = {
+    Channel.Kind.CLOUD_API: ("phone_number_id", "display_phone_number", "access_token"),
+    Channel.Kind.BRIDGE: ("bridge_url", "bridge_token"),
+    Channel.Kind.EVOLUTION: ("bridge_url", "bridge_token", "gateway_instance"),
+    Channel.Kind.WAHA: ("bridge_url", "bridge_token", "gateway_instance"),
+    Channel.Kind.SANDBOX: (),
+}
+_EVERY_TRANSPORT_FIELD = {name for names in TRANSPORT_FIELDS.values() for name in names}
+
+# A linked-device gateway's fields in its own words: (label, help text).
+_GATEWAY_WORDS: dict[str, dict[str, tuple[str, str]]] = {
+    Channel.Kind.EVOLUTION: {
+        "bridge_url": (
+            "Gateway URL",
+            "Evolution API's base URL as the inbox reaches it, e.g. http://evolution:8080.",
+        ),
+        "bridge_token": (
+            "Instance token",
+            'The instance\'s token (the "hash" instance/create answered); Evolution sends it '
+            "back in every webhook.",
+        ),
+        "gateway_instance": ("Instance", "The instance's name in Evolution API, e.g. shop."),
+    },
+    Channel.Kind.WAHA: {
+        "bridge_url": (
+            "Gateway URL",
+            "WAHA's base URL as the inbox reaches it, e.g. http://waha:3000.",
+        ),
+        "bridge_token": (
+            "API key",
+            "WAHA's API key (X-Api-Key); WAHA signs its webhooks with the same key.",
+        ),
+        "gateway_instance": ("Session", "The session's name in WAHA, e.g. default."),
+    },
+}
+
+
 class ChannelSettingsForm(ChannelAdminForm):
     class Meta(ChannelAdminForm.Meta):
         fields = [
@@ -42,6 +81,20 @@ class ChannelSettingsForm(ChannelAdminForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        kind = self.instance.kind
+        shown = TRANSPORT_FIELDS.get(kind, ())
+        for name in _EVERY_TRANSPORT_FIELD - set(shown):
+            del self.fields[name]
+        for name, (label, help_text) in _GATEWAY_WORDS.get(kind, {}).items():
+            field = self.fields[name]
+            field.label = label
+            # A write-only secret's help already says whether it is set: keep that part.
+            state = field.help_text.removeprefix(str(self.base_fields[name].help_text)).strip()
+            field.help_text = f"{help_text} {state}".strip()
+            # A stored key may stay as it is (an empty input keeps it); a missing one is needed.
+            field.required = name != "bridge_token" or not self.instance.bridge_token
+        if kind == Channel.Kind.WAHA and not self.instance.gateway_instance:
+            self.initial["gateway_instance"] = "default"  # WAHA's own default session
         hours = self.instance.working_hours if isinstance(self.instance.working_hours, dict) else {}
         for day, label in DAYS:
             span = hours.get(day) or ["", ""]
@@ -58,6 +111,9 @@ class ChannelSettingsForm(ChannelAdminForm):
         self.fields["voice_confidence_threshold"].widget.attrs.update(
             {"min": "0", "max": "1", "step": "0.05"}
         )
+
+    def transport_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in TRANSPORT_FIELDS.get(self.instance.kind, ())]
 
     def day_fields(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
         return [(label, self[f"wh_{day}_from"], self[f"wh_{day}_to"]) for day, label in DAYS]

@@ -199,6 +199,10 @@ def check_connection(channel: Channel) -> tuple[bool, str]:
         response = EvolutionTransport(channel)._call("GET", "instance/connectionState")
     except (PermanentSendError, TransientSendError) as exc:
         return False, exc.title
+    if response.status_code in (401, 403):
+        return False, "Evolution API refused the key (give the instance token)"
+    if response.status_code == 404:
+        return False, "Evolution API has no such instance"
     if response.status_code != 200:
         return False, f"Evolution API answered HTTP {response.status_code}"
     try:

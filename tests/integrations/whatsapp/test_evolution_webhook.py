@@ -350,4 +350,7 @@ def test_connection_check_reads_the_instance_state(
     emulator.state = "connecting"
     assert evolution.check_connection(channel) == (False, "not linked (state connecting)")
     emulator.token = "rotated"
-    assert evolution.check_connection(channel) == (False, "Evolution API answered HTTP 401")
+    assert evolution.check_connection(channel) == (
+        False,
+        "Evolution API refused the key (give the instance token)",
+    )
