@@ -314,17 +314,24 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
     await _queue(send, "cloud_api", normalised.events)
 
 
-async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
-    """`/webhooks/bridge/<channel id>/`: events from a linked-device bridge."""
+async def _posted_body(scope: Scope, receive: Receive, send: Send, transport: str) -> bytes | None:
+    """A POST's body within the webhook limit, or None once the sender has its 405 or 413."""
     correlation_id.set(logs.new_correlation_id())
     if scope["method"] != "POST":
         await respond(send, 405, "method not allowed")
-        return
+        return None
     try:
-        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
+        return await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
     except BodyTooLarge:
-        _reject("bridge", "too_large")
+        _reject(transport, "too_large")
         await respond(send, 413, "body too large")
+        return None
+
+
+async def bridge_events(scope: Scope, receive: Receive, send: Send, channel_id: int) -> None:
+    """`/webhooks/bridge/<channel id>/`: events from a linked-device bridge."""
+    body = await _posted_body(scope, receive, send, "bridge")
+    if body is None:
         return
     token = await routes.bridge_token(channel_id)
     given = _bearer_token(_header(scope, b"authorization"))
@@ -350,15 +357,8 @@ async def evolution(scope: Scope, receive: Receive, send: Send, channel_id: int)
     """`/webhooks/evolution/<channel id>/`: Evolution API v2. Its webhook has no signature or
     header of ours: the body's `apikey` field (the instance's token, sent only with
     `AUTHENTICATION_EXPOSE_IN_FETCH_INSTANCES=true`) must be the channel's token."""
-    correlation_id.set(logs.new_correlation_id())
-    if scope["method"] != "POST":
-        await respond(send, 405, "method not allowed")
-        return
-    try:
-        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
-    except BodyTooLarge:
-        _reject("evolution", "too_large")
-        await respond(send, 413, "body too large")
+    body = await _posted_body(scope, receive, send, "evolution")
+    if body is None:
         return
     token = await routes.bridge_token(channel_id, Channel.Kind.EVOLUTION)
     try:
@@ -413,15 +413,8 @@ async def waha_webhook(scope: Scope, receive: Receive, send: Send, channel_id: i
     """`/webhooks/waha/<channel id>/`: one WAHA event, signed with `X-Webhook-Hmac`
     (HMAC-SHA512 of the body, keyed with the channel's token). The signature is checked before
     anything else; an unknown channel and a wrong signature get the same 403."""
-    correlation_id.set(logs.new_correlation_id())
-    if scope["method"] != "POST":
-        await respond(send, 405, "method not allowed")
-        return
-    try:
-        body = await read_body(scope, receive, settings.WEBHOOK_MAX_BODY_BYTES)
-    except BodyTooLarge:
-        _reject("waha", "too_large")
-        await respond(send, 413, "body too large")
+    body = await _posted_body(scope, receive, send, "waha")
+    if body is None:
         return
     key = await routes.bridge_token(channel_id, Channel.Kind.WAHA)
     signature, algorithm = (
