@@ -266,8 +266,8 @@ def term_applies(term: PercentTerm, message: str) -> bool:
     """Whether the customer's message meets a term's condition, as far as words can tell: a
     prepayment when they ask about it; a discount or surcharge when every number of its
     condition is one the customer wrote ("сразу за 3 месяца") and at least two of its
-    distinctive words are theirs too. A condition the message does not speak of (a birthday,
-    the fourth order) is left to the sentence, quoted as written."""
+    distinctive words (its one word: "Пенсионерам") are theirs too. A condition the message
+    does not speak of (a birthday, the fourth order) is left to the sentence, as written."""
     if term.kind == "prepayment":
         return bool(_PREPAY_RE.search(message))
     condition = _PERCENT_RE.sub(" ", term.clause)
@@ -278,10 +278,13 @@ def term_applies(term: PercentTerm, message: str) -> bool:
     if not wanted <= written:
         return False
     kind_words = _DISCOUNT_RE if term.kind == "discount" else _SURCHARGE_RE
+    # What the term is on ("на мужские стрижки") is no condition: "Пенсионерам" is.
+    target = {stem(w)[:5] for w in words(term.target)}
     own = {
         stem(w)[:5]
         for w in words(condition)
         if len(w) >= 4 and not is_stopword(w) and not kind_words.search(w)
-    }
+    } - target
     said = {stem(w)[:5] for w in words(message) if len(w) >= 4}
-    return len((own & said) - _GENERAL) >= 2
+    shared = (own & said) - _GENERAL
+    return bool(shared) and len(shared) >= min(2, len(own - _GENERAL))

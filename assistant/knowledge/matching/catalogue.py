@@ -82,6 +82,11 @@ class ItemMatch:
 
 
 CHILD = word_key("child")
+# A son, a daughter, a child, kids, in any of the three languages.
+_SPEAKS_OF_CHILDREN = re.compile(
+    r"\b(?:сын|доч|дет|ребен|ребён|малыш|школьн|son|daughter|kid|child|бала|ұл|қыз)",
+    re.IGNORECASE,
+)
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
 
@@ -346,7 +351,7 @@ class Catalogue:
         # хлеб": the bread described as yeast-free, the word beside the name's): it then stands
         # for that item.
         described = self._by_description(keys_of)
-        unnamed = {t.position for t, found in keys_of if not found}
+        unnamed = {t.position for t, found in keys_of if not found and family_of(t.word) is None}
         wider = {
             d.index: d
             for d in described
@@ -371,7 +376,8 @@ class Catalogue:
         is known to no name; the match covers the query words the description holds."""
         if not self.items_by_description:
             return []
-        unnamed = [t for t, found in keys_of if not found]
+        # A unit ("метра", "кг") says how much, never which item's description it is.
+        unnamed = [t for t, found in keys_of if not found and family_of(t.word) is None]
         reached = {i for t in unnamed for i in self.items_by_description.get(word_key(t.word), ())}
         found: list[ItemMatch] = []
         content = len(keys_of) or 1
@@ -531,7 +537,7 @@ class Catalogue:
                 group = [m for m in group if not any(self._bundles(m, n, said) for n in group)]
                 # Children's courses, sizes, menus are asked for as such ("детская группа",
                 # "for my son"): a name for children the message does not speak of steps back.
-                if len(group) > 1 and CHILD not in said:
+                if len(group) > 1 and not _SPEAKS_OF_CHILDREN.search(message or text):
                     group = [m for m in group if CHILD not in m.unsaid] or group
             groups.append(group)
             consumed |= set(top.positions)

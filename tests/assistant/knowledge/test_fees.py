@@ -178,3 +178,15 @@ def test_a_discount_is_computed_though_the_customer_asks_no_question_about_terms
     assert "72 000 KZT, со скидкой 10%: 64 800 KZT" in reply
     assert "Итого: 74 300 KZT" in reply  # the textbook is not discounted
     assert check_against(decision, t, knowledge(courses), COURSE_RULES).allowed
+
+
+def test_what_a_discount_is_on_is_no_condition_of_it():
+    haircuts = (item("M-1", "Мужская стрижка", "5000", unit="услуга"),)
+    config = AssistantSettings(business_rules="Пенсионерам скидка 15% на мужские стрижки.")
+    plain = catalogue.decide(turn("сколько стоит мужская стрижка?"), knowledge(haircuts), config)
+    assert "скидкой" not in plain.reply_to_customer
+    assert "5 000 KZT" in plain.reply_to_customer
+    pensioner = catalogue.decide(
+        turn("я пенсионер, мужская стрижка сколько будет?"), knowledge(haircuts), config
+    )
+    assert "со скидкой 15%: 4 250 KZT" in pensioner.reply_to_customer

@@ -211,9 +211,11 @@ def test_a_childrens_course_is_meant_only_when_the_message_speaks_of_children():
     assert named("китайский в группе сколько?", SCHOOL) == [
         (["Китайский язык (HSK 1–3) — группа"], 1)
     ]
-    assert named("китайский в группе для сына", SCHOOL) == [
+    assert named("китайский в детской группе", SCHOOL) == [
         (["Китайский для детей 8–13 лет — группа"], 1)
     ]
+    # "для сына": a child, so the children's course stays one of the two to ask about.
+    assert len(named("китайский в группе для сына", SCHOOL)[0][0]) == 2
 
 
 def test_a_kind_of_thing_named_after_an_item_is_the_one_of_that_kind_the_item_names():
@@ -263,3 +265,18 @@ SERVICES = knowledge(
 )
 def test_service_and_shop_words_are_found_across_languages(text, expected):
     assert [group for group, _qty in named(text, SERVICES)] == [[expected]]
+
+
+def test_a_name_with_a_son_in_it_is_no_childrens_course_and_a_unit_no_description():
+    barber = knowledge(
+        (
+            item("B-1", "Детская стрижка (до 12 лет)", "3500"),
+            item("B-2", "Отец + сын (две стрижки)", "8000"),
+            item("P-20", "Труба ППР PN20 20 мм", "350", unit="м", description="режем от 1 метра"),
+            item("P-25", "Труба ППР PN20 25 мм", "520", unit="м"),
+        )
+    )
+    assert named("детская стрижка сколько? балам 7 жаста", barber)[0][0] == [
+        "Детская стрижка (до 12 лет)"
+    ]
+    assert named("полтора метра трубы ППР 25", barber) == [(["Труба ППР PN20 25 мм"], 1.5)]
