@@ -15,28 +15,38 @@ from integrations.bitrix24.rest.limiter import LeakyBucket, effective_limits
 RATE, CAPACITY = 20.0, 6
 
 
-def _hammer(url: str, seconds: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    bucket = LeakyBucket("b24:bucket:shared-test", RATE, CAPACITY, redis.Redis.from_url(url))
-    grants = []
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        bucket.acquire(max_wait=5)
-        seconds_, micros = bucket.redis.time()
-        grants.append(seconds_ + micros / 1_000_000)
-    out.put(grants)
+def _hammer(url: str, start_at: float, seconds: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """One process taking slots for `seconds` from `start_at` (the same moment for all)."""
+    try:
+        bucket = LeakyBucket("b24:bucket:shared-test", RATE, CAPACITY, redis.Redis.from_url(url))
+        time.sleep(max(0.0, start_at - time.time()))  # start together, not a wait for work
+        grants = []
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            bucket.acquire(max_wait=5)
+            seconds_, micros = bucket.redis.time()
+            grants.append(seconds_ + micros / 1_000_000)
+        out.put(grants)
+    except Exception as exc:  # the parent reports it, instead of waiting for nothing
+        out.put(repr(exc))
 
 
 def test_four_processes_together_stay_inside_one_bucket() -> None:
-    context = multiprocessing.get_context("fork")
+    # Spawned, not forked: a fork copies whatever locks the test process's threads hold.
+    context = multiprocessing.get_context("spawn")
     out = context.Queue()
+    start_at = time.time() + 8
     workers = [
-        context.Process(target=_hammer, args=(settings.REDIS_URL, 1.5, out)) for _ in range(4)
+        context.Process(target=_hammer, args=(settings.REDIS_URL, start_at, 1.5, out))
+        for _ in range(4)
     ]
     for worker in workers:
         worker.start()
-    grants = sorted(t for _ in workers for t in out.get(timeout=30))
+    reports = [out.get(timeout=60) for _ in workers]
     for worker in workers:
         worker.join(timeout=10)
+    assert all(isinstance(r, list) for r in reports), reports
+    grants = sorted(t for report in reports for t in report)
 
     # Replay the grants through an exact leaky bucket: the level never goes above capacity
     # (one slot of slack: a grant's timestamp is read just after the script ran).
