@@ -56,7 +56,7 @@ from assistant.knowledge.matching import (
     normalise,
     segments,
 )
-from assistant.knowledge.rules import RuleAnswer, rule_answer, topics
+from assistant.knowledge.rules import NO_RULE, RuleAnswer, rule_answer, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
 from inbox.conversations.models import HandoffReason
@@ -224,9 +224,6 @@ def _quoted(r: _Reading) -> Decision | None:
         else quote_lines(r.quotes, r.lang, with_availability=True)
     )
     return Decision(action=Action.ANSWER, reply_to_customer=reply, facts=r.facts)
-
-
-NO_RULE = RuleAnswer(frozenset(), ())
 
 
 def _named_fees(r: _Reading) -> list[NamedFee]:

@@ -26,7 +26,7 @@ from assistant.decision.reading import Quote, agreed_for_another_quantity, find,
 from assistant.decision.replies import handoff_message, language_for, text
 from assistant.knowledge.agreements import agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.rules import RuleAnswer, rule_answer
+from assistant.knowledge.rules import NO_RULE, rule_answer
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Item, Reading, TurnInput, WantedItem
 from inbox.conversations.models import HandoffReason
@@ -134,7 +134,7 @@ def composed_quote(
     rules = config.business_rules or ""
     rule = rule_answer(message, rules, manager_statements(turn.history))
     if rule is None and applying_terms(message, rules):
-        rule = RuleAnswer(frozenset(), ())  # no rule sentence, a discount or surcharge met
+        rule = NO_RULE  # no rule sentence, a discount or surcharge met
     if rule is None:
         return quote_lines(quotes, lang, with_availability=True)
     return order_with_charges(quotes, message, rule, lang, rules)

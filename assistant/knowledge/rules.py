@@ -86,6 +86,10 @@ class RuleAnswer:
     sentences: tuple[str, ...]
 
 
+# No rule sentence answers: the order's lines alone (a discount the message meets still counts).
+NO_RULE = RuleAnswer(frozenset(), ())
+
+
 def topics(text: str) -> frozenset[str]:
     """The rule topics a text is about."""
     low = normalise(text)
