@@ -67,7 +67,7 @@ def seed(chats: int, per_chat: int, days: int, *, reuse: bool = False) -> dict[s
         name=BUSINESS, defaults={"timezone": "Europe/Moscow"}
     )
     channels = [
-        Channel.objects.get_or_create(business=business, name=name, defaults={"kind": "sandbox"})[0]
+        Channel.objects.get_or_create(business=business, name=name, defaults={"kind": "bridge"})[0]
         for name in ("Bench shop", "Bench web")
     ]
     users = get_user_model()

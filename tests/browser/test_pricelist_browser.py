@@ -57,6 +57,11 @@ def test_preview_diff_apply_and_rollback(browser: Any, stack: str, people: dict[
     expect(page.locator("body")).to_contain_text("Applied version 2")
 
     page.click('[data-action="restore-version"][data-version="1"]')
+    # Nothing changes until the admin has seen what the rollback does and confirmed it.
+    expect(page.locator("h1")).to_contain_text("Roll back to version 1?")
+    expect(page.locator('[data-diff="changed"], [data-diff="removed"]').first).to_be_visible()
+    assert PriceList.objects.get(business=people["business"]).current_version.number == 2  # type: ignore[union-attr]
+    page.click('[data-action="confirm-restore"]')
     expect(page.locator("body")).to_contain_text("version 3 is a copy of version 1")
     expect(page.locator("[data-version-current]")).to_have_count(1)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from inbox.conversations.models import Channel, Handoff, Message
+from inbox.conversations.models import Business, Channel, Handoff, Message
 from tests import factories
 from tests.browser.support import DESKTOP, PHONE, csp_violations, in_thread, logged_in, shot
 
@@ -17,11 +17,15 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
-def seed_handoffs(channel_id: int) -> None:
-    """Three days of handoffs: two reasons, so the line chart has two lines."""
+def seed_handoffs(business_id: int) -> None:
+    """Three days of handoffs on a WhatsApp number (sandbox chats are not counted): three
+    reasons, so the line chart has three lines."""
     now = timezone.now()
+    channel = factories.channel(
+        Business.objects.get(pk=business_id), kind=Channel.Kind.BRIDGE, name="Shop number"
+    )
     for n, reason in enumerate(["asks_for_human", "asks_for_human", "complaint", "guardrail"]):
-        chat = factories.chat(Channel.objects.get(pk=channel_id))
+        chat = factories.chat(channel)
         factories.customer_message(chat, f"question {n}")
         handoff = Handoff.objects.create(chat=chat, reason=reason)
         Handoff.objects.filter(pk=handoff.pk).update(created_at=now - timedelta(days=n % 3))
@@ -32,7 +36,7 @@ def test_the_reports_page_draws_its_charts_at_both_widths(
     stack: str, people: dict[str, Any], browser: Any
 ) -> None:
     expect = sync_api.expect
-    in_thread(seed_handoffs, people["channel"].pk)
+    in_thread(seed_handoffs, people["channel"].business_id)
     for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
         page = logged_in(browser, stack, "anna", viewport=viewport)
         page.goto(f"{stack}/inbox/reports/")

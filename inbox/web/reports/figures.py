@@ -96,10 +96,16 @@ def period_for(
     if first > last:
         first, last = last, first
     first = max(first, last - timedelta(days=MAX_DAYS - 1))
+    # Sandbox chats are the team trying the assistant, not customers: counted only when the
+    # sandbox channel itself is picked.
     ids = (
         (channel.pk,)
         if channel is not None
-        else tuple(business.channels.order_by("pk").values_list("pk", flat=True))
+        else tuple(
+            business.channels.exclude(kind=Channel.Kind.SANDBOX)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
     )
     return Period(business, ids, first, last, zone)
 

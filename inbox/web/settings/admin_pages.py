@@ -254,10 +254,11 @@ def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpR
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def price_list_restore(request: HttpRequest, version_id: int) -> HttpResponse:
-    """Roll a list back to an earlier version: a new current version copying it (one click;
-    the history keeps every version). Another business's version is a 404."""
+    """Roll a list back to an earlier version: GET shows what the rollback changes against the
+    current version and asks to confirm; POST makes a new current version copying it (the
+    history keeps every version). Another business's version is a 404."""
     businesses = require_business_admin(request)
     earlier = (
         PriceListVersion.objects.filter(pk=version_id, price_list__business__in=businesses)
@@ -266,6 +267,16 @@ def price_list_restore(request: HttpRequest, version_id: int) -> HttpResponse:
     )
     if earlier is None:
         raise Http404("no such version")
+    if request.method == "GET":
+        price_list = earlier.price_list
+        diff = price_diff.diff_against_current(
+            price_list.business_id, price_list.channel_id, earlier.items.order_by("position")
+        )
+        return render(
+            request,
+            "inbox/settings/price_list_restore.html",
+            {"earlier": earlier, "diff": diff, "diff_shown": DIFF_ROWS_SHOWN},
+        )
     try:
         version = restore_version(earlier, request.user)
     except ImportRejected as exc:

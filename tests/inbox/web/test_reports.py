@@ -17,6 +17,7 @@ from django.test import Client
 
 from inbox.conversations.models import (
     Business,
+    Channel,
     Chat,
     ChatTransition,
     Handoff,
@@ -61,7 +62,9 @@ def handed_off(chat: Chat, when: datetime, reason: str) -> None:
 @pytest.fixture
 def history() -> dict[str, Any]:
     business = factories.business("Oak", timezone="Europe/Moscow")
-    shop, web = factories.channel(business, name="Shop"), factories.channel(business, name="Web")
+    bridge = Channel.Kind.BRIDGE
+    shop = factories.channel(business, kind=bridge, name="Shop")
+    web = factories.channel(business, kind=bridge, name="Web")
     admin = factories.manager(business, "admin", role=Membership.Role.ADMIN)
     anna, boris = factories.manager(business, "anna"), factories.manager(business, "boris")
     bot = Message.Author.BOT
@@ -111,13 +114,18 @@ def history() -> dict[str, Any]:
     said(c7, at(2, 1), kind="voice", transcript_status=Message.TranscriptStatus.FAILED)
 
     other = factories.business("Elm", timezone="Europe/Moscow")
-    other_channel = factories.channel(other, name="Elm shop")
+    other_channel = factories.channel(other, kind=bridge, name="Elm shop")
     other_admin = factories.manager(other, "elm_admin", role=Membership.Role.ADMIN)
     x = factories.chat(other_channel, customer_name="Elm customer")
     said(x, at(3, 12), text="Elm secret question")
     handed_off(x, at(3, 12), "complaint")
+    sandbox = factories.channel(business, name="Sandbox")  # the team trying the assistant
+    tried = factories.chat(sandbox, customer_name="Admin trying")
+    said(tried, at(3, 11), text="I want a person")
+    handed_off(tried, at(3, 11), "asks_for_human")
     return {
         "business": business,
+        "sandbox": sandbox,
         "shop": shop,
         "web": web,
         "admin": admin,
@@ -193,6 +201,15 @@ def test_a_channel_filter_keeps_only_that_channel(history) -> None:
     assert report.first_reply.measured == 0
     assert report.first_reply.p50 is None
     assert [m.name for m in report.managers] == ["From the phone"]
+
+
+def test_sandbox_chats_are_counted_only_when_the_sandbox_is_picked(history) -> None:
+    everything = page(history).context["report"]
+    assert everything.summary.conversations == 6
+    assert ("asks_for_human", 1) in everything.reasons
+
+    tried = page(history, channel=history["sandbox"].pk).context["report"]
+    assert (tried.summary.conversations, tried.summary.handoffs) == (1, 1)
 
 
 def test_days_are_the_business_days_not_utc(history) -> None:

@@ -1,8 +1,9 @@
 """The price-list settings page: a readable preview with its diff, 'skip the bad rows', and
-one-click rollback; each only for the admin's own businesses."""
+rollback after a confirmation showing its diff; each only for the admin's own businesses."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -75,6 +76,16 @@ def test_rollback_restores_an_earlier_version_of_ones_own_list_only() -> None:
     assert (
         client.post(f"/inbox/settings/price-list/versions/{foreign.pk}/restore/").status_code == 404
     )
+    assert (
+        client.get(f"/inbox/settings/price-list/versions/{foreign.pk}/restore/").status_code == 404
+    )
+    # The link from the history asks first, showing what the rollback changes; nothing moves.
+    confirm = client.get(f"/inbox/settings/price-list/versions/{first.pk}/restore/")
+    assert confirm.status_code == 200
+    assert "Roll back to version 1?" in confirm.content.decode()
+    assert confirm.context["diff"].changed[0].new_price == Decimal("1000")
+    assert PriceList.objects.get(business=business).current_version.number == 2  # type: ignore[union-attr]
+
     answer = client.post(f"/inbox/settings/price-list/versions/{first.pk}/restore/")
 
     assert answer.status_code == 302
