@@ -23,6 +23,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from itertools import islice
 from typing import Any
@@ -49,8 +50,13 @@ from assistant.knowledge.price_rows import (
     item_key,
     normalise_header,
 )
-from assistant.knowledge.price_versions import apply_price_list, restore_version, update_aliases
-from assistant.models import Availability, split_aliases
+from assistant.knowledge.price_versions import (
+    apply_price_list,
+    replace_item,
+    restore_version,
+    update_aliases,
+)
+from assistant.models import Availability, PriceItem, PriceListVersion, split_aliases
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -61,6 +67,7 @@ __all__ = [
     "Progress",
     "RowError",
     "apply_price_list",
+    "edit_item",
     "item_fields",
     "item_key",
     "parse_availability",
@@ -234,6 +241,34 @@ def _parse_row(
         ),
         [],
     )
+
+
+# The cells of one edited item, in this order, read as a file's row is.
+EDIT_COLUMNS = (
+    "sku",
+    "name",
+    "price",
+    "currency",
+    "unit",
+    "description",
+    "availability",
+    "aliases",
+)
+
+
+def edit_item(item: PriceItem, price: str, aliases: str, user: Any = None) -> PriceListVersion:
+    """Change one item's price and aliases from the price-list page: the price is read and
+    checked as an uploaded cell is (`_parse_row`), and the change is a new version.
+    Raises ImportRejected with the row's problem, writing nothing."""
+    cells = [item.sku, item.name, price, item.currency, item.unit, item.description, "", aliases]
+    columns = {name: i for i, name in enumerate(EDIT_COLUMNS)}
+    row, problems = _parse_row(0, cells, columns, item.currency)
+    if row is None:
+        raise ImportRejected([RowError(0, p.message) for p in problems])
+    if not find_currency(price):  # a bare number keeps the item's currency
+        row = replace(row, currency=item.currency)
+    kept = replace(row, availability=item.availability, availability_note=item.availability_note)
+    return replace_item(item, kept, user)
 
 
 def parse_availability(text: str) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """Writing a price list: a preview applied as the new current version (all or nothing, or
-without its bad rows when the admin chooses), an earlier version restored as a new one, and an
-item's aliases edited in place. Every version is written by `_write_version`, under the list's
-row lock, in one transaction."""
+without its bad rows when the admin chooses), an earlier version restored as a new one, one
+item of the current version changed (a new version too), and an item's aliases edited in place.
+Every version is written by `_write_version`, under the list's row lock, in one transaction."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from assistant.knowledge.price_rows import ImportPreview, ImportRejected, RowError, item_fields
+from assistant.knowledge.price_rows import (
+    ImportPreview,
+    ImportRejected,
+    ParsedRow,
+    RowError,
+    item_fields,
+)
 from assistant.models import PriceItem, PriceList, PriceListVersion, split_aliases
 from inbox.conversations.models import Business, Channel
 
@@ -71,6 +77,32 @@ def restore_version(earlier: PriceListVersion, user: Any = None) -> PriceListVer
     )
 
 
+def replace_item(item: PriceItem, row: ParsedRow, user: Any = None) -> PriceListVersion:
+    """A new current version equal to the current one but for `item`, which takes `row`'s
+    fields: an edit on the price-list page is versioned like an upload (and can be rolled
+    back). Raises ImportRejected when `item` is no longer in its list's current version."""
+    version = item.version
+    price_list = version.price_list
+    if price_list.current_version_id != version.pk:
+        raise ImportRejected([RowError(0, "the list changed since this page was opened; reload")])
+    items = [
+        PriceItem(position=other.position, **item_fields(other), aliases=other.aliases)
+        for other in version.items.exclude(pk=item.pk).order_by("position")
+    ]
+    items.append(PriceItem(position=item.position, **item_fields(row), aliases=row.aliases))
+    items.sort(key=lambda each: each.position)
+    return _write_version(
+        price_list.business,
+        price_list.channel,
+        user,
+        items,
+        source_name=f"edited on the page: {row.name}",
+        source_sha256=version.source_sha256,
+        restored_from=None,
+        expected_current=version.pk,
+    )
+
+
 def _write_version(
     business: Business,
     channel: Channel | None,
@@ -81,15 +113,21 @@ def _write_version(
     source_sha256: str,
     skipped_rows: int = 0,
     restored_from: PriceListVersion | None = None,
+    expected_current: int | None = None,
 ) -> PriceListVersion:
     """The one writer of versions: number max + 1 under the list's row lock, the items, and
-    the flip of `current_version`, in one transaction."""
+    the flip of `current_version`, in one transaction. With `expected_current`, nothing is
+    written unless that version is still the current one (two admins editing at once)."""
     if channel is not None and channel.business_id != business.pk:
         raise ImportRejected([RowError(0, "the channel belongs to another business")])
     with transaction.atomic():
         price_list, _ = PriceList.objects.get_or_create(business=business, channel=channel)
         # Serialise imports of one list: the version number is max + 1 under this row lock.
         price_list = PriceList.objects.select_for_update().get(pk=price_list.pk)
+        if expected_current is not None and price_list.current_version_id != expected_current:
+            raise ImportRejected(
+                [RowError(0, "the list changed since this page was opened; reload")]
+            )
         last = price_list.versions.aggregate(n=Max("number"))["n"] or 0
         version = PriceListVersion.objects.create(
             price_list=price_list,

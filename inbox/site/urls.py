@@ -18,6 +18,7 @@ from inbox.web.reports import views as report_views
 from inbox.web.settings import (
     admin_pages,
     business_settings,
+    price_list_items,
     replay_pages,
     replies_labels_page,
     team_page,
@@ -71,6 +72,16 @@ urlpatterns = [
         name="settings_channel_test",
     ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
+    path(
+        "inbox/settings/price-list/<int:list_id>/items/",
+        price_list_items.items_page,
+        name="settings_price_list_items",
+    ),
+    path(
+        "inbox/settings/price-list/items/<int:item_id>/",
+        price_list_items.edit_item_view,
+        name="settings_price_list_item_edit",
+    ),
     path(
         "inbox/settings/price-list/versions/<int:version_id>/restore/",
         admin_pages.price_list_restore,

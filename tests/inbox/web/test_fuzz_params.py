@@ -23,7 +23,8 @@ import pytest
 from django.core.files.base import ContentFile
 from django.test import Client
 
-from assistant.models import ReplayRun
+from assistant.knowledge.price_import import apply_price_list, parse_price_file
+from assistant.models import PriceItem, PriceList, ReplayRun
 from inbox.conversations.models import Business, CannedReply, Label, Message
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
@@ -55,6 +56,7 @@ QUERY = {
     "/inbox/settings/channels/": [],
     "/inbox/settings/business/": ["business"],
     "/inbox/settings/price-list/": ["upload"],
+    "/inbox/settings/price-list/{price_list}/items/": ["q", "page"],
     "/inbox/settings/assistant/": ["business", "rule"],
     "/inbox/settings/replies-labels/": ["business"],
     "/inbox/settings/bitrix24/": ["business", "fragment", "asked"],
@@ -74,6 +76,7 @@ POSTED = {
     "/inbox/settings/replies-labels/?business={business}": ["action", "id"],
     "/inbox/settings/team/auto-assign/?business={business}": ["auto_assign"],
     "/inbox/settings/price-list/": ["token", "skip_bad_rows", "target"],
+    "/inbox/settings/price-list/items/{item}/": ["price", "aliases", "q"],
     "/inbox/settings/replay/": ["upload", "business", "channel", "chat_ids"],
     "/inbox/settings/replay/{run}/apply/": ["confirm"],
 }
@@ -136,6 +139,9 @@ def world() -> Iterator[tuple[Tenant, Message]]:
     Label.objects.create(business=a.business, name="vip")
     CannedReply.objects.create(business=a.business, title="hi", text="Hello!")
     ReplayRun.objects.create(business=a.business, created_by=a.admin, status=ReplayRun.Status.DONE)
+    apply_price_list(
+        parse_price_file(b"name,price,aliases\nOak table,1000,stol\n", "a.csv"), a.business
+    )
     factories.manager(a.business, username='<img src=x onerror="alert(1)">')
     voice = factories.customer_message(a.chat, "", kind=Message.Kind.VOICE, media_mime="audio/ogg")
     voice.media_file.save(f"voice-{voice.pk}.ogg", ContentFile(b"OggS" + b"\0" * 100))
@@ -145,7 +151,11 @@ def world() -> Iterator[tuple[Tenant, Message]]:
 
 def _fill(template: str, a: Tenant) -> str:
     run = ReplayRun.objects.get(business=a.business)
-    return template.format(chat=a.chat.pk, business=a.business.pk, run=run.pk)
+    price_list = PriceList.objects.get(business=a.business)
+    item = PriceItem.objects.get(version_id=price_list.current_version_id)
+    return template.format(
+        chat=a.chat.pk, business=a.business.pk, run=run.pk, price_list=price_list.pk, item=item.pk
+    )
 
 
 def _requests(client: Client, a: Tenant) -> Iterator[tuple[str, str, dict[str, str]]]:
