@@ -18,6 +18,7 @@ from inbox.web.reports import views as report_views
 from inbox.web.settings import (
     admin_pages,
     business_settings,
+    channel_add,
     price_list_items,
     replay_pages,
     replies_labels_page,
@@ -56,6 +57,7 @@ urlpatterns = [
     path("inbox/reports/", report_views.report_page, name="reports"),
     path("inbox/reports/export.csv", report_views.report_csv, name="reports_csv"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),
+    path("inbox/settings/channels/new/", channel_add.add_channel, name="settings_channel_add"),
     path(
         "inbox/settings/business/",
         business_settings.business_settings,

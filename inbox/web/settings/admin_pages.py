@@ -25,7 +25,7 @@ from inbox.conversations.models import Business, Channel, HandoffReason, Job
 from inbox.web import dashboard
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import parse_id
-from inbox.web.settings import channel_settings, gateway_setup
+from inbox.web.settings import channel_add, channel_settings, gateway_setup
 from inbox.web.settings.model_settings import BusinessModelForm
 
 # What the review page lists: questions the price list could not answer, and blocked replies.
@@ -80,6 +80,7 @@ def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
             "form": form,
             "health": channel_settings.health(channel),
             "gateway": gateway_setup.setup_for(saved),
+            "connect": channel_add.connect_box(saved),
             "can_test": channel.kind in gateway_setup.GATEWAY_KINDS,
         },
     )
