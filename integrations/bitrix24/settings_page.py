@@ -23,7 +23,7 @@ from inbox.web.administered import administered_business
 from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import check, config
-from integrations.bitrix24.setup.forms import Bitrix24SettingsForm
+from integrations.bitrix24.setup.forms import APPS_HELP, WEBHOOKS_HELP, Bitrix24PageForm
 
 # How long the live "test connection" result is waited for before the card says so.
 TEST_WAIT_SECONDS = 120
@@ -48,8 +48,16 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
     )
     if request.method == "GET" and request.GET.get("fragment") == "status":
         return _status(request, current, business.pk)
-    form = Bitrix24SettingsForm(request.POST or None, instance=current)
     here = f"{request.path}?business={business.pk}"
+    mode = _mode(request, current)
+    if mode is None:  # nothing set up yet: which way to connect comes first
+        return render(
+            request,
+            "inbox/settings/bitrix24_mode.html",
+            {"business": business, "businesses": businesses, "here": here,
+             "webhooks_help": WEBHOOKS_HELP, "apps_help": APPS_HELP},
+        )  # fmt: skip
+    form = Bitrix24PageForm(request.POST or None, instance=current, mode=mode)
     action = request.POST.get("action", Action.SAVE)
     if request.method == "POST" and action == Action.TEST and current.pk:
         asked = time.time()
@@ -80,6 +88,11 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
         "inbox/settings/bitrix24.html",
         {
             "form": form,
+            "mode": mode,
+            "modes": Bitrix24Settings.Mode,
+            "here": here,
+            "webhooks_help": WEBHOOKS_HELP,
+            "apps_help": APPS_HELP,
             "business": business,
             "businesses": businesses,
             "configured": bool(current.pk),
@@ -90,6 +103,15 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
             "reconcile_job": progress.latest([business.pk], Job.Kind.CRM_RECONCILE),
         },
     )
+
+
+def _mode(request: HttpRequest, current: Bitrix24Settings) -> str | None:
+    """The connection mode the form is for: one the admin picked (`?mode=`, or the form's own
+    field), else the stored one; None while nothing is stored and none was picked."""
+    picked = request.POST.get("mode") or request.GET.get("mode") or ""
+    if picked in Bitrix24Settings.Mode.values:
+        return picked
+    return current.mode if current.pk else None
 
 
 def _status(

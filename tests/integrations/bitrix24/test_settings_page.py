@@ -81,3 +81,43 @@ def test_an_admin_sees_only_their_business_settings(client: Any) -> None:
     assert page.status_code == 404
     assert "other.bitrix24.kz" not in page.content.decode()
     assert "other.bitrix24.kz" not in client.get("/inbox/settings/bitrix24/").content.decode()
+
+
+def test_the_mode_is_asked_first_and_then_only_its_fields_are_shown(client: Any) -> None:
+    business = factories.business()
+    client.force_login(factories.manager(business, role="admin"))
+
+    first = client.get("/inbox/settings/bitrix24/")
+    assert "form" not in first.context
+    page = first.content.decode()
+    assert 'data-mode="webhook"' in page
+    assert 'data-mode="app"' in page
+
+    webhook = client.get("/inbox/settings/bitrix24/", {"mode": "webhook"}).context["form"]
+    assert {"webhook_url", "application_token"} <= set(webhook.fields)
+    assert not {"client_id", "client_secret", "portal_url", "sync_open_channels"} & set(
+        webhook.fields
+    )
+    assert webhook.fields["webhook_url"].label == "Inbound webhook URL"
+    assert "Developer resources" in webhook.fields["webhook_url"].help_text
+
+    app = client.get("/inbox/settings/bitrix24/", {"mode": "app"}).context["form"]
+    assert {"portal_url", "client_id", "client_secret", "sync_open_channels"} <= set(app.fields)
+    assert "webhook_url" not in app.fields
+
+    saved = client.post(
+        "/inbox/settings/bitrix24/?mode=app",
+        _form(
+            mode="app",
+            portal_url="https://shop.bitrix24.kz",
+            client_id="local.abc",
+            client_secret="app-key-1",
+        ),
+    )
+    assert saved.status_code == 302
+    cfg = Bitrix24Settings.objects.get(business=business)
+    assert (cfg.mode, cfg.client_id, cfg.client_secret) == ("app", "local.abc", "app-key-1")
+    # Once stored, the page opens on the stored mode's fields.
+    again = client.get("/inbox/settings/bitrix24/").context["form"]
+    assert "client_id" in again.fields
+    assert "webhook_url" not in again.fields
