@@ -27,8 +27,10 @@ from typing import Any
 
 import snowballstemmer
 from django.db import connection
-from django.db.models import BooleanField, QuerySet
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import BooleanField, F, Func, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.sql.compiler import SQLCompiler
 
 from inbox.conversations.models import Message
 
@@ -43,8 +45,7 @@ SQLITE_FUNCTION = "inbox_search_tokens"
 
 # The same expression as the index, so PostgreSQL can use it.
 _PG_VECTOR = (
-    "(to_tsvector('russian'::regconfig, inbox_message.text) "
-    "|| to_tsvector('simple'::regconfig, inbox_message.text))"
+    "(to_tsvector('russian'::regconfig, {column}) || to_tsvector('simple'::regconfig, {column}))"
 )
 _PG_WORD = "(to_tsquery('russian'::regconfig, %s) || to_tsquery('simple'::regconfig, %s))"
 _SQLITE_MATCH = "SELECT rowid FROM inbox_message_fts WHERE inbox_message_fts MATCH %s"
@@ -95,9 +96,32 @@ def _forms(word: str) -> list[str]:
     return [word] if stemmed == word else [word, stemmed]
 
 
-def _pg_params(words: list[str]) -> list[str]:
-    # Only \w+ words reach to_tsquery, so its operators cannot be injected.
-    return [param for word in words for param in (f"{word}:*", f"{word}:*")]
+class _PgTextMatches(Func):
+    """`text` matches every word on PostgreSQL: the index's vector against, per word, its
+    Russian-stemmed and its whole prefix. A `Func`, so the column is named as the query
+    aliases it (inside a subquery too)."""
+
+    output_field = BooleanField()
+
+    def __init__(self, words: list[str]) -> None:
+        super().__init__(F("text"))
+        self.words = words
+
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> tuple[str, tuple[str | int, ...]]:
+        column, column_params = compiler.compile(self.source_expressions[0])
+        vector = _PG_VECTOR.format(column=column)
+        query = " && ".join([_PG_WORD] * len(self.words))
+        # Only \w+ words reach to_tsquery, so its operators cannot be injected.
+        words = [param for word in self.words for param in (f"{word}:*", f"{word}:*")]
+        return f"{vector} @@ ({query})", (*column_params, *column_params, *words)
 
 
 def _fts5_query(words: list[str]) -> str:
@@ -117,9 +141,7 @@ def matching_messages(messages: QuerySet[Message], query: str) -> QuerySet[Messa
         return messages.none()
     vendor = connection.vendor
     if vendor == "postgresql":
-        # A constant template per number of words; the words travel as parameters.
-        sql = f"{_PG_VECTOR} @@ ({' && '.join([_PG_WORD] * len(words))})"
-        matched = messages.filter(RawSQL(sql, _pg_params(words), BooleanField()))  # noqa: S611
+        matched = messages.filter(_PgTextMatches(words))
     elif vendor == "sqlite":
         matched = messages.filter(pk__in=RawSQL(_SQLITE_MATCH, (_fts5_query(words),)))  # noqa: S611
     else:

@@ -383,10 +383,9 @@ def mark_read(request: HttpRequest, chat_id: Path[Id]) -> Any:
     chat = access.visible_chat(request.user, chat_id)
     if chat is None:
         return _not_found()
-    actions.mark_read(request.user, chat)
-    return ChatOut.of(
-        chat, dashboard.user_pk(request.user), masked=contact.businesses_masked_for(request.user)
-    )
+    user_id = dashboard.user_pk(request.user)
+    reading.mark_read(user_id, chat.pk)  # what opening the chat does (actions.mark_read)
+    return ChatOut.of(chat, user_id, masked=contact.businesses_masked_for(request.user))
 
 
 def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: Any) -> Any:
