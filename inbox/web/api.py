@@ -262,22 +262,6 @@ class SnoozeIn(Schema):
     _aware_until = field_validator("until")(_aware)
 
 
-class ChatFilters(Schema):
-    owner: OwnerState | None = None
-    status: StatusState | None = Field(default=None, description="Any status when omitted.")
-    view: ViewName = Field(
-        default="all", description="mine: assigned to you; unassigned: assigned to nobody."
-    )
-    channel: Id | None = None
-    updated_since: datetime | None = Field(
-        default=None, description="Chats with a message or an owner change at or after this."
-    )
-    limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0, le=100_000)
-
-    _aware_since = field_validator("updated_since")(_aware)
-
-
 def _plain(value: str | None) -> str | None:
     """No NUL and no lone surrogates: the database cannot store or compare them."""
     if value is None:
@@ -289,6 +273,32 @@ def _plain(value: str | None) -> str | None:
     if "\x00" in value:
         raise ValueError("contains characters that are not allowed")
     return value
+
+
+class ChatFilters(Schema):
+    owner: OwnerState | None = None
+    status: StatusState | None = Field(default=None, description="Any status when omitted.")
+    view: ViewName = Field(
+        default="all", description="mine: assigned to you; unassigned: assigned to nobody."
+    )
+    channel: Id | None = None
+    q: str | None = Field(
+        default=None,
+        max_length=100,
+        description=(
+            "Search words, as in the inbox: the customer's name, digits of the number, or the "
+            "text of a message (word forms: 'рассрочка' finds 'рассрочку', 'deliveries' finds "
+            "'delivery')."
+        ),
+    )
+    updated_since: datetime | None = Field(
+        default=None, description="Chats with a message or an owner change at or after this."
+    )
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0, le=100_000)
+
+    _aware_since = field_validator("updated_since")(_aware)
+    _plain_q = field_validator("q")(_plain)
 
 
 class HandoffFilters(Schema):
@@ -328,6 +338,8 @@ def list_chats(request: HttpRequest, filters: Query[ChatFilters]) -> list[ChatOu
         chats = chats.filter(owner=filters.owner)
     if filters.channel:
         chats = chats.filter(channel_id=filters.channel)
+    if filters.q and filters.q.strip():
+        chats = dashboard.searched_chats(chats, filters.q.strip())
     if filters.updated_since:
         since = filters.updated_since
         chats = chats.filter(Q(last_message_at__gte=since) | Q(owner_changed_at__gte=since))
@@ -359,6 +371,21 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
         messages=[MessageOut.of(m) for m in messages],
         handoff=HandoffOut.of(handoff) if handoff else None,
     )
+
+
+@router.post(
+    "/chats/{chat_id}/read",
+    response={200: ChatOut, 404: ErrorOut},
+    summary="Mark the chat read for the requesting user (what opening it in the inbox does)",
+    tags=["actions"],
+)
+def mark_read(request: HttpRequest, chat_id: Path[Id]) -> Any:
+    chat = access.visible_chat(request.user, chat_id)
+    if chat is None:
+        return _not_found()
+    user_id = dashboard.user_pk(request.user)
+    reading.mark_read(user_id, chat.pk)  # what opening the chat does (actions.mark_read)
+    return ChatOut.of(chat, user_id, masked=contact.businesses_masked_for(request.user))
 
 
 def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: Any) -> Any:

@@ -74,6 +74,12 @@ class ListFilters:
         )
 
     @property
+    def searched_status(self) -> str:
+        """The status the list shows: search words look through every status unless Snoozed or
+        Resolved is picked (the default Open view would hide a resolved customer's chat)."""
+        return "any" if self.q and self.status == ChatStatus.OPEN else self.status
+
+    @property
     def active(self) -> bool:
         return bool(
             self.state or self.channel or self.q or self.label or self.view != "all"
@@ -150,11 +156,7 @@ def chat_rows(
     chats = _narrowed(user, filters).select_related("channel__business", "assigned_to")
     chats = reading.with_unread(chats, user_pk(user))
     if filters.q:
-        digits = "".join(ch for ch in filters.q if ch.isdigit())
-        match = Q(customer_name__icontains=filters.q)
-        if digits:
-            match |= Q(customer_phone__contains=digits) | Q(customer_key__contains=digits)
-        chats = chats.filter(match)
+        chats = chats.filter(name_or_phone(filters.q))
     last_id = (
         Message.objects.filter(chat=OuterRef("pk"))
         .exclude(direction=Message.Direction.INTERNAL)
@@ -170,10 +172,27 @@ def chat_rows(
     return rows
 
 
+def name_or_phone(q: str) -> Q:
+    """Chats whose customer name holds the words, or whose number holds their digits."""
+    digits = "".join(ch for ch in q if ch.isdigit())
+    match = Q(customer_name__icontains=q)
+    if digits:
+        match |= Q(customer_phone__contains=digits) | Q(customer_key__contains=digits)
+    return match
+
+
+def searched_chats(chats: QuerySet[Chat], q: str) -> QuerySet[Chat]:
+    """The chats among `chats` that match `q` by name, number or the text of a message (the
+    API's `q`; the inbox shows the message hits apart, `message_hits`)."""
+    messages = Message.objects.filter(chat__in=chats.values("pk"), purged_at__isnull=True)
+    texts = search.matching_messages(messages, q).order_by().values("chat_id")
+    return chats.filter(name_or_phone(q) | Q(pk__in=texts))
+
+
 def _narrowed(user: User, filters: ListFilters) -> QuerySet[Chat]:
     """The chats a user sees, narrowed by every filter but the search words."""
     chats = access.visible_chats(user)
-    chats = apply_work_filters(chats, user_pk(user), filters.view, filters.status)
+    chats = apply_work_filters(chats, user_pk(user), filters.view, filters.searched_status)
     if filters.state:
         chats = chats.filter(owner=filters.state)
     if filters.channel:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from inbox.conversations import status
 from inbox.conversations.models import CannedReply, Channel, Label, Message
 from tests import factories
 from tests.browser.support import (
@@ -40,6 +41,9 @@ def a_working_day(people: dict[str, Any]) -> dict[str, Any]:
     factories.customer_message(earlier, "last year's order")
     other = factories.chat(people["channel"], customer_name="Bob")
     factories.customer_message(other, "just browsing")
+    done = factories.chat(people["channel"], customer_name="Dana")
+    credit = factories.customer_message(done, "Оформили рассрочку, спасибо!")
+    status.resolve(done.pk, manager=None)
     Label.objects.create(business=business, name="VIP", colour="amber")
     CannedReply.objects.create(
         business=business,
@@ -47,7 +51,7 @@ def a_working_day(people: dict[str, Any]) -> dict[str, Any]:
         shortcut="hi",
         text="Hello {customer_name}, this is {manager_name} <script>x</script>.",
     )
-    return {"chat": chat, "old": old, "earlier": earlier, "other": other}
+    return {"chat": chat, "old": old, "earlier": earlier, "other": other, "credit": credit}
 
 
 def test_search_canned_reply_label_and_contact_panel(
@@ -57,6 +61,14 @@ def test_search_canned_reply_label_and_contact_panel(
     chat, old = day["chat"], day["old"]
     page = logged_in(browser, stack, "boris", viewport=DESKTOP)
     wait_for(lambda: page.evaluate("window.inboxLive.connected"), timeout=20)
+
+    # Another form of a Russian word finds a resolved chat's message, its status shown.
+    page.fill("#filter-q", "рассрочка")
+    credit = page.locator(f"#hit-{day['credit'].pk}")
+    expect(credit.locator("mark")).to_have_text("рассрочку")
+    expect(credit.locator("[data-status-badge]")).to_have_text("Resolved")
+    expect(page.locator(f"#chat-row-{day['credit'].chat_id}")).to_have_count(0)  # a hit, not a row
+    shot(page, "search-word-forms-1366")
 
     # Search over message text: the hit is listed with the words marked, and opens the chat
     # scrolled to the message, highlighted, though it is older than the first page.

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from inbox.conversations import ownership
+from inbox.conversations import ownership, reading, status
 from inbox.conversations.models import ApiToken, Chat, HandoffReason, Message, Owner
 from inbox.web.api_tokens import create_token, hash_token
 from tests import factories
@@ -170,7 +170,62 @@ def test_openapi_document_is_served() -> None:
     document = Client().get("/api/v1/openapi.json").json()
     assert document["openapi"].startswith("3.")
     assert "/api/v1/chats/{chat_id}/take-over" in document["paths"]
+    assert "/api/v1/chats/{chat_id}/read" in document["paths"]
+    assert "q" in {p["name"] for p in document["paths"]["/api/v1/chats"]["get"]["parameters"]}
     assert (
         "BearerAuth" in str(document["components"]["securitySchemes"])
         or document["components"]["securitySchemes"]
     )
+
+
+def test_list_chats_searches_names_phones_and_text_in_every_status(a: Tenant, b: Tenant) -> None:
+    credit = factories.chat(a.channel, customer_name="Dana")
+    factories.customer_message(credit, "Можно оформить рассрочку?")
+    status.resolve(credit.pk, manager=a.manager)
+    english = factories.chat(a.channel, customer_name="Erlan")
+    factories.customer_message(english, "When is the delivery?")
+    factories.customer_message(b.chat, "рассрочку и delivery, пожалуйста")  # B's: never shown
+    api = Api(a.manager)
+
+    by_text = api.get("/chats", q="рассрочка").json()
+    assert [(c["id"], c["status"]) for c in by_text] == [(credit.pk, "resolved")]
+    assert [c["id"] for c in api.get("/chats", q="deliveries").json()] == [english.pk]
+    assert [c["id"] for c in api.get("/chats", q="dana").json()] == [credit.pk]
+    assert [c["id"] for c in api.get("/chats", q=a.chat.customer_phone).json()] == [a.chat.pk]
+    assert api.get("/chats", q="рассрочка", status="open").json() == []
+    assert api.get("/chats", q="of B").json() == []
+    assert api.get("/chats", q="x" * 101).status_code == 422
+    assert api.get("/chats", q="\x00").status_code == 422
+    assert {c["id"] for c in api.get("/chats", q="  ").json()} == {
+        a.chat.pk, credit.pk, english.pk,
+    }  # fmt: skip
+
+
+def test_list_chats_search_pages_like_the_list(a: Tenant) -> None:
+    for n in range(5):
+        chat = factories.chat(a.channel, customer_name=f"Sofa buyer {n}")
+        factories.customer_message(chat, "sofas")
+    api = Api(a.manager)
+
+    first = api.get("/chats", q="sofa", limit=3).json()
+    rest = api.get("/chats", q="sofa", limit=3, offset=3).json()
+
+    assert len(first) == 3
+    assert len(rest) == 2
+    assert len({c["id"] for c in first + rest}) == 5
+
+
+def test_mark_read_clears_the_users_own_unread_count(a: Tenant, b: Tenant) -> None:
+    factories.customer_message(a.chat, "are you there?")
+    api, admin = Api(a.manager), Api(a.admin)
+    assert api.get(f"/chats/{a.chat.pk}").json()["unread_count"] == 2
+
+    read = api.post(f"/chats/{a.chat.pk}/read")
+
+    assert read.status_code == 200
+    assert (read.json()["id"], read.json()["unread_count"]) == (a.chat.pk, 0)
+    assert api.get("/chats").json()[0]["unread_count"] == 0
+    assert admin.get("/chats").json()[0]["unread_count"] == 2  # the other manager's stays
+    assert api.post(f"/chats/{b.chat.pk}/read").status_code == 404
+    assert api.post("/chats/999999999/read").status_code == 404
+    assert reading.read_counts(a.manager.pk, [b.chat.pk])[b.chat.pk] == 0
