@@ -245,17 +245,35 @@
     waitingTimes(scope || document);
   }
 
+  // Times are shown on the business's clock (body[data-time-zone], the zone the server renders
+  // in), never the browser's: a manager travelling, or a laptop set to UTC, sees the shop's day.
+  function zoneOptions(extra) {
+    var zone = document.body && document.body.dataset.timeZone;
+    var options = {};
+    if (zone) options.timeZone = zone;
+    for (var key in extra) options[key] = extra[key];
+    return options;
+  }
+
+  function dayOf(d) {
+    try { return d.toLocaleDateString("en-CA", zoneOptions({})); } catch (e) { return d.toDateString(); }
+  }
+
   function localTimes(scope) {
-    var today = new Date().toDateString();
+    var today = dayOf(new Date());
+    var locale = document.documentElement.lang || undefined;
     (scope.querySelectorAll ? scope : document).querySelectorAll("time[datetime]").forEach(function (el) {
       var d = new Date(el.getAttribute("datetime"));
       if (isNaN(d)) return;
       if (el.closest(".handoff-head")) return;  // "handed over N ago" stays relative
-      el.title = d.toLocaleString();
-      if (el.closest(".history-table") || el.closest(".review-head")) { el.textContent = d.toLocaleString(); return; }
-      el.textContent = d.toDateString() === today ?
-        d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) :
-        d.toLocaleDateString([], { day: "numeric", month: "short" });
+      try {
+        var full = d.toLocaleString(locale, zoneOptions({ hourCycle: "h23" }));
+        el.title = full;
+        if (el.closest(".history-table") || el.closest(".review-head")) { el.textContent = full; return; }
+        el.textContent = dayOf(d) === today ?
+          d.toLocaleTimeString(locale, zoneOptions({ hour: "2-digit", minute: "2-digit", hourCycle: "h23" })) :
+          d.toLocaleDateString(locale, zoneOptions({ day: "numeric", month: "short" }));
+      } catch (e) { /* an unknown zone name: keep the server's text */ }
     });
   }
 

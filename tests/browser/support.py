@@ -50,10 +50,17 @@ def watched(page: Any) -> Any:
 
 
 def logged_in(
-    browser: Any, base: str, username: str, *, viewport: dict[str, int] | None = None
+    browser: Any,
+    base: str,
+    username: str,
+    *,
+    viewport: dict[str, int] | None = None,
+    timezone_id: str | None = None,
 ) -> Any:
-    """A new browser context (its own cookies) with `username` logged in, on the inbox."""
-    context = browser.new_context(viewport=viewport or DESKTOP)
+    """A new browser context (its own cookies) with `username` logged in, on the inbox; with
+    `timezone_id`, the browser's own clock is in that zone."""
+    extra = {"timezone_id": timezone_id} if timezone_id else {}
+    context = browser.new_context(viewport=viewport or DESKTOP, **extra)
     page = watched(context.new_page())
     page.goto(f"{base}/accounts/login/")
     page.fill("#id_username", username)
