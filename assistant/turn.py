@@ -1,6 +1,8 @@
 """One turn: a chat's pending customer messages become exactly one safe reply or a handoff.
 
     collect pending messages (the bot must own the chat; voice notes must be transcribed)
+    mark them read, "typing…" while composing (assistant/composing.py, a courtesy)
+    only an opt-out keyword ("STOP")  → record it, confirm once (assistant/opt_out.py)
     too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
@@ -22,6 +24,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from assistant import composing, opt_out
 from assistant.decision import brain, escalation, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
@@ -108,7 +111,8 @@ def take_turn(chat_id: int) -> Turn | None:
     started = time.monotonic()
     hooks.turn_running(pending.chat, running=True)
     try:
-        retrying = _run(turn, pending)
+        with composing.composing(pending.chat, pending.messages):
+            retrying = _run(turn, pending)
     except Exception as exc:
         _finish(
             turn, Turn.Outcome.FAILED, started, model_error=f"{type(exc).__name__}: {exc}"[:500]
@@ -137,6 +141,10 @@ def take_turn(chat_id: int) -> Turn | None:
 
 def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
     """The turn's work; True when its reply failed for now and is being retried."""
+    stop = opt_out.confirmation(pending)
+    if stop is not None:
+        turn.action, turn.reason = stop.action.value, stop.reason
+        return _reply(turn, pending, stop)
     turn_input = build_input(pending)
     oldest = pending.messages[0]
     late = escalation.too_late(

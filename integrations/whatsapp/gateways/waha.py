@@ -40,6 +40,7 @@ from inbox.conversations import outbound
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
+    NoReadReceipts,
     OutgoingMedia,
     PermanentSendError,
     TransientSendError,
@@ -113,7 +114,7 @@ def sent_id(answer: dict[str, Any]) -> str:
     return found
 
 
-class WahaTransport:
+class WahaTransport(NoReadReceipts):
     assigns_message_ids = False
 
     def __init__(self, channel: Channel) -> None:
