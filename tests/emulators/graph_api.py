@@ -163,6 +163,8 @@ ERROR_TITLES = {
     190: "Error validating access token: Session has expired",
     100: "Invalid parameter",
     131053: "Media upload error",
+    131050: "Unable to deliver the message. This recipient has chosen to stop receiving "
+    "marketing messages on WhatsApp from your business.",
 }
 HTTP_STATUS_FOR = {
     190: 401,
