@@ -30,9 +30,7 @@ def confirmation(pending: turns.PendingTurn) -> Decision | None:
     lang = next((code for code in found if code), "") or language.customer_language(
         texts, chat.channel.language or business.language
     )
-    opt_outs.record(
-        business.pk, chat.customer_key, OptOut.Source.KEYWORD, detail=" / ".join(texts)
-    )
+    opt_outs.record(business.pk, chat.customer_key, OptOut.Source.KEYWORD, detail=" / ".join(texts))
     return Decision(
         action=Action.ANSWER,
         reason=REASON,

@@ -64,7 +64,7 @@ class Business(models.Model):
     )
     opt_out_keywords = models.TextField(
         blank=True,
-        help_text="Messages that mean \"stop writing to me\", one per line (any case); "
+        help_text='Messages that mean "stop writing to me", one per line (any case); '
         "empty = the built-in English, Russian and Kazakh list.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -148,7 +148,7 @@ class Channel(models.Model):
     )
     typing_indicator = models.BooleanField(
         default=True,
-        help_text="Show \"typing…\" while the assistant composes a reply; WhatsApp shows it "
+        help_text='Show "typing…" while the assistant composes a reply; WhatsApp shows it '
         "only together with the read mark, so it needs read receipts on.",
     )
     created_at = models.DateTimeField(auto_now_add=True)

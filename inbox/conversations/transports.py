@@ -2,12 +2,13 @@
 is connected.
 
 A transport sends text and managers' attachments to the customer and fetches customers'
-attachments; where the provider has them, it marks messages read and shows "typing…". The implementations live in
-`integrations/` (Cloud API, linked-device bridge, sandbox) and import this module; the core
-finds the one for a channel through `inbox.conversations.transport_registry`, so nothing here
-knows which transports exist. Their HTTP clients come from `inbox.platform.http`, and their
-errors are its `Transient` / `Permanent` failures: `TransientSendError` carries the wait a
-provider asked for (`retry_after`), which the send's retries honour.
+attachments; where the provider has them, it marks messages read and shows "typing…". The
+implementations live in `integrations/` (Cloud API, linked-device bridge, sandbox) and import
+this module; the core finds the one for a channel through
+`inbox.conversations.transport_registry`, so nothing here knows which transports exist. Their
+HTTP clients come from `inbox.platform.http`, and their errors are its `Transient` /
+`Permanent` failures: `TransientSendError` carries the wait a provider asked for
+(`retry_after`), which the send's retries honour.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Views for labels on a chat, the composer's canned replies and the contact's opt-out. Thin: parse, check through
-`inbox.conversations.access` (inside the called functions), render."""
+"""Views for labels on a chat, the composer's canned replies and the contact's opt-out. Thin:
+parse, check through `inbox.conversations.access` (inside the called functions), render."""
 
 from __future__ import annotations
 

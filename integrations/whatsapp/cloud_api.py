@@ -170,7 +170,9 @@ class CloudApiTransport:
                 url, json=payload, headers=self._headers(), timeout=READ_TIMEOUT
             )
         except httpx.TimeoutException as exc:
-            raise TransientSendError("the Graph API did not answer in time", code="timeout") from exc
+            raise TransientSendError(
+                "the Graph API did not answer in time", code="timeout"
+            ) from exc
         except httpx.TransportError as exc:
             raise TransientSendError("the Graph API is unreachable", code="network") from exc
         if response.status_code != 200:

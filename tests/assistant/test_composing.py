@@ -85,9 +85,7 @@ def test_a_channel_without_the_typing_indicator_only_marks_read(
 
     _turn(settings, emu, chat, Step.decision(reply=REPLY, delay=0.5))
 
-    assert [(r.message_id, r.typing) for r in graph.reads_for(number)] == [
-        ("wamid.newest", False)
-    ]
+    assert [(r.message_id, r.typing) for r in graph.reads_for(number)] == [("wamid.newest", False)]
 
 
 def test_a_slow_model_gets_the_indicator_shown_again_and_nothing_after_the_turn(

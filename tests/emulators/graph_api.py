@@ -550,7 +550,9 @@ class GraphApiEmulator:
             return 400, _error(100, "Param typing_indicator['type'] must be 'text'")
         failure = self._next_failure(self._read_failures)
         if failure is not None:
-            return failure.http_status, _error(failure.code, ERROR_TITLES.get(failure.code, "Error"))
+            return failure.http_status, _error(
+                failure.code, ERROR_TITLES.get(failure.code, "Error")
+            )
         with self._lock:
             self.reads.append(ReadMark(phone_number_id, message_id, typing, time.time()))
         return 200, {"success": True}

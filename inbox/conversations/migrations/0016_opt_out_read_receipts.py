@@ -6,43 +6,88 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inbox', '0015_channel_gateway_instance'),
+        ("inbox", "0015_channel_gateway_instance"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='business',
-            name='opt_out_keywords',
-            field=models.TextField(blank=True, help_text='Messages that mean "stop writing to me", one per line (any case); empty = the built-in English, Russian and Kazakh list.'),
+            model_name="business",
+            name="opt_out_keywords",
+            field=models.TextField(
+                blank=True,
+                help_text='Messages that mean "stop writing to me", one per line (any case); empty = the built-in English, Russian and Kazakh list.',
+            ),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='read_receipts',
-            field=models.BooleanField(default=True, help_text="Mark the customer's messages read when the assistant starts answering (Cloud API numbers)."),
+            model_name="channel",
+            name="read_receipts",
+            field=models.BooleanField(
+                default=True,
+                help_text="Mark the customer's messages read when the assistant starts answering (Cloud API numbers).",
+            ),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='typing_indicator',
-            field=models.BooleanField(default=True, help_text='Show "typing…" while the assistant composes a reply; WhatsApp shows it only together with the read mark, so it needs read receipts on.'),
+            model_name="channel",
+            name="typing_indicator",
+            field=models.BooleanField(
+                default=True,
+                help_text='Show "typing…" while the assistant composes a reply; WhatsApp shows it only together with the read mark, so it needs read receipts on.',
+            ),
         ),
         migrations.CreateModel(
-            name='OptOut',
+            name="OptOut",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('customer_key', models.CharField(max_length=128)),
-                ('source', models.CharField(choices=[('keyword', "Customer's message"), ('platform', 'WhatsApp (stopped marketing messages)'), ('manager', 'Manager')], max_length=16)),
-                ('detail', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('cleared_at', models.DateTimeField(blank=True, null=True)),
-                ('business', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='opt_outs', to='inbox.business')),
-                ('cleared_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("customer_key", models.CharField(max_length=128)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("keyword", "Customer's message"),
+                            ("platform", "WhatsApp (stopped marketing messages)"),
+                            ("manager", "Manager"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("detail", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("cleared_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "business",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="opt_outs",
+                        to="inbox.business",
+                    ),
+                ),
+                (
+                    "cleared_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('cleared_at__isnull', True)), fields=('business', 'customer_key'), name='opt_out_one_active')],
+                "ordering": ["-id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("cleared_at__isnull", True)),
+                        fields=("business", "customer_key"),
+                        name="opt_out_one_active",
+                    )
+                ],
             },
         ),
     ]

@@ -42,7 +42,10 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         return code
 
     def clean_opt_out_keywords(self) -> str:
-        lines = [" ".join(line.split()) for line in str(self.cleaned_data["opt_out_keywords"]).splitlines()]
+        lines = [
+            " ".join(line.split())
+            for line in str(self.cleaned_data["opt_out_keywords"]).splitlines()
+        ]
         kept = [line[:100] for line in lines if line]
         if len(kept) > 100:
             raise forms.ValidationError("At most 100 words or phrases, one per line.")

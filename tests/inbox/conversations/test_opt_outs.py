@@ -46,7 +46,8 @@ def test_a_131050_failure_puts_the_customer_on_the_register(channel: Channel) ->
     assert (message.status, message.error_code) == ("failed", "131050")
     assert opt_outs.opted_out(channel.business, CUSTOMER)
     refusal = opt_outs.refusal(channel.business, CUSTOMER)
-    assert refusal is not None and "opted out" in refusal.reason
+    assert refusal is not None
+    assert "opted out" in refusal.reason
     assert OptOut.objects.get().source == OptOut.Source.PLATFORM
 
 
@@ -81,7 +82,8 @@ def test_clearing_keeps_the_row_with_who_cleared_it_and_a_new_opt_out_starts_afr
 
     assert not opt_outs.opted_out(business, CUSTOMER)
     row = OptOut.objects.get()
-    assert row.cleared_by == admin and row.cleared_at is not None
+    assert row.cleared_by == admin
+    assert row.cleared_at is not None
     assert opt_outs.record(business.pk, CUSTOMER, OptOut.Source.KEYWORD)
     assert opt_outs.opted_out(business, CUSTOMER)
 

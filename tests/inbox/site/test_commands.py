@@ -33,7 +33,8 @@ def test_create_channel_creates_the_business_and_prints_the_channel_id() -> None
         "ru",
     )
     assert channel.access_token == "EAAJB-secret"
-    assert channel.read_receipts and channel.typing_indicator
+    assert channel.read_receipts
+    assert channel.typing_indicator
 
 
 def test_create_channel_can_turn_read_receipts_and_typing_off() -> None:

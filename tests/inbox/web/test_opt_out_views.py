@@ -48,7 +48,8 @@ def test_the_panel_shows_the_opt_out_and_the_manager_clears_it(a: Tenant) -> Non
     opt_outs.record(a.business.pk, a.chat.customer_key, OptOut.Source.KEYWORD)
 
     shown = _panel(a.manager, a.chat.pk)
-    assert 'data-opt-out="on"' in shown and "Opted out" in shown
+    assert 'data-opt-out="on"' in shown
+    assert "Opted out" in shown
     assert "Customer&#x27;s message" in shown or "Customer's message" in shown
     assert _api_chat(a.manager, a.chat.pk).json()["opted_out"] is True
 
@@ -58,7 +59,8 @@ def test_the_panel_shows_the_opt_out_and_the_manager_clears_it(a: Tenant) -> Non
     assert 'data-opt-out="off"' in _panel(a.manager, a.chat.pk)
     assert not opt_outs.opted_out(a.business, a.chat.customer_key)
     row = OptOut.objects.get()
-    assert row.cleared_by_id == a.manager.pk and row.cleared_at is not None
+    assert row.cleared_by_id == a.manager.pk
+    assert row.cleared_at is not None
     assert _api_chat(a.manager, a.chat.pk).json()["opted_out"] is False
 
 

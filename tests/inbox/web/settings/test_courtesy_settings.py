@@ -37,7 +37,8 @@ def test_a_cloud_number_shows_both_switches_on_and_saves_them_off() -> None:
     url = f"/inbox/settings/channels/{channel.pk}/"
 
     page = client.get(url).content.decode()
-    assert 'name="read_receipts"' in page and 'name="typing_indicator"' in page
+    assert 'name="read_receipts"' in page
+    assert 'name="typing_indicator"' in page
 
     response = client.post(url, {**FORM, "read_receipts": "on"})  # typing left unticked
 
@@ -56,7 +57,8 @@ def test_a_sandbox_channel_has_no_switches_and_keeps_its_values() -> None:
                                                                "display_phone_number")}  # fmt: skip
     assert client.post(url, sandbox_form).status_code == 302
     side.channel.refresh_from_db()
-    assert side.channel.read_receipts and side.channel.typing_indicator
+    assert side.channel.read_receipts
+    assert side.channel.typing_indicator
 
 
 def test_the_business_sets_its_own_opt_out_words() -> None:
