@@ -34,7 +34,7 @@ def composing(chat: Chat, messages: Sequence[Message]) -> Iterator[None]:
         return
     try:
         transport = transport_for(channel)
-    except ValueError:
+    except Exception:  # an unknown kind or a broken setup: the turn itself will say so
         yield
         return
     typing = channel.typing_indicator
@@ -49,7 +49,11 @@ def composing(chat: Chat, messages: Sequence[Message]) -> Iterator[None]:
         name=f"typing-chat-{chat.pk}",
         daemon=True,
     )
-    refresher.start()
+    try:
+        refresher.start()
+    except RuntimeError:  # no thread to spare: the first indicator is all the customer sees
+        yield
+        return
     try:
         yield
     finally:

@@ -18,6 +18,7 @@ from integrations.whatsapp.cloud_api import CloudApiTransport
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator
 from tests.emulators.openai_server import Step
+from tests.emulators.waha import WahaEmulator
 
 pytestmark = pytest.mark.django_db
 
@@ -127,6 +128,26 @@ def test_a_sandbox_channel_turn_needs_no_read_mark(settings: Any, emu: Any) -> N
     turn = _turn(settings, emu, chat)
 
     assert turn.outcome == Turn.Outcome.ANSWERED
+
+
+def test_a_waha_channel_turn_shows_seen_and_typing_before_the_reply(
+    settings: Any, emu: Any
+) -> None:
+    with WahaEmulator(api_key="waha-key", echo_sends=False) as waha:
+        channel = factories.channel(kind=Channel.Kind.WAHA, bridge_url=waha.base_url,
+                                    bridge_token="waha-key", gateway_instance="default")  # fmt: skip
+        chat = factories.chat(channel, customer_key="77011234567@c.us")
+        factories.customer_message(chat, "When are you open?", provider_message_id="3EB0C1")
+        Chat.objects.filter(pk=chat.pk).update(version=1)
+
+        turn = _turn(settings, emu, chat)
+
+        assert turn.outcome == Turn.Outcome.ANSWERED
+        assert waha.presence == [
+            ("/api/sendSeen", "77011234567@c.us"),
+            ("/api/startTyping", "77011234567@c.us"),
+        ]
+        assert [m.text for m in waha.sent] == [REPLY]
 
 
 class TestTheEmulatorTakesOnlyTheRealShape:
