@@ -3,7 +3,8 @@
 One call as the turn starts (the channel's read receipts on): the newest customer message
 marked read, with the typing indicator where the channel shows it. WhatsApp hides the indicator
 after 25 s, so a turn still composing shows it again every `TYPING_REFRESH_SECONDS`, from a
-thread that stops when the turn ends; a turn that ends without a reply sends nothing more.
+thread that stops once the turn has decided, before its reply goes (so "typing…" never comes
+back after the reply); a turn that ends without a reply sends nothing more.
 A courtesy: a failure or a slow provider is logged and never delays or breaks the turn beyond
 the transport's short timeout.
 """
