@@ -144,7 +144,7 @@ class Channel(models.Model):
     read_receipts = models.BooleanField(
         default=True,
         help_text="Mark the customer's messages read when the assistant starts answering "
-        "(Cloud API numbers).",
+        "(Cloud API and WAHA numbers).",
     )
     typing_indicator = models.BooleanField(
         default=True,

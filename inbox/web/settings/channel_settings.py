@@ -45,6 +45,7 @@ _EVERY_TRANSPORT_FIELD = {name for names in TRANSPORT_FIELDS.values() for name i
 # What the customer sees while the assistant composes, for the kinds whose provider shows it.
 COURTESY_FIELDS: dict[str, tuple[str, ...]] = {
     Channel.Kind.CLOUD_API: ("read_receipts", "typing_indicator"),
+    Channel.Kind.WAHA: ("read_receipts", "typing_indicator"),
 }
 _EVERY_COURTESY_FIELD = {name for names in COURTESY_FIELDS.values() for name in names}
 
