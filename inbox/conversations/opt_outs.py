@@ -26,14 +26,15 @@ log = logging.getLogger(__name__)
 PLATFORM_STOP_CODE = "131050"
 
 # What a whole message says when it means "stop writing to me", by language. Compared after
-# folding case, punctuation and spaces, so "Stop!" and "  отписаться. " match.
+# folding case, punctuation and spaces, so "Stop!" and "  отписаться. " match. Words that also
+# mean something else to a shop ("cancel" an order) are left out.
 DEFAULT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "en": ("stop", "unsubscribe", "opt out", "optout", "stop messages", "don't message me",
-           "do not message me", "don't write to me", "do not write to me", "stop all", "cancel"),
+           "do not message me", "don't write to me", "do not write to me", "stop all"),
     "ru": ("стоп", "отписаться", "отписка", "отпишите меня", "не пишите", "не пишите мне",
            "не пишите больше", "больше не пишите", "хватит писать", "не присылайте сообщения"),
     "kk": ("тоқтат", "тоқтату", "жазбаңыз", "маған жазбаңыз", "хабарлама жібермеңіз",
-           "хабарлама жіберменіз", "жазылымнан шығу", "бас тарту"),
+           "хабарлама жіберменіз", "жазылымнан шығу"),
 }  # fmt: skip
 _FOLD = re.compile(r"[^\w']+")
 

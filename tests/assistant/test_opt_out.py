@@ -92,3 +92,12 @@ def test_a_business_with_its_own_words_uses_them_instead() -> None:
     assert _replies(chat) == [CONFIRMATIONS["en"]]
     assert other_turn.reason != "opt_out"
     assert not opt_outs.opted_out(business, other.customer_key)
+
+
+def test_cancel_is_about_the_order_not_an_opt_out() -> None:
+    business = factories.business()
+
+    chat, turn = _customer_writes(business, "Cancel")
+
+    assert turn.reason != "opt_out"
+    assert not opt_outs.opted_out(business, chat.customer_key)
