@@ -1,6 +1,8 @@
 """One turn: a chat's pending customer messages become exactly one safe reply or a handoff.
 
     collect pending messages (the bot must own the chat; voice notes must be transcribed)
+    mark them read, "typing…" while composing (assistant/composing.py, a courtesy)
+    only an opt-out keyword ("STOP")  → record it, confirm once (assistant/opt_out.py)
     too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
@@ -22,6 +24,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from assistant import composing, opt_out
 from assistant.decision import brain, escalation, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
@@ -108,7 +111,10 @@ def take_turn(chat_id: int) -> Turn | None:
     started = time.monotonic()
     hooks.turn_running(pending.chat, running=True)
     try:
-        retrying = _run(turn, pending)
+        # "typing…" while deciding only: it must not come back after the reply went.
+        with composing.composing(pending.chat, pending.messages):
+            decision, details = _decide(turn, pending)
+        retrying = _act(turn, pending, decision, details)
     except Exception as exc:
         _finish(
             turn, Turn.Outcome.FAILED, started, model_error=f"{type(exc).__name__}: {exc}"[:500]
@@ -135,8 +141,13 @@ def take_turn(chat_id: int) -> Turn | None:
     return turn
 
 
-def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
-    """The turn's work; True when its reply failed for now and is being retried."""
+def _decide(turn: Turn, pending: turns.PendingTurn) -> tuple[Decision, dict[str, Any] | None]:
+    """What the turn will do (an answer, a question or a handoff, checked), with the
+    guardrail's details for a handoff it caused."""
+    stop = opt_out.confirmation(pending)
+    if stop is not None:
+        turn.action, turn.reason = stop.action.value, stop.reason
+        return stop, None
     turn_input = build_input(pending)
     oldest = pending.messages[0]
     late = escalation.too_late(
@@ -145,8 +156,7 @@ def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
         cutoff=timedelta(minutes=pending.chat.channel.late_answer_cutoff_minutes),
     )
     if late is not None:
-        _handoff(turn, pending, late)
-        return False
+        return late, None
 
     # Read once for the decision and its check: both must judge by the same list.
     knowledge = knowledge_for(pending.chat.channel)
@@ -160,7 +170,13 @@ def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
 
     verdict = guardrails.check_against(result.decision, turn_input, knowledge, config)
     turn.guardrail_findings = verdict.blocked
-    decision, details = escalation.guarded(result.decision, verdict, turn_input)
+    return escalation.guarded(result.decision, verdict, turn_input)
+
+
+def _act(
+    turn: Turn, pending: turns.PendingTurn, decision: Decision, details: dict[str, Any] | None
+) -> bool:
+    """Send the reply or hand off; True when the reply failed for now and is being retried."""
     if decision.action == Action.HANDOFF:
         _handoff(turn, pending, decision, details)
         return False

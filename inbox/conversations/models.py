@@ -62,6 +62,11 @@ class Business(models.Model):
         help_text="Show customers' phone numbers to managers with the middle digits hidden "
         "(business admins still see them whole).",
     )
+    opt_out_keywords = models.TextField(
+        blank=True,
+        help_text='Messages that mean "stop writing to me", one per line (any case); '
+        "empty = the built-in English, Russian and Kazakh list.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -136,6 +141,16 @@ class Channel(models.Model):
         default=120, help_text="Alert when no event arrives for this long during working hours."
     )
     last_event_at = models.DateTimeField(null=True, blank=True)
+    read_receipts = models.BooleanField(
+        default=True,
+        help_text="Mark the customer's messages read when the assistant starts answering "
+        "(Cloud API and WAHA numbers).",
+    )
+    typing_indicator = models.BooleanField(
+        default=True,
+        help_text='Show "typing…" while the assistant composes a reply; WhatsApp shows it '
+        "only together with the read mark, so it needs read receipts on.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -741,3 +756,38 @@ class CannedReply(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class OptOut(models.Model):
+    """A customer of a business asked not to be written to (a keyword, the platform's signal or
+    a manager). Active while `cleared_at` is empty; a manager's clearing is kept with who did it.
+    Written only by `inbox/conversations/opt_outs.py`."""
+
+    class Source(models.TextChoices):
+        KEYWORD = "keyword", "Customer's message"
+        PLATFORM = "platform", "WhatsApp (stopped marketing messages)"
+        MANAGER = "manager", "Manager"
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="opt_outs")
+    customer_key = models.CharField(max_length=128)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    detail = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    cleared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # At most one active row per customer: a second signal finds the first.
+            models.UniqueConstraint(
+                fields=["business", "customer_key"],
+                condition=Q(cleared_at__isnull=True),
+                name="opt_out_one_active",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"opt-out #{self.pk} business #{self.business_id} ({self.source})"

@@ -2,12 +2,13 @@
 is connected.
 
 A transport sends text and managers' attachments to the customer and fetches customers'
-attachments. The implementations live in
-`integrations/` (Cloud API, linked-device bridge, sandbox) and import this module; the core
-finds the one for a channel through `inbox.conversations.transport_registry`, so nothing here
-knows which transports exist. Their HTTP clients come from `inbox.platform.http`, and their
-errors are its `Transient` / `Permanent` failures: `TransientSendError` carries the wait a
-provider asked for (`retry_after`), which the send's retries honour.
+attachments; where the provider has them, it marks messages read and shows "typing…". The
+implementations live in `integrations/` (Cloud API, linked-device bridge, sandbox) and import
+this module; the core finds the one for a channel through
+`inbox.conversations.transport_registry`, so nothing here knows which transports exist. Their
+HTTP clients come from `inbox.platform.http`, and their errors are its `Transient` /
+`Permanent` failures: `TransientSendError` carries the wait a provider asked for
+(`retry_after`), which the send's retries honour.
 """
 
 from __future__ import annotations
@@ -110,3 +111,16 @@ class Transport(Protocol):
         """Send an image or document (uploaded first when `upload_media` gave an id); returns
         the provider's message id."""
         ...
+
+    def mark_read(self, chat: Chat, *, message_id: str, typing: bool) -> None:
+        """A courtesy while the assistant composes: mark the customer's messages up to
+        `message_id` (the provider's id) read and, with `typing`, show "typing…". May raise
+        anything; the caller logs and ignores it. `NoReadReceipts` is the do-nothing default."""
+        ...
+
+
+class NoReadReceipts:
+    """For a transport whose provider has no read mark or typing indicator to show."""
+
+    def mark_read(self, chat: Chat, *, message_id: str, typing: bool) -> None:
+        return None

@@ -223,6 +223,8 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 DEBOUNCE_SCHEDULER_IN_WORKERS = env_bool("DEBOUNCE_SCHEDULER_IN_WORKERS", True)
 # A claimed chat whose scheduler died before publishing its turn is due again after this long.
 DEBOUNCE_LEASE_SECONDS = env_float("DEBOUNCE_LEASE_SECONDS", 10.0)
+# WhatsApp shows "typing…" for 25 s: a turn still composing shows it again this often.
+TYPING_REFRESH_SECONDS = env_float("TYPING_REFRESH_SECONDS", 20.0)
 # Longest sleep between a scheduler's passes (a new earliest timer wakes it at once anyway).
 DEBOUNCE_IDLE_SECONDS = env_float("DEBOUNCE_IDLE_SECONDS", 1.0)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our JSON, masked, correlated log format

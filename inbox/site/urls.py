@@ -52,6 +52,7 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/read/", views.chat_read_count, name="chat_read_count"),
     path("inbox/chat/<int:chat_id>/label/", chat_extras.chat_label, name="chat_label"),
     path("inbox/chat/<int:chat_id>/canned/", chat_extras.canned_replies, name="chat_canned"),
+    path("inbox/chat/<int:chat_id>/opt-out/", chat_extras.chat_opt_out, name="chat_opt_out"),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/reports/", report_views.report_page, name="reports"),

@@ -73,6 +73,8 @@ class ChannelAdminForm(WriteOnlySecrets):
             "voice_confidence_threshold",
             "working_hours",
             "silent_alert_minutes",
+            "read_receipts",
+            "typing_indicator",
         ]
 
 

@@ -22,7 +22,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, reading
+from inbox.conversations import access, opt_outs, reading
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions
 
@@ -222,6 +222,10 @@ class HandoffOut(Schema):
 class ChatDetailOut(ChatOut):
     messages: list[MessageOut]
     handoff: HandoffOut | None
+    opted_out: bool = Field(
+        description="The customer asked the business not to write to them: nothing unprompted "
+        "may be sent (replies to their own messages may)."
+    )
 
 
 class ActionOut(Schema):
@@ -370,6 +374,7 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
         ).model_dump(),
         messages=[MessageOut.of(m) for m in messages],
         handoff=HandoffOut.of(handoff) if handoff else None,
+        opted_out=opt_outs.opted_out(chat.channel.business_id, chat.customer_key),
     )
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from django.db.models import Q
 
-from inbox.conversations import access
+from inbox.conversations import access, opt_outs
 from inbox.conversations.access import User
-from inbox.conversations.models import Business, Chat, Handoff, Membership
+from inbox.conversations.models import Business, Chat, Handoff, Membership, OptOut
 from inbox.web import crm_cards
 
 EARLIER_CHATS_SHOWN = 10
@@ -78,6 +78,9 @@ class ContactCard:
     items: list[dict[str, Any]]
     earlier: list[EarlierChat]
     crm: list[crm_cards.CrmCard]
+    # The customer asked the business not to write to them (None: they did not, or a manager
+    # cleared it): the business sends them nothing unprompted.
+    opt_out: OptOut | None = None
 
 
 def _facts(chat: Chat) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
@@ -123,4 +126,5 @@ def contact_card(user: User, chat: Chat) -> ContactCard:
             EarlierChat(other, crm_cards.cards_for(other)) for other in earlier_chats(user, chat)
         ],
         crm=crm_cards.cards_for(chat),
+        opt_out=opt_outs.active(business.pk, chat.customer_key),
     )

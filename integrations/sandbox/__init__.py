@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inbox.conversations.transports import MediaBlob, MediaError, OutgoingMedia
+from inbox.conversations.transports import MediaBlob, MediaError, NoReadReceipts, OutgoingMedia
 
 if TYPE_CHECKING:
     from inbox.conversations.models import Channel, Chat, Message
 
 
-class SandboxTransport:
+class SandboxTransport(NoReadReceipts):
     assigns_message_ids = True
 
     def __init__(self, channel: Channel) -> None:

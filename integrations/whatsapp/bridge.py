@@ -38,6 +38,7 @@ from inbox.conversations.events import MESSAGE_KINDS, InboundEvent, MediaRef
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
+    NoReadReceipts,
     OutgoingMedia,
     PermanentSendError,
     TransientSendError,
@@ -123,7 +124,7 @@ def _event(event: payloads.BridgeEvent, channel_id: int) -> InboundEvent:
     )
 
 
-class BridgeTransport:
+class BridgeTransport(NoReadReceipts):
     assigns_message_ids = True
 
     def __init__(self, channel: Channel) -> None:

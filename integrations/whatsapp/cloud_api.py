@@ -54,6 +54,8 @@ EXPLANATIONS = {
 
 
 SEND_TIMEOUT = http.timeouts(10.0)
+# A read mark is a courtesy: it must never hold a turn up.
+READ_TIMEOUT = http.timeouts(3.0)
 UPLOAD_TIMEOUT = http.timeouts(60.0)
 DOWNLOAD_TIMEOUT = http.timeouts(30.0)
 
@@ -150,6 +152,31 @@ class CloudApiTransport:
             body["filename"] = media.filename
         payload = {**self._recipient(chat), "type": media.kind, media.kind: body}
         return self._send(payload, client_message_id)
+
+    def mark_read(self, chat: Chat, *, message_id: str, typing: bool) -> None:
+        """`{"status": "read", "message_id": …}` on the messages endpoint marks everything up
+        to that message read; `typing_indicator` adds "typing…" for up to 25 s or until our
+        next message (doc/mark-message-as-read.md, doc/typing-indicators.md)."""
+        payload: dict[str, Any] = {
+            "messaging_product": "whatsapp",
+            "status": "read",
+            "message_id": message_id,
+        }
+        if typing:
+            payload["typing_indicator"] = {"type": "text"}
+        url = f"{self.base}/{self.channel.phone_number_id}/messages"
+        try:
+            response = http.shared().post(
+                url, json=payload, headers=self._headers(), timeout=READ_TIMEOUT
+            )
+        except httpx.TimeoutException as exc:
+            raise TransientSendError(
+                "the Graph API did not answer in time", code="timeout"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise TransientSendError("the Graph API is unreachable", code="network") from exc
+        if response.status_code != 200:
+            raise _graph_error(response)
 
     def _send(self, payload: dict[str, Any], client_message_id: str) -> str:
         if client_message_id:

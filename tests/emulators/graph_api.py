@@ -163,6 +163,8 @@ ERROR_TITLES = {
     190: "Error validating access token: Session has expired",
     100: "Invalid parameter",
     131053: "Media upload error",
+    131050: "Unable to deliver the message. This recipient has chosen to stop receiving "
+    "marketing messages on WhatsApp from your business.",
 }
 HTTP_STATUS_FOR = {
     190: 401,
@@ -194,6 +196,17 @@ class SentMessage:
     media_id: str = ""
     caption: str = ""
     filename: str = ""
+
+
+@dataclass
+class ReadMark:
+    """A `{"status": "read", …}` call: the customer's messages marked read, with "typing…"
+    when `typing` (doc/mark-message-as-read.md, doc/typing-indicators.md)."""
+
+    phone_number_id: str
+    message_id: str
+    typing: bool
+    at: float
 
 
 @dataclass
@@ -247,6 +260,7 @@ class GraphApiEmulator:
     media_url_ttl: float = 300.0
     sent: list[SentMessage] = field(default_factory=list)
     uploads: list[Upload] = field(default_factory=list)
+    reads: list[ReadMark] = field(default_factory=list)
     requests: list[tuple[str, str]] = field(default_factory=list)
     send_times: list[float] = field(default_factory=list)  # time.time() of each send request
 
@@ -256,6 +270,7 @@ class GraphApiEmulator:
         self._downloads: dict[str, tuple[str, float]] = {}
         self._send_failures: list[_Failure] = []
         self._upload_failures: list[_Failure] = []
+        self._read_failures: list[_Failure] = []
         self._async_failures: dict[str, int] = {}
         self._reused_id = ""
         self._lock = threading.Lock()
@@ -300,6 +315,8 @@ class GraphApiEmulator:
         with self._lock:
             self.sent.clear()
             self.uploads.clear()
+            self.reads.clear()
+            self._read_failures.clear()
             self.requests.clear()
             self.send_times.clear()
             self._send_failures.clear()
@@ -333,6 +350,17 @@ class GraphApiEmulator:
             self._upload_failures.append(
                 _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
             )
+
+    def fail_next_reads(self, code: int, times: int = 1, http_status: int | None = None) -> None:
+        """The next `times` read marks answer with this Graph error code."""
+        with self._lock:
+            self._read_failures.append(
+                _Failure(code, http_status or HTTP_STATUS_FOR.get(code, 400), times)
+            )
+
+    def reads_for(self, phone_number_id: str) -> list[ReadMark]:
+        with self._lock:
+            return [r for r in self.reads if r.phone_number_id == phone_number_id]
 
     def reuse_message_id(self, wamid: str) -> None:
         """Accepted sends answer with this id from now on (a provider that hands out an id it
@@ -437,14 +465,17 @@ class GraphApiEmulator:
     def handle_send(
         self, handler: _Handler, phone_number_id: str, body: dict[str, Any]
     ) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
-        with self._lock:
-            self.send_times.append(time.time())
+        if "status" not in body:  # a read mark is no message send
+            with self._lock:
+                self.send_times.append(time.time())
         if phone_number_id not in self._tokens:
             return 400, _error(
                 100, f"Unsupported post request. Object with ID '{phone_number_id}' does not exist"
             )
         if not self._authorised(handler, phone_number_id):
             return 401, _error(190, ERROR_TITLES[190], subcode=463)
+        if "status" in body:
+            return self.handle_read(phone_number_id, body)
         failure = self._next_failure(self._send_failures)
         if failure is not None:
             headers = {"Retry-After": failure.retry_after} if failure.retry_after else {}
@@ -500,6 +531,31 @@ class GraphApiEmulator:
             "contacts": [{"input": to, "wa_id": to.lstrip("+")}],
             "messages": [{"id": message.wamid}],
         }
+
+    def handle_read(self, phone_number_id: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """`{"messaging_product": "whatsapp", "status": "read", "message_id": …}`, optionally
+        with `"typing_indicator": {"type": "text"}`; anything else is a 400 like Meta's."""
+        if body.get("messaging_product") != "whatsapp":
+            return 400, _error(100, "Param messaging_product is required")
+        if body.get("status") != "read":
+            return 400, _error(100, "Param status must be 'read'")
+        message_id = body.get("message_id")
+        if not isinstance(message_id, str) or not message_id.startswith("wamid."):
+            return 400, _error(100, "Param message_id is not a valid message id")
+        extra = set(body) - {"messaging_product", "status", "message_id", "typing_indicator"}
+        if extra:
+            return 400, _error(100, f"Unexpected key(s) {sorted(extra)} in a read request")
+        typing = "typing_indicator" in body
+        if typing and body["typing_indicator"] != {"type": "text"}:
+            return 400, _error(100, "Param typing_indicator['type'] must be 'text'")
+        failure = self._next_failure(self._read_failures)
+        if failure is not None:
+            return failure.http_status, _error(
+                failure.code, ERROR_TITLES.get(failure.code, "Error")
+            )
+        with self._lock:
+            self.reads.append(ReadMark(phone_number_id, message_id, typing, time.time()))
+        return 200, {"success": True}
 
     def _next_failure(self, failures: list[_Failure]) -> _Failure | None:
         with self._lock:

@@ -69,6 +69,8 @@ class WahaEmulator:
     status: str = "WORKING"
     host: str = "127.0.0.1"
     sent: list[WahaSent] = field(default_factory=list)
+    # (path, chatId) of each `/api/sendSeen` and `/api/startTyping`, in order.
+    presence: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.media: dict[str, tuple[bytes, str]] = {}
@@ -238,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         path = self.path.split("?")[0].rstrip("/")
+        if path in ("/api/sendSeen", "/api/startTyping"):
+            self._presence(path, raw)
+            return
         if path not in ("/api/sendText", "/api/sendImage", "/api/sendFile"):
             self._reply(404, b'{"statusCode":404,"message":"Cannot POST"}')
             return
@@ -248,6 +253,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         status, answer = self.emulator.handle_send(path, body if isinstance(body, dict) else {})
         self._reply(status, json.dumps(answer).encode())
+
+    def _presence(self, path: str, raw: bytes) -> None:
+        """`{session, chatId}` (sendSeen may add `messageIds`): 201 like WAHA's other POSTs,
+        400 without a chat, 404 for another session."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not str(body.get("chatId") or ""):
+            self._reply(400, b'{"statusCode":400,"message":["chatId should not be empty"]}')
+            return
+        if body.get("session", "default") != self.emulator.session:
+            self._reply(404, b'{"statusCode":404,"message":"Session not found"}')
+            return
+        with self.emulator._lock:
+            self.emulator.presence.append((path, str(body["chatId"])))
+        self._reply(201, b"{}")
 
     def do_GET(self) -> None:
         emulator = self.emulator

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from inbox.conversations import debounce, delivery_status, hooks, outbound, ownership
+from inbox.conversations import debounce, delivery_status, hooks, opt_outs, outbound, ownership
 from inbox.conversations.events import Event, InboundEvent, StatusEvent
 from inbox.conversations.ingest.channels import (
     ChannelInfo,
@@ -76,6 +76,7 @@ def accept_batch(events: Sequence[Event]) -> list[Accepted]:
 
 def _accept_status(event: StatusEvent) -> Accepted:
     message = delivery_status.apply(event)
+    opt_outs.from_status(event, message)  # WhatsApp says the customer stopped our messages
     if message is None:
         return Accepted(None, None, "status_early")
     return Accepted(message.pk, message.chat_id, "status")

@@ -1,4 +1,5 @@
-"""A business admin sets the business's time zone and language (not only in the Django admin).
+"""A business admin sets the business's time zone, language and opt-out words (not only in the
+Django admin).
 
 The time zone is what working hours, the silent-number alert, the reports and every time a
 manager sees are read in; the language is the assistant's where a channel names none.
@@ -16,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from assistant.language import SUPPORTED
+from inbox.conversations import opt_outs
 from inbox.conversations.models import Business
 from inbox.web.administered import administered_business
 
@@ -23,7 +25,9 @@ from inbox.web.administered import administered_business
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language"]
+        fields = ["timezone", "language", "opt_out_keywords"]
+        labels = {"opt_out_keywords": "Opt-out words"}
+        widgets = {"opt_out_keywords": forms.Textarea(attrs={"rows": 4})}
 
     def clean_timezone(self) -> str:
         name = str(self.cleaned_data["timezone"]).strip()
@@ -37,6 +41,16 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             raise forms.ValidationError(f"One of: {', '.join(sorted(SUPPORTED))}.")
         return code
 
+    def clean_opt_out_keywords(self) -> str:
+        lines = [
+            " ".join(line.split())
+            for line in str(self.cleaned_data["opt_out_keywords"]).splitlines()
+        ]
+        kept = [line[:100] for line in lines if line]
+        if len(kept) > 100:
+            raise forms.ValidationError("At most 100 words or phrases, one per line.")
+        return "\n".join(kept)
+
 
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -46,10 +60,15 @@ def business_settings(request: HttpRequest) -> HttpResponse:
     form = BusinessSettingsForm(request.POST or None, instance=business)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Saved the time zone and language of {business.name}.")
+        messages.success(request, f"Saved the settings of {business.name}.")
         return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,
         "inbox/settings/business.html",
-        {"form": form, "business": business, "businesses": page.businesses},
+        {
+            "form": form,
+            "business": business,
+            "businesses": page.businesses,
+            "default_opt_out_words": opt_outs.DEFAULT_KEYWORDS,
+        },
     )

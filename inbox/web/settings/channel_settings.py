@@ -42,6 +42,12 @@ TRANSPORT_FIELDS: dict[str, tuple[str, ...]] = {
     Channel.Kind.SANDBOX: (),
 }
 _EVERY_TRANSPORT_FIELD = {name for names in TRANSPORT_FIELDS.values() for name in names}
+# What the customer sees while the assistant composes, for the kinds whose provider shows it.
+COURTESY_FIELDS: dict[str, tuple[str, ...]] = {
+    Channel.Kind.CLOUD_API: ("read_receipts", "typing_indicator"),
+    Channel.Kind.WAHA: ("read_receipts", "typing_indicator"),
+}
+_EVERY_COURTESY_FIELD = {name for names in COURTESY_FIELDS.values() for name in names}
 
 # A linked-device gateway's fields in its own words: (label, help text).
 _GATEWAY_WORDS: dict[str, dict[str, tuple[str, str]]] = {
@@ -85,6 +91,8 @@ class ChannelSettingsForm(ChannelAdminForm):
         shown = TRANSPORT_FIELDS.get(kind, ())
         for name in _EVERY_TRANSPORT_FIELD - set(shown):
             del self.fields[name]
+        for name in _EVERY_COURTESY_FIELD - set(COURTESY_FIELDS.get(kind, ())):
+            del self.fields[name]
         for name, (label, help_text) in _GATEWAY_WORDS.get(kind, {}).items():
             field = self.fields[name]
             field.label = label
@@ -114,6 +122,9 @@ class ChannelSettingsForm(ChannelAdminForm):
 
     def transport_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in TRANSPORT_FIELDS.get(self.instance.kind, ())]
+
+    def courtesy_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in COURTESY_FIELDS.get(self.instance.kind, ())]
 
     def day_fields(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
         return [(label, self[f"wh_{day}_from"], self[f"wh_{day}_to"]) for day, label in DAYS]

@@ -32,6 +32,7 @@ import httpx
 from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
+    NoReadReceipts,
     OutgoingMedia,
     PermanentSendError,
     TransientSendError,
@@ -51,7 +52,7 @@ INLINE_MEDIA_SECONDS = 3600
 _LINK_DOWN = ("connection closed", "connection lost", "timed out", "not connected")
 
 
-class EvolutionTransport:
+class EvolutionTransport(NoReadReceipts):
     assigns_message_ids = False
 
     def __init__(self, channel: Channel) -> None:

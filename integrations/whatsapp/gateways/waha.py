@@ -200,6 +200,23 @@ class WahaTransport:
             log.warning("waha.send_without_id", extra={"channel_id": self.channel.pk})
         return message_id
 
+    def mark_read(self, chat: Chat, *, message_id: str, typing: bool) -> None:
+        """`POST /api/sendSeen` (the chat's unread messages read), then `POST /api/startTyping`;
+        WhatsApp drops "typing…" by itself after about 25 s or with our next message."""
+        body = {"session": self.session, "chatId": chat.customer_key}
+        self._courtesy("/api/sendSeen", body)
+        if typing:
+            self._courtesy("/api/startTyping", body)
+
+    def _courtesy(self, path: str, body: dict[str, Any]) -> None:
+        url = self._url(path)
+        egress.check(url)
+        response = http.shared(pinned=True).post(
+            url, json=body, headers=self._headers(), timeout=http.timeouts(3.0)
+        )
+        if response.status_code not in (200, 201):
+            raise TransientSendError(f"WAHA answered HTTP {response.status_code}", code=path)
+
     def fetch_media(self, message: Message) -> MediaBlob:
         url = message.media_ref
         if not url:

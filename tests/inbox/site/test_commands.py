@@ -33,6 +33,16 @@ def test_create_channel_creates_the_business_and_prints_the_channel_id() -> None
         "ru",
     )
     assert channel.access_token == "EAAJB-secret"
+    assert channel.read_receipts
+    assert channel.typing_indicator
+
+
+def test_create_channel_can_turn_read_receipts_and_typing_off() -> None:
+    printed = _run("--business", "Quiet Shop", "--kind", "cloud_api", "--phone-number-id", "106540352242923",
+                   "--access-token", "t", "--no-read-receipts", "--no-typing-indicator")  # fmt: skip
+
+    channel = Channel.objects.get(pk=int(printed))
+    assert (channel.read_receipts, channel.typing_indicator) == (False, False)
 
 
 def test_the_token_is_stored_encrypted() -> None:

@@ -169,3 +169,27 @@ def test_bot_reply_records_the_id_waha_gave(waha: WahaEmulator) -> None:
     (sent,) = waha.sent_to(CUSTOMER)
     assert (outcome.sent, outcome.provider_message_id) == (True, sent.id)
     assert outbound.is_bot_sent(chat.pk, sent.id)
+
+
+def test_mark_read_sends_seen_then_typing_for_the_chat(waha: WahaEmulator) -> None:
+    chat = _chat(_channel(waha))
+
+    transport_for(chat.channel).mark_read(chat, message_id="3EB0AA", typing=True)
+    transport_for(chat.channel).mark_read(chat, message_id="3EB0AB", typing=False)
+
+    assert waha.presence == [
+        ("/api/sendSeen", CUSTOMER),
+        ("/api/startTyping", CUSTOMER),
+        ("/api/sendSeen", CUSTOMER),
+    ]
+    assert waha.sent == []
+
+
+def test_mark_read_on_a_session_waha_does_not_know_raises_for_the_caller_to_log(
+    waha: WahaEmulator,
+) -> None:
+    chat = _chat(_channel(waha, gateway_instance="other"))
+
+    with pytest.raises(TransientSendError):
+        transport_for(chat.channel).mark_read(chat, message_id="3EB0AA", typing=True)
+    assert waha.presence == []

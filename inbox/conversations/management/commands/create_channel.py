@@ -39,6 +39,14 @@ class Command(BaseCommand):
         parser.add_argument("--idle-release-hours", type=float, default=4.0)
         parser.add_argument("--late-answer-cutoff-minutes", type=float, default=30.0)
         parser.add_argument("--voice-confidence-threshold", type=float, default=0.6)
+        parser.add_argument(
+            "--no-read-receipts",
+            action="store_true",
+            help="do not mark customers' messages read when the assistant starts answering",
+        )
+        parser.add_argument(
+            "--no-typing-indicator", action="store_true", help='do not show "typing…" (Cloud API)'
+        )
 
     def handle(self, *args: Any, **o: Any) -> None:
         kind = o["kind"]
@@ -78,6 +86,8 @@ class Command(BaseCommand):
                 idle_release_hours=o["idle_release_hours"],
                 late_answer_cutoff_minutes=o["late_answer_cutoff_minutes"],
                 voice_confidence_threshold=o["voice_confidence_threshold"],
+                read_receipts=not o["no_read_receipts"],
+                typing_indicator=not o["no_typing_indicator"],
             )
         if created:
             self.stderr.write(f"created business '{business.name}'")
