@@ -43,7 +43,7 @@ def explained(
     message = " ".join(entry.text for entry in turn.pending)
     if decision.reading is not None:
         quotes = model_reading.quotes_for(decision.reading, turn, knowledge)
-        intents = list(decision.reading.intents)
+        intents: list[str] = list(decision.reading.intents)
     else:
         quotes = catalogue.quotes_read(turn, knowledge, config) if backend == "catalogue" else []
         intent = detect_intent(message, knowledge.catalogue.name_words)

@@ -44,7 +44,7 @@ def flag_message(
     flag = MessageFlag.objects.create(
         message=message,
         chat_id=message.chat_id,
-        flagged_by=user if user.is_authenticated else None,
+        flagged_by_id=user.pk if user.is_authenticated else None,
         category=category,
         note=note.strip()[:MAX_NOTE],
     )

@@ -1,4 +1,4 @@
-""""Why did it say that?": the facts behind one bot message, for the chat's Why panel and the
+""" "Why did it say that?": the facts behind one bot message, for the chat's Why panel and the
 JSON API alike, read from the `Turn` whose reply it is (`Turn.decision` with what the turn
 recorded under `explained`, `assistant.decision.explain`) and the flags managers left on it.
 

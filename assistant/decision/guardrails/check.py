@@ -1,7 +1,8 @@
 """The guardrail's entry points: `check` (reads the channel's list and the business's settings),
 `check_against` (given them, as the turn and replay call it), `findings` (every `Finding` for
-a reply) and `proofs` (what backs each amount it states, for the manager's "Why?"). Each part of the reply is proven by its own module: amounts of money (`amounts`),
-percentages, deadlines, dates and times (`terms`), promises (`promises`)."""
+a reply) and `proofs` (what backs each amount it states, for the manager's "Why?"). Each part
+of the reply is proven by its own module: amounts of money (`amounts`), percentages,
+deadlines, dates and times (`terms`), promises (`promises`)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ def _answered(tenant: Tenant, text: str) -> Message:
     factories.customer_message(chat, text)
     Chat.objects.filter(pk=chat.pk).update(version=chat.version + 1)
     turn = take_turn(chat.pk)
-    assert turn is not None and turn.reply_message is not None
+    assert turn is not None
+    assert turn.reply_message is not None
     return turn.reply_message
 
 
@@ -64,12 +65,13 @@ def test_the_why_panel_shows_what_was_read_computed_and_proven(a: Tenant) -> Non
     assert f'hx-get="{_why_url(reply)}"' in chat_page  # the "Why?" control on the bot reply
 
     panel = manager.get(_why_url(reply), HTTP_HX_REQUEST="true").content.decode()
-    assert "Office chair Lux <span class=\"muted\">(CH-101)</span> × 4" in panel
+    assert 'Office chair Lux <span class="muted">(CH-101)</span> × 4' in panel
     assert "4 × 45 000 KZT = <strong>180 000 KZT</strong>" in panel
     assert "the price of Office chair Lux, × 4 as the customer asked" in panel
     assert "Catalogue assistant" in panel
     assert " ms" in panel
-    assert 'name="category"' in panel and "Wrong amount" in panel
+    assert 'name="category"' in panel
+    assert "Wrong amount" in panel
 
 
 def test_an_order_of_two_items_shows_each_line_the_total_and_how_the_total_was_proven(
@@ -146,7 +148,8 @@ def test_nothing_anybody_wrote_is_rendered_as_html(a: Tenant) -> None:
     for html in (panel, review):
         assert script not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "Language model (primary endpoint)" in panel and "812 ms" in panel
+    assert "Language model (primary endpoint)" in panel
+    assert "812 ms" in panel
 
 
 def test_the_api_gives_the_same_facts_and_takes_a_flag(a: Tenant) -> None:
@@ -161,14 +164,16 @@ def test_the_api_gives_the_same_facts_and_takes_a_flag(a: Tenant) -> None:
     )  # fmt: skip
     again = api.get(f"{path}/why", **auth).json()
 
-    assert why["recorded"] is True and why["action"] == "Answered"
+    assert why["recorded"] is True
+    assert why["action"] == "Answered"
     assert why["items"][0] == {
         "item": "Office chair Lux", "sku": "CH-101", "qty": "4", "unit": "",
         "unit_price": "", "total": "", "agreed": "",
     }  # fmt: skip
     assert why["lines"][0]["total"] == "180 000 KZT"
     assert {"amount": "180 000 KZT", "basis": "4 × 45 000 KZT"} in why["proofs"]
-    assert why["backend"].startswith("Catalogue assistant") and why["latency_ms"] is not None
+    assert why["backend"].startswith("Catalogue assistant")
+    assert why["latency_ms"] is not None
     assert flagged.status_code == 201
     assert flagged.json()["category"] == "wrong_amount"
     assert [f["note"] for f in again["flags"]] == ["4 chairs are 170 000"]
@@ -185,7 +190,8 @@ def test_flags_are_on_the_review_page_by_category_for_the_businesss_admins_only(
         _flag_url(reply), {"category": "wrong_amount", "note": "quoted the old price"},
         HTTP_HX_REQUEST="true",
     )  # fmt: skip
-    assert answer.status_code == 200 and "Flagged." in answer.content.decode()
+    assert answer.status_code == 200
+    assert "Flagged." in answer.content.decode()
 
     review = _client(a.admin).get("/inbox/review/").content.decode()
     other = _client(b.admin).get("/inbox/review/").content.decode()
@@ -193,5 +199,5 @@ def test_flags_are_on_the_review_page_by_category_for_the_businesss_admins_only(
     group = review[review.index('data-category="wrong_amount"') :]
     assert "Wrong amount" in review
     assert "quoted the old price" in group
-    assert f'/inbox/chat/{a.chat.pk}/#msg-{reply.pk}' in group
+    assert f"/inbox/chat/{a.chat.pk}/#msg-{reply.pk}" in group
     assert "quoted the old price" not in other
