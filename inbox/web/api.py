@@ -489,6 +489,7 @@ class WhyOut(Schema):
     message_id: int
     chat_id: int
     recorded: bool = Field(description="False when no assistant turn is recorded for it.")
+    asked: list[str] = Field(description="The customer's messages the reply answered.")
     outcome: str
     action: str
     reason: str

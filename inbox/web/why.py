@@ -45,6 +45,7 @@ def facts_of(message: Message, turn: Turn | None) -> dict[str, Any]:
         "message_id": message.pk,
         "chat_id": message.chat_id,
         "recorded": turn is not None,
+        "asked": asked_in(turn) if turn is not None else [],
         "outcome": turn.get_outcome_display() if turn is not None else "",
         "action": ACTION_LABELS.get(turn.action, turn.action) if turn is not None else "",
         "reason": HandoffReason.label_for(turn.reason) if turn and turn.reason else "",
@@ -64,6 +65,17 @@ def facts_of(message: Message, turn: Turn | None) -> dict[str, Any]:
         # stopped, the handoff notice sent instead).
         "reply_written": written if written.strip() and written != message.text else "",
     }
+
+
+def asked_in(turn: Turn) -> list[str]:
+    """The customer's messages this turn answered (voice notes as their transcripts)."""
+    rows = Message.objects.filter(
+        chat_id=turn.chat_id,
+        pk__gte=turn.first_message_id,
+        pk__lte=turn.last_message_id,
+        author=Message.Author.CUSTOMER,
+    ).order_by("pk")
+    return [m.content for m in rows if m.content][:20]
 
 
 def flags_of(message: Message) -> list[dict[str, Any]]:

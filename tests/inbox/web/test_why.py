@@ -65,6 +65,7 @@ def test_the_why_panel_shows_what_was_read_computed_and_proven(a: Tenant) -> Non
     assert f'hx-get="{_why_url(reply)}"' in chat_page  # the "Why?" control on the bot reply
 
     panel = manager.get(_why_url(reply), HTTP_HX_REQUEST="true").content.decode()
+    assert '<q class="why-asked">How much for 4 Office chair Lux?</q>' in panel
     assert 'Office chair Lux <span class="muted">(CH-101)</span> × 4' in panel
     assert "4 × 45 000 KZT = <strong>180 000 KZT</strong>" in panel
     assert "the price of Office chair Lux, × 4 as the customer asked" in panel
@@ -113,6 +114,7 @@ def test_only_the_bots_messages_have_a_why(a: Tenant) -> None:
 
 def test_nothing_anybody_wrote_is_rendered_as_html(a: Tenant) -> None:
     script = "<script>alert(1)</script>"
+    question = factories.customer_message(a.chat, f"how much {script}")
     bot = Message.objects.create(
         chat=a.chat,
         channel=a.channel,
@@ -122,8 +124,8 @@ def test_nothing_anybody_wrote_is_rendered_as_html(a: Tenant) -> None:
     )
     Turn.objects.create(
         chat=a.chat,
-        first_message_id=a.message.pk,
-        last_message_id=a.message.pk,
+        first_message_id=question.pk,
+        last_message_id=question.pk,
         generated_at_version=1,
         outcome=Turn.Outcome.HANDED_OFF,
         backend="llm:primary",
@@ -148,6 +150,7 @@ def test_nothing_anybody_wrote_is_rendered_as_html(a: Tenant) -> None:
     for html in (panel, review):
         assert script not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "how much &lt;script&gt;" in panel  # the customer's question
     assert "Language model (primary endpoint)" in panel
     assert "812 ms" in panel
 
@@ -165,6 +168,8 @@ def test_the_api_gives_the_same_facts_and_takes_a_flag(a: Tenant) -> None:
     again = api.get(f"{path}/why", **auth).json()
 
     assert why["recorded"] is True
+    # The turn answered both the tenant's earlier question and this one.
+    assert why["asked"] == ["secret question of A", "How much for 4 Office chair Lux?"]
     assert why["action"] == "Answered"
     assert why["items"][0] == {
         "item": "Office chair Lux", "sku": "CH-101", "qty": "4", "unit": "",
