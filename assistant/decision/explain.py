@@ -12,6 +12,7 @@ functions of the turn, the list and the settings.
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from typing import Any
 
@@ -29,6 +30,8 @@ from assistant.llm.business import BUSINESS_ENDPOINT, DEFAULT_MODEL
 from assistant.models import AssistantSettings
 from assistant.schema import Decision, TurnInput
 
+log = logging.getLogger(__name__)
+
 KEY = "explained"  # where in `Turn.decision` the turn stores it
 
 
@@ -39,7 +42,22 @@ def explained(
     config: AssistantSettings,
     backend: str,
 ) -> dict[str, Any]:
-    """The facts behind `decision` (the backend's, before the guardrail), as JSON."""
+    """The facts behind `decision` (the backend's, before the guardrail), as JSON; empty when
+    they cannot be read: the record for the manager never costs the customer the reply."""
+    try:
+        return _explained(decision, turn, knowledge, config, backend)
+    except Exception:
+        log.exception("turn.explain_failed", extra={"chat_id": turn.chat_id})
+        return {}
+
+
+def _explained(
+    decision: Decision,
+    turn: TurnInput,
+    knowledge: Knowledge,
+    config: AssistantSettings,
+    backend: str,
+) -> dict[str, Any]:
     message = " ".join(entry.text for entry in turn.pending)
     if decision.reading is not None:
         quotes = model_reading.quotes_for(decision.reading, turn, knowledge)
