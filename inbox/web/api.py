@@ -459,6 +459,13 @@ def list_handoffs(request: HttpRequest, filters: Query[HandoffFilters]) -> list[
     return [HandoffOut.of(h) for h in page]
 
 
+class WhyItemOut(Schema):
+    item: str = ""
+    sku: str = ""
+    qty: str = ""
+    unit: str = ""
+
+
 class WhyLineOut(Schema):
     item: str = ""
     sku: str = ""
@@ -498,7 +505,7 @@ class WhyOut(Schema):
     latency_ms: int | None
     model_error: str
     intents: list[str]
-    items: list[WhyLineOut]
+    items: list[WhyItemOut]
     lines: list[WhyLineOut]
     total: str
     proofs: list[ProofOut]

@@ -234,7 +234,8 @@ def _judge_product(
     product = unit.value * qty
     if priced and len(state.found) == before:
         names = ", ".join(state.knowledge.items[i].name for i in priced)
-        state.proven(unit, f"the price of {names}, × {count} as the customer asked")
+        whose = "a manager agreed for" if any(i in state.agreed for i in priced) else "of"
+        state.proven(unit, f"the price {whose} {names}, × {count} as the customer asked")
     elif by_manager and len(state.found) == before:
         state.proven(unit, f"a price a manager gave in this chat, × {count}")
     if result is not None and result.value != product:

@@ -11,7 +11,7 @@ import pytest
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.models import AssistantSettings
 from assistant.turn import take_turn
-from inbox.conversations.models import Chat, Turn
+from inbox.conversations.models import Chat, Message, Turn
 from tests import factories
 from tests.emulators.openai_server import Step
 
@@ -79,3 +79,30 @@ def test_a_blocked_reply_keeps_what_was_written_and_why_it_was_not_sent(settings
     assert turn.guardrail_findings == ["2 × 45 000 KZT is 90 000 KZT, not 80 000 KZT"]
     # The price itself was right; only the product was not.
     assert {"amount": "45 000 KZT", "basis": "the price of Office chair Lux, × 2 as the customer asked"} in turn.decision["explained"]["proofs"]  # fmt: skip
+
+
+def test_a_price_a_manager_agreed_is_recorded_as_the_agreement_the_reply_used() -> None:
+    business = factories.business()
+    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), business)
+    chat = factories.chat(factories.channel(business))
+    factories.customer_message(chat, "any discount on the Office chair Lux?")
+    agreed = "For you the Office chair Lux is 40 000 KZT instead of 45 000."
+    said = Message.objects.create(
+        chat=chat, channel=chat.channel, direction=Message.Direction.OUTBOUND,
+        author=Message.Author.MANAGER, text=agreed,
+    )  # fmt: skip
+    factories.customer_message(chat, "how much for 2 office chairs lux then?")
+    # The manager answered the first question; the chat is back with the assistant.
+    Chat.objects.filter(pk=chat.pk).update(version=1, answered_up_to=said.pk)
+
+    turn = take_turn(chat.pk)
+
+    assert turn is not None
+    explained = turn.decision["explained"]
+    assert turn.reply_message.text.startswith("Office chair Lux: 2 × 40 000 KZT = 80 000 KZT")
+    assert explained["agreements"] == [agreed]
+    assert explained["lines"][0]["unit_price"] == "40 000 KZT"
+    assert explained["proofs"][0] == {
+        "amount": "40 000 KZT",
+        "basis": "the price a manager agreed for Office chair Lux, × 2 as the customer asked",
+    }
