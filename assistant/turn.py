@@ -25,7 +25,7 @@ from typing import Any
 from django.utils import timezone
 
 from assistant import composing, opt_out
-from assistant.decision import brain, escalation, guardrails
+from assistant.decision import brain, escalation, explain, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
 from inbox.conversations import hooks, turns
@@ -164,7 +164,12 @@ def _decide(turn: Turn, pending: turns.PendingTurn) -> tuple[Decision, dict[str,
     result = brain.decide_with(turn_input, knowledge, config)
     turn.backend = result.backend
     turn.model_error = result.model_error[:500]
-    turn.decision = result.decision.model_dump(mode="json")
+    turn.decision = {
+        **result.decision.model_dump(mode="json"),
+        explain.KEY: explain.explained(
+            result.decision, turn_input, knowledge, config, result.backend
+        ),
+    }
     turn.action = result.decision.action.value
     turn.reason = result.decision.reason
 

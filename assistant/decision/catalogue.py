@@ -115,6 +115,11 @@ def decide(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> 
     return _ask_what_is_meant(reading)
 
 
+def quotes_read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> list[Quote]:
+    """The items, quantities and agreed prices `decide` reads in this turn (what it quotes)."""
+    return _read(turn, knowledge, config).quotes
+
+
 def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _Reading:
     """The message, its intent, the rule that answers it and the items it is about, read
     with the conversation (the answer to "which one?", a follow-up, an agreed price)."""

@@ -604,6 +604,32 @@ class Turn(models.Model):
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
 
 
+class MessageFlag(models.Model):
+    """A manager's mark that a bot message was wrong, and how: what the weekly review gathers
+    to fix the price list, the rules or the prompt. Written by `inbox.conversations.flags`."""
+
+    class Category(models.TextChoices):
+        WRONG_ITEM = "wrong_item", "Wrong item"
+        WRONG_AMOUNT = "wrong_amount", "Wrong amount"
+        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", "Should have handed off"
+        BAD_WORDING = "bad_wording", "Bad wording"
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="flags")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="message_flags")
+    flagged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    category = models.CharField(max_length=32, choices=Category.choices)
+    note = models.TextField(blank=True, max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"flag {self.category} message #{self.message_id}"
+
+
 class Alert(models.Model):
     """Something an operator must look at: a silent number, a backlog, the model or the CRM down.
 

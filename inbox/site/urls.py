@@ -12,6 +12,7 @@ from inbox.web import (
     progress_views,
     status_views,
     views,
+    why_views,
 )
 from inbox.web.api import api
 from inbox.web.reports import views as report_views
@@ -53,6 +54,16 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/label/", chat_extras.chat_label, name="chat_label"),
     path("inbox/chat/<int:chat_id>/canned/", chat_extras.canned_replies, name="chat_canned"),
     path("inbox/chat/<int:chat_id>/opt-out/", chat_extras.chat_opt_out, name="chat_opt_out"),
+    path(
+        "inbox/chat/<int:chat_id>/messages/<int:message_id>/why/",
+        why_views.message_why,
+        name="message_why",
+    ),
+    path(
+        "inbox/chat/<int:chat_id>/messages/<int:message_id>/flag/",
+        why_views.message_flag,
+        name="message_flag",
+    ),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/reports/", report_views.report_page, name="reports"),

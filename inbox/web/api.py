@@ -22,9 +22,9 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, opt_outs, reading
-from inbox.conversations.models import Chat, Handoff, Message
-from inbox.web import actions, api_tokens, contact, dashboard, status_actions
+from inbox.conversations import access, flags, opt_outs, reading
+from inbox.conversations.models import Chat, Handoff, Message, MessageFlag
+from inbox.web import actions, api_tokens, contact, dashboard, status_actions, why
 
 MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
@@ -489,6 +489,101 @@ def list_handoffs(request: HttpRequest, filters: Query[HandoffFilters]) -> list[
         handoffs = handoffs.filter(chat_id=filters.chat)
     page = handoffs.order_by("-pk")[filters.offset : filters.offset + filters.limit]
     return [HandoffOut.of(h) for h in page]
+
+
+class WhyItemOut(Schema):
+    item: str = ""
+    sku: str = ""
+    qty: str = ""
+    unit: str = ""
+
+
+class WhyLineOut(Schema):
+    item: str = ""
+    sku: str = ""
+    qty: str = ""
+    unit: str = ""
+    unit_price: str = ""
+    total: str = ""
+    agreed: str = ""
+
+
+class ProofOut(Schema):
+    amount: str = ""
+    basis: str = ""
+
+
+class FlagOut(Schema):
+    id: int
+    category: MessageFlag.Category
+    category_label: str
+    note: str
+    flagged_by: str
+    created_at: datetime
+
+
+class WhyOut(Schema):
+    """What the assistant read, computed and checked for one bot message (`inbox.web.why`)."""
+
+    message_id: int
+    chat_id: int
+    recorded: bool = Field(description="False when no assistant turn is recorded for it.")
+    asked: list[str] = Field(description="The customer's messages the reply answered.")
+    outcome: str
+    action: str
+    reason: str
+    backend: str
+    model: str
+    latency_ms: int | None
+    model_error: str
+    intents: list[str]
+    items: list[WhyItemOut]
+    lines: list[WhyLineOut]
+    total: str
+    proofs: list[ProofOut]
+    findings: list[str]
+    rules: list[str]
+    agreements: list[str]
+    reply_written: str
+    flags: list[FlagOut]
+
+
+class FlagIn(Schema):
+    category: MessageFlag.Category
+    note: str = Field(default="", max_length=flags.MAX_NOTE)
+
+
+def _no_message() -> Status[ErrorOut]:
+    return Status(404, ErrorOut(detail="No such bot message in this chat."))
+
+
+@router.get(
+    "/chats/{chat_id}/messages/{message_id}/why",
+    response={200: WhyOut, 404: ErrorOut},
+    summary="Why the assistant sent a bot message",
+    tags=["chats"],
+)
+def message_why(request: HttpRequest, chat_id: Path[Id], message_id: Path[Id]) -> Any:
+    try:
+        return why.why_for(request.user, chat_id, message_id)
+    except flags.MessageNotFound:
+        return _no_message()
+
+
+@router.post(
+    "/chats/{chat_id}/messages/{message_id}/flag",
+    response={201: FlagOut, 404: ErrorOut},
+    summary="Flag a bot message as wrong",
+    tags=["actions"],
+)
+def flag_message(
+    request: HttpRequest, chat_id: Path[Id], message_id: Path[Id], body: FlagIn
+) -> Any:
+    try:
+        flag = flags.flag_message(request.user, chat_id, message_id, body.category, body.note)
+    except flags.MessageNotFound:
+        return _no_message()
+    return Status(201, FlagOut(**why.flag_out(flag)))
 
 
 api.add_router("/", router)

@@ -35,23 +35,25 @@ The modules, each one responsibility, importing only those listed before them:
 - `amounts`: every amount of money proven (prices, quantities, lines, totals, fees, agreements);
 - `terms`: percentages, deadlines, dates and clock times written down somewhere;
 - `promises`: terms agreed, things promised free or cheaper, deals closed, forbidden promises;
-- `check`: the entry points, `check`, `check_against` and `findings`.
+- `check`: the entry points, `check`, `check_against`, `findings` and `proofs`.
 Callers import from this package, never from its modules.
 """
 
-from assistant.decision.guardrails.check import check, check_against, findings
-from assistant.decision.guardrails.finding import Finding, GuardrailResult
+from assistant.decision.guardrails.check import check, check_against, findings, proofs
+from assistant.decision.guardrails.finding import Finding, GuardrailResult, Proof
 from assistant.decision.guardrails.sentences import find_amounts_free
 from assistant.decision.guardrails.terms import dates, deadlines, times
 
 __all__ = [
     "Finding",
     "GuardrailResult",
+    "Proof",
     "check",
     "check_against",
     "dates",
     "deadlines",
     "find_amounts_free",
     "findings",
+    "proofs",
     "times",
 ]

@@ -3,7 +3,7 @@ an item's list price, that price × a quantity the customer gave that item, a wr
 "N × P = T" with T = N × P, a total that is the sum of the lines above it, an amount the
 business rules charge for what the sentence speaks of, or a price a manager agreed in the chat.
 `unbacked_amounts` walks the reply's amounts in order and returns a `Finding` for each that is
-none of these."""
+none of these; `amount_proofs` the same walk's `Proof` of each that is."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from assistant.decision.guardrails.finding import Finding
+from assistant.decision.guardrails.finding import Finding, Proof
 from assistant.decision.guardrails.items import items_named, mask_codes, stated_quantities
 from assistant.decision.guardrails.sentences import (
     blank_amounts,
@@ -78,7 +78,11 @@ class _Amounts:
     sentences: list[tuple[int, int]] = field(default_factory=list)
     sentence_items: list[set[int]] = field(default_factory=list)
     found: list[Finding] = field(default_factory=list)
+    proofs: list[Proof] = field(default_factory=list)
     lines: list[_Line] = field(default_factory=list)
+
+    def proven(self, amount: Amount, basis: str) -> None:
+        self.proofs.append(Proof(format_money(amount.value, amount.currency), basis))
 
     def items_for(self, amount: Amount, window_start: int) -> set[int]:
         """The item(s) an amount is said about."""
@@ -123,10 +127,26 @@ class _Amounts:
 def unbacked_amounts(
     reply: str, turn: TurnInput, knowledge: Knowledge, rules: str, managers: list[str]
 ) -> list[Finding]:
+    state = _walk(reply, turn, knowledge, rules, managers)
+    return state.found if state is not None else []
+
+
+def amount_proofs(
+    reply: str, turn: TurnInput, knowledge: Knowledge, rules: str, managers: list[str]
+) -> list[Proof]:
+    """What backs each amount the reply states, in order (an unproven one has a `Finding`)."""
+    state = _walk(reply, turn, knowledge, rules, managers)
+    return state.proofs if state is not None else []
+
+
+def _walk(
+    reply: str, turn: TurnInput, knowledge: Knowledge, rules: str, managers: list[str]
+) -> _Amounts | None:
+    """The reply's amounts judged in order; None when it states none."""
     masked = mask_codes(reply, knowledge)
     amounts = find_amounts(masked)
     if not amounts:
-        return []
+        return None
     customer = [e.text for e in [*turn.history, *turn.pending] if e.speaker == "customer"]
     context: set[int] = set()
     for message in reversed([e for e in [*turn.history, *turn.pending] if e.speaker != "system"]):
@@ -186,7 +206,7 @@ def unbacked_amounts(
             _judge_total(state, amount)
             continue
         _judge_single(state, amount, window_start)
-    return state.found
+    return state
 
 
 def _judge_product(
@@ -195,6 +215,7 @@ def _judge_product(
     """A written line "N × P (= T)": P the price of the item it is about, N a quantity the
     customer gave that item, T = N × P."""
     items = state.items_for(unit, window_start)
+    before = len(state.found)
     priced = [i for i in items if unit.value in state.unit_prices(i, unit.currency)]
     by_manager = _by_manager(state, unit)
     shown = format_money(unit.value, unit.currency)
@@ -211,6 +232,12 @@ def _judge_product(
             Finding("price", f"{count} × {shown}: the customer did not ask for {count}")
         )
     product = unit.value * qty
+    if priced and len(state.found) == before:
+        names = ", ".join(state.knowledge.items[i].name for i in priced)
+        whose = "a manager agreed for" if any(i in state.agreed for i in priced) else "of"
+        state.proven(unit, f"the price {whose} {names}, × {count} as the customer asked")
+    elif by_manager and len(state.found) == before:
+        state.proven(unit, f"a price a manager gave in this chat, × {count}")
     if result is not None and result.value != product:
         state.found.append(
             Finding(
@@ -219,6 +246,8 @@ def _judge_product(
                 f"not {format_money(result.value, result.currency or unit.currency)}",
             )
         )
+    if result is not None and result.value == product:
+        state.proven(result, f"{count} × {shown}")
     value = result.value if result is not None else product
     state.lines.append(_Line(value, value))
 
@@ -235,6 +264,8 @@ def _judge_total(state: _Amounts, amount: Amount) -> None:
         state.found.append(
             Finding("price", f"total {shown} is not the sum of the lines above ({expected})")
         )
+    else:
+        state.proven(amount, "the sum of the lines above")
     state.lines = [_Line(amount.value, amount.value)]
 
 
@@ -268,6 +299,7 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
                 for q in quantities
             ):
                 state.lines.append(_Line(amount.value, amount.value))
+                state.proven(amount, f"the price a manager agreed for {item.name}")
                 return
             if _is_price(amount, item):
                 shown = format_money(amount.value, amount.currency)
@@ -285,27 +317,34 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
             qtys = now or state.stated.get(index, set())
             scaled = amount.value * max(qtys) if len(qtys) == 1 else amount.value
             state.lines.append(_Line(amount.value, scaled, must_scale=len(now) == 1))
+            state.proven(amount, f"the list price of {item.name}")
             return
         for qty in state.qty_for(index) - {1}:
             if _same_money(amount, item.price * qty, item.currency):
                 state.lines.append(_Line(amount.value, amount.value))
+                state.proven(amount, f"{format_quantity(qty)} × the list price of {item.name}")
                 return
     if _by_manager(state, amount):
         state.lines.append(_Line(amount.value, amount.value))
+        state.proven(amount, "an amount a manager gave in this chat")
         return
     for rule_amount, sentence in state.rule_amounts:
         if _same_money(amount, rule_amount.value, rule_amount.currency) and _tied_to_rule(
             state, amount, sentence, bool(window_items)
         ):
             state.lines.append(_Line(amount.value, amount.value, from_rules=True))
+            state.proven(amount, f"the business rules: {sentence.strip()[:200]}")
             return
     if _fee_from_rules(state, amount):
         state.lines.append(_Line(amount.value, amount.value, from_rules=True))
+        state.proven(amount, "a fee the business rules charge per unit, at the customer's counts")
         return
     if _by_percent(state, amount):
+        state.proven(amount, "a discount, surcharge or prepayment the business rules give")
         return
     if len(state.lines) >= 2 and amount.value in _sums(state.lines):
         state.lines = [_Line(amount.value, amount.value)]  # an unlabelled total
+        state.proven(amount, "the sum of the lines above")
         return
     state.found.append(_not_the_price(state, amount, items))
 

@@ -1,12 +1,13 @@
 """The guardrail's entry points: `check` (reads the channel's list and the business's settings),
-`check_against` (given them, as the turn and replay call it) and `findings` (every `Finding` for
-a reply). Each part of the reply is proven by its own module: amounts of money (`amounts`),
-percentages, deadlines, dates and times (`terms`), promises (`promises`)."""
+`check_against` (given them, as the turn and replay call it), `findings` (every `Finding` for
+a reply) and `proofs` (what backs each amount it states, for the manager's "Why?"). Each part
+of the reply is proven by its own module: amounts of money (`amounts`), percentages,
+deadlines, dates and times (`terms`), promises (`promises`)."""
 
 from __future__ import annotations
 
-from assistant.decision.guardrails.amounts import unbacked_amounts
-from assistant.decision.guardrails.finding import Finding, GuardrailResult
+from assistant.decision.guardrails.amounts import amount_proofs, unbacked_amounts
+from assistant.decision.guardrails.finding import Finding, GuardrailResult, Proof
 from assistant.decision.guardrails.promises import forbidden_promises, promised_terms
 from assistant.decision.guardrails.terms import (
     unbacked_dates_and_times,
@@ -50,6 +51,17 @@ def findings(
     result += promised_terms(reply, turn, knowledge, rules, managers)
     result += forbidden_promises(reply, config)
     return list(dict.fromkeys(result))
+
+
+def proofs(
+    reply: str, turn: TurnInput, knowledge: Knowledge, config: AssistantSettings
+) -> list[Proof]:
+    """How each amount of money in the reply is backed, in the order the reply states them."""
+    if not reply.strip():
+        return []
+    rules = _reference_text(knowledge, config)
+    managers = [e.text for e in turn.history if e.speaker == "manager"]
+    return amount_proofs(reply, turn, knowledge, rules, managers)
 
 
 def _reference_text(knowledge: Knowledge, config: AssistantSettings) -> str:

@@ -109,7 +109,8 @@ def channel_test_connection(request: HttpRequest, channel_id: int) -> HttpRespon
 @login_required
 @require_GET
 def review(request: HttpRequest) -> HttpResponse:
-    """Handoffs outside the price list and replies a guardrail blocked, newest first."""
+    """Handoffs outside the price list and replies a guardrail blocked, newest first; bot
+    messages managers flagged as wrong, by category."""
     require_business_admin(request)
     reason = request.GET.get("reason", "")
     reasons = (reason,) if reason in REVIEW_REASONS else REVIEW_REASONS
@@ -119,7 +120,12 @@ def review(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "inbox/settings/review.html",
-        {"page": page, "reason": reason, "reasons": REVIEW_REASONS},
+        {
+            "page": page,
+            "reason": reason,
+            "reasons": REVIEW_REASONS,
+            "flag_groups": dashboard.review_flags(request.user),
+        },
     )
 
 
