@@ -18,7 +18,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from assistant.models import PriceList, PriceListVersion, ReplayRun
+from assistant.knowledge.price_import import apply_price_list, parse_price_file
+from assistant.models import ReplayRun
 from inbox.conversations import ownership, progress
 from inbox.conversations.models import Chat, Job, Membership, Owner
 from inbox.site.asgi import application
@@ -71,7 +72,10 @@ def b() -> Tenant:
 @pytest.fixture
 def b_ids(b: Tenant) -> dict[str, int]:
     """Which of B's objects fills each kind of id in a route."""
+    b_list = apply_price_list(parse_price_file(b"name,price\nB's table,100\n", "b.csv"), b.business)
     return {
+        "list_id": b_list.price_list_id,
+        "item_id": b_list.items.get().pk,
         "chat_id": b.chat.pk,
         "channel_id": b.channel.pk,
         "message_id": b.message.pk,
@@ -81,9 +85,7 @@ def b_ids(b: Tenant) -> dict[str, int]:
         "run_id": ReplayRun.objects.create(business=b.business).pk,
         "membership_id": Membership.objects.get(user=b.manager).pk,
         "job_id": progress.start(b.business.pk, Job.Kind.PURGE, total=10),
-        "version_id": PriceListVersion.objects.create(
-            price_list=PriceList.objects.create(business=b.business), number=1
-        ).pk,
+        "version_id": b_list.pk,
     }
 
 
