@@ -1,7 +1,8 @@
 """A business admin sets the business's time zone and language (not only in the Django admin).
 
 The time zone is what working hours, the silent-number alert, the reports and every time a
-manager sees are read in; the language is the assistant's where a channel names none.
+manager sees are read in; the language is the assistant's where a channel names none; and
+whether a resolved chat goes back to the bot or waits for a human (`inbox.conversations.lifecycle`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from inbox.web.administered import administered_business
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language"]
+        fields = ["timezone", "language", "resolve_returns_to"]
 
     def clean_timezone(self) -> str:
         name = str(self.cleaned_data["timezone"]).strip()
@@ -46,7 +47,7 @@ def business_settings(request: HttpRequest) -> HttpResponse:
     form = BusinessSettingsForm(request.POST or None, instance=business)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Saved the time zone and language of {business.name}.")
+        messages.success(request, f"Saved the settings of {business.name}.")
         return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,
