@@ -346,7 +346,9 @@ def test_the_bot_answers_a_customer_who_returns_after_a_manager_resolved_the_cha
     _customer_says(graph, pnid, "Thanks! And how much is delivery to Almaty?")
     wait_for(lambda: len(_finished_turns(chat.pk)) == 2, timeout=30, message="the second turn")
     assert _finished_turns(chat.pk)[-1].outcome == Turn.Outcome.ANSWERED
-    replies = wait_for(lambda: len(graph.sent_to(CUSTOMER)) > sent_before and graph.sent_to(CUSTOMER))
+    replies = wait_for(
+        lambda: len(graph.sent_to(CUSTOMER)) > sent_before and graph.sent_to(CUSTOMER)
+    )
     assert len(replies) == sent_before + 1
     chat.refresh_from_db()
     assert (chat.status, chat.owner) == ("open", Owner.BOT)

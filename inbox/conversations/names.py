@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from inbox.conversations.models import Membership
 
@@ -43,17 +43,21 @@ def forget_all() -> None:
     _chosen.clear()
 
 
-def default_name(user: AbstractBaseUser) -> str:
+def default_name(user: AbstractBaseUser | AnonymousUser) -> str:
     """The user's own name where no display name is set: first/last name, else the username."""
     full = getattr(user, "get_full_name", lambda: "")()
     return str(full or user.get_username()).strip()
 
 
-def display_name(user: AbstractBaseUser | None, business_id: int, fallback: str = "") -> str:
+def display_name(
+    user: AbstractBaseUser | AnonymousUser | None, business_id: int, fallback: str = ""
+) -> str:
     """How the business names `user`; `fallback` for no user (the bot, the phone)."""
     if user is None:
         return fallback
-    return chosen(business_id).get(user.pk) or default_name(user)
+    if user.pk is None:
+        return default_name(user)
+    return chosen(business_id).get(int(user.pk)) or default_name(user)
 
 
 def of_membership(membership: Membership) -> str:

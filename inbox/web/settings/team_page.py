@@ -1,7 +1,8 @@
 """The Team page for business admins: invite or create managers, roles, channels, chat caps,
-the name the team and customers see of each member, removal, and the business's auto-assignment switch. Every write is a call into
-`inbox.conversations.team`; every lookup is limited to the businesses the user administers (a
-manager gets 403, another business's member or `?business=` is a 404)."""
+the name the team and customers see of each member, removal, and the business's
+auto-assignment switch. Every write is a call into `inbox.conversations.team`; every lookup is
+limited to the businesses the user administers (a manager gets 403, another business's member
+or `?business=` is a 404)."""
 
 from __future__ import annotations
 

@@ -91,7 +91,11 @@ def test_where_the_business_says_so_the_chat_waits_for_a_human_with_nobody_assig
         ChatStatus.RESOLVED, Owner.PENDING_HUMAN, None,
     )  # fmt: skip
     assert _rows(chat)[-1] == (
-        OwnershipCause.RESOLVED_UNASSIGNED, "human", "pending_human", "", "Anna"
+        OwnershipCause.RESOLVED_UNASSIGNED,
+        "human",
+        "pending_human",
+        "",
+        "Anna",
     )
     _customer_writes(chat)
     chat.refresh_from_db()
@@ -122,7 +126,8 @@ def test_the_customer_returning_after_a_resolve_to_the_bot_starts_a_bot_turn() -
     assert (chat.status, chat.owner) == (ChatStatus.OPEN, Owner.BOT)
     # The bot answers from the new message on, not what the manager already handled.
     newest = chat.messages.filter(direction="in").order_by("-pk").first()
-    assert newest is not None and newest.text == "one more thing"
+    assert newest is not None
+    assert newest.text == "one more thing"
     assert answered_up_to < newest.pk
     assert _rows(chat)[-1][0] == StatusCause.CUSTOMER_WROTE
 

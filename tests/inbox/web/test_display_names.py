@@ -9,7 +9,7 @@ import json
 import pytest
 
 from inbox.conversations import assignment, ownership, team
-from inbox.conversations.models import CannedReply, Membership
+from inbox.conversations.models import CannedReply, Membership, Message
 from tests import factories
 from tests.inbox.tenants import Tenant, tenant
 from tests.inbox.web.test_dashboard_views import client_for, htmx
@@ -71,9 +71,12 @@ def test_the_admin_renames_a_member_of_their_business_only(a: Tenant, b: Tenant)
         f"{TEAM}{foreign.pk}/", {f"{f}-role": "manager", f"{f}-display_name": "renamed"}
     )
     assert denied.status_code == 404
-    assert client_for(a.manager).post(
-        f"{TEAM}{membership.pk}/", {f"{p}-role": "manager", f"{p}-display_name": "self-made"}
-    ).status_code == 403
+    assert (
+        client_for(a.manager)
+        .post(f"{TEAM}{membership.pk}/", {f"{p}-role": "manager", f"{p}-display_name": "self-made"})
+        .status_code
+        == 403
+    )
     assert Membership.objects.get(pk=foreign.pk).display_name == ""
     assert _membership(a, a.manager).display_name == "Айгерим"
 
@@ -101,6 +104,7 @@ def test_the_inbox_names_the_assignee_and_the_take_over_winner_by_display_name(
     assert "Айгерим took this chat" in chat_page
     assert "Assigned to <strong>Айгерим</strong>" in chat_page
     assert 'class="row-assignee" title="Assigned to">→ Айгерим' in chat_page
+    assert "data-handoff-assignee>Assigned to Айгерим<" in chat_page
 
     # Too late: the notice names the winner and sits outside the header, which the live
     # update replaces, so it stays until dismissed.
@@ -112,3 +116,15 @@ def test_the_inbox_names_the_assignee_and_the_take_over_winner_by_display_name(
     assert "Too late: Айгерим took this chat first." in notice
     assert 'data-action="dismiss-notice"' in notice
     assert "Too late" not in answer[:header_end]
+
+
+def test_a_managers_message_is_labelled_with_their_display_name(a: Tenant) -> None:
+    team.set_display_name(_membership(a, a.manager), "Айгерим")
+    Message.objects.create(
+        chat=a.chat, channel=a.channel, direction=Message.Direction.OUTBOUND,
+        author=Message.Author.MANAGER, sent_by=a.manager, text="Здравствуйте!",
+        provider_message_id="wamid.manager-label",
+    )  # fmt: skip
+    page = client_for(a.admin).get(f"/inbox/chat/{a.chat.pk}/").content.decode()
+    assert '<span class="msg-author">Айгерим</span>' in page
+    assert '<span class="msg-author">manager-a</span>' not in page
