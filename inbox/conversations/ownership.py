@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -192,6 +193,19 @@ def resolved(chat_id: int, *, manager: User | None, to_bot: bool) -> Result:
             at=timezone.now(),
         )
     return Result(chat, changed=True)
+
+
+def customer_returned(chat: Chat, at: datetime) -> list[str]:
+    """The customer wrote to a chat resolved into waiting for a human (`resolved` with
+    `to_bot=False`): it waits from now, not from the resolve, and auto-assignment (where the
+    business has it on) gives it to the next manager once the message is stored. For the ingest
+    hot path, like `status.reopen_on_customer_message`: the caller holds the row lock and saves
+    the chat; returns the fields it must add to that save."""
+    if chat.owner != Owner.PENDING_HUMAN or chat.assigned_to_id is not None:
+        return []
+    chat.owner_changed_at = at
+    transaction.on_commit(partial(auto_assign.assign_waiting_chat, chat.pk), robust=True)
+    return ["owner_changed_at"]
 
 
 def idle_release(chat_id: int, *, now: datetime | None = None) -> Result:

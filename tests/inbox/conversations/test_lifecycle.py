@@ -5,10 +5,12 @@ change is in the chat's audit history, and so is a Reopen."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from inbox.conversations import assignment, ingest, lifecycle, ownership, status
+from inbox.conversations import assignment, ingest, lifecycle, online, ownership, status
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import (
     Business,
@@ -102,6 +104,28 @@ def test_where_the_business_says_so_the_chat_waits_for_a_human_with_nobody_assig
     assert (chat.status, chat.owner, chat.assigned_to_id) == (
         ChatStatus.OPEN, Owner.PENDING_HUMAN, None,
     )  # fmt: skip
+
+
+def test_a_returning_customer_waits_from_their_message_and_auto_assignment_picks_a_manager() -> (
+    None
+):
+    chat, anna = _held_by_anna(Business.ResolveReturnsTo.UNASSIGNED)
+    Business.objects.filter(pk=chat.channel.business_id).update(auto_assign=True)
+    boris = factories.manager(chat.channel.business, username="boris")
+    online.socket_open([chat.channel.business_id], boris.pk, "socket-boris")
+    lifecycle.resolve(chat.pk, manager=anna)
+    # The customer comes back an hour after the resolve.
+    resolved_at = timezone.now() - timedelta(hours=1)
+    Chat.objects.filter(pk=chat.pk).update(owner_changed_at=resolved_at)
+
+    _customer_writes(chat)
+
+    chat.refresh_from_db()
+    assert (chat.status, chat.owner, chat.assigned_to_id) == (
+        ChatStatus.OPEN, Owner.PENDING_HUMAN, boris.pk,
+    )  # fmt: skip
+    assert chat.owner_changed_at is not None
+    assert chat.owner_changed_at > resolved_at + timedelta(minutes=59)
 
 
 def test_a_chat_the_bot_has_stays_the_bots_in_either_setting() -> None:

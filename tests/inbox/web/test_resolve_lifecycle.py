@@ -72,5 +72,7 @@ def test_the_admin_chooses_that_resolved_chats_wait_for_a_human(a: Tenant, b: Te
     _held(a)
     htmx(client_for(a.manager), f"/inbox/chat/{a.chat.pk}/resolve/")
     assert _state(a.chat) == (ChatStatus.RESOLVED, Owner.PENDING_HUMAN, None)
+    # Nobody is asked to act on it until the customer writes: no waiting count in the title.
+    assert 'data-pending="0"' in client_for(a.manager).get("/inbox/").content.decode()
     history = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/history/").content.decode()
     assert "Resolved: waits for a human" in history
