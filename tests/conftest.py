@@ -24,6 +24,14 @@ def _clean_redis() -> Iterator[None]:
     return
 
 
+@pytest.fixture(autouse=True)
+def _fresh_team_names() -> None:
+    """A business id may come back in a later test: no display name is remembered across."""
+    from inbox.conversations import names
+
+    names.forget_all()
+
+
 @pytest.fixture
 def redis_client():  # type: ignore[no-untyped-def]
     return get_redis()

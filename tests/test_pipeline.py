@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from inbox.conversations.models import Channel, Chat, Message, Owner, Turn
+from inbox.web import actions, status_actions
 from tests import factories
 from tests.emulators.bridge import BridgeEmulator
 from tests.emulators.graph_api import (
@@ -325,3 +326,31 @@ def test_a_reply_with_an_invented_price_is_blocked_and_the_chat_goes_to_a_human(
     assert "17 500" not in sent[0]  # the customer got the handoff notice, not the invented price
     chat.refresh_from_db()
     assert chat.owner == Owner.PENDING_HUMAN
+
+
+def test_the_bot_answers_a_customer_who_returns_after_a_manager_resolved_the_chat(
+    stack: str, pnid: str, graph: GraphApiEmulator, llm: OpenAIEmulator
+) -> None:
+    channel = _cloud_channel(graph, pnid)
+    _customer_says(graph, pnid, "Can I speak to a person?")
+    chat = _chat()
+    wait_for(lambda: _finished_turns(chat.pk), message="the first turn")
+    sent_before = len(wait_for(lambda: graph.sent_to(CUSTOMER), message="the first reply"))
+    anna = factories.manager(channel.business, username="anna-resolves")
+    assert actions.take_over(anna, chat.pk).changed
+
+    assert status_actions.resolve(anna, chat.pk).changed
+    chat.refresh_from_db()
+    assert (chat.status, chat.owner, chat.assigned_to_id) == ("resolved", Owner.BOT, None)
+
+    _customer_says(graph, pnid, "Thanks! And how much is delivery to Almaty?")
+    wait_for(lambda: len(_finished_turns(chat.pk)) == 2, timeout=30, message="the second turn")
+    assert _finished_turns(chat.pk)[-1].outcome == Turn.Outcome.ANSWERED
+    replies = wait_for(
+        lambda: len(graph.sent_to(CUSTOMER)) > sent_before and graph.sent_to(CUSTOMER)
+    )
+    assert len(replies) == sent_before + 1
+    chat.refresh_from_db()
+    assert (chat.status, chat.owner) == ("open", Owner.BOT)
+    prompt = "\n".join(str(m.get("content")) for m in llm.chat_requests[-1].messages)
+    assert "delivery to Almaty" in prompt

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
+from inbox.conversations import names
 from inbox.conversations.models import (
     Chat,
     ChatStatus,
@@ -43,8 +44,11 @@ def record(
 
     An owner change passes `from_owner`; a status change passes `from_status`, and the row then
     carries the chat's new status and its snooze time. An unsaved actor (a user object without a
-    primary key) is kept by its label only."""
+    primary key) is kept by its label only; a saved one by the name the chat's business shows
+    of them (`names.display_name`), so the history reads as the team speaks."""
     status_change = from_status is not None
+    if actor is not None and actor.pk:
+        actor_label = names.display_name(actor, chat.channel.business_id, actor_label)
     return ChatTransition.objects.create(
         chat=chat,
         from_owner=chat.owner if from_owner is None else from_owner,

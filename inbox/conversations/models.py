@@ -67,6 +67,19 @@ class Business(models.Model):
         help_text='Messages that mean "stop writing to me", one per line (any case); '
         "empty = the built-in English, Russian and Kazakh list.",
     )
+
+    class ResolveReturnsTo(models.TextChoices):
+        BOT = "bot", "The bot answers the customer's next message"
+        UNASSIGNED = "unassigned", "The chat waits for a human, nobody assigned"
+
+    resolve_returns_to = models.CharField(
+        "a resolved chat goes back to",
+        max_length=16,
+        choices=ResolveReturnsTo.choices,
+        default=ResolveReturnsTo.BOT,
+        help_text="When a manager resolves a chat, their hold on it ends: who has it when the "
+        "customer writes again.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -198,6 +211,10 @@ class Membership(models.Model):
     notify_waiting = models.BooleanField("new waiting chat", default=False)
     notify_assigned = models.BooleanField("assigned to me", default=False)
     notify_my_messages = models.BooleanField("message in my chat", default=False)
+    # The name this business's team and its customers see (inbox, canned-reply signatures,
+    # audit); blank = the user's first/last name, else the username. Per membership, so the
+    # admin of one business renames no one in another (inbox/conversations/team.py).
+    display_name = models.CharField(max_length=80, blank=True)
 
     class Meta:
         constraints = [
@@ -424,6 +441,8 @@ class OwnershipCause(models.TextChoices):
     MANAGER_REPLIED = "manager_replied", "Manager replied"
     RELEASE = "release", "Released to the bot"
     IDLE_RELEASE = "idle_release", "Released: no manager message"
+    RESOLVED = "resolved", "Resolved: returned to the bot"
+    RESOLVED_UNASSIGNED = "resolved_unassigned", "Resolved: waits for a human"
 
 
 class StatusCause(models.TextChoices):

@@ -4,6 +4,8 @@
     BOT | PENDING_HUMAN ──manager_replied / take_over──▶ HUMAN
     HUMAN | PENDING_HUMAN ──release (manual)──────────▶ BOT
     HUMAN ──idle_release (no manager message for the channel's idle hours)──▶ BOT
+    HUMAN | PENDING_HUMAN ──resolved (the business returns resolved chats to the bot)──▶ BOT
+    HUMAN ──resolved (the business returns them to the queue)──────────▶ PENDING_HUMAN
 
 Every transition locks the chat row, checks the current state, bumps `Chat.version` (so a reply
 generated before it is never sent), writes a `ChatTransition` row (`audit.record`, cause an
@@ -18,6 +20,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -167,6 +170,42 @@ def release(chat_id: int, *, manager: User | None) -> Result:
         actor=manager,
         actor_label=audit.label_for(manager, "system"),
     )
+
+
+def resolved(chat_id: int, *, manager: User | None, to_bot: bool) -> Result:
+    """A manager resolved the chat: nobody in particular speaks for it any more. To the bot
+    (HUMAN | PENDING_HUMAN → BOT), which answers the customer's next message; or, where the
+    business says so, back to waiting for a human (HUMAN → PENDING_HUMAN). A chat the bot has
+    stays the bot's. Never raises: any state is a valid start."""
+    to = Owner.BOT if to_bot else Owner.PENDING_HUMAN
+    cause = OwnershipCause.RESOLVED if to_bot else OwnershipCause.RESOLVED_UNASSIGNED
+    with transaction.atomic():
+        chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
+        if chat.owner == to or (not to_bot and chat.owner == Owner.BOT):
+            return Result(chat, changed=False)
+        _apply(
+            chat,
+            cause=cause,
+            to=to,
+            actor=manager,
+            actor_label=audit.label_for(manager, "system"),
+            reason="",
+            at=timezone.now(),
+        )
+    return Result(chat, changed=True)
+
+
+def customer_returned(chat: Chat, at: datetime) -> list[str]:
+    """The customer wrote to a chat resolved into waiting for a human (`resolved` with
+    `to_bot=False`): it waits from now, not from the resolve, and auto-assignment (where the
+    business has it on) gives it to the next manager once the message is stored. For the ingest
+    hot path, like `status.reopen_on_customer_message`: the caller holds the row lock and saves
+    the chat; returns the fields it must add to that save."""
+    if chat.owner != Owner.PENDING_HUMAN or chat.assigned_to_id is not None:
+        return []
+    chat.owner_changed_at = at
+    transaction.on_commit(partial(auto_assign.assign_waiting_chat, chat.pk), robust=True)
+    return ["owner_changed_at"]
 
 
 def idle_release(chat_id: int, *, now: datetime | None = None) -> Result:

@@ -11,6 +11,8 @@ has work to do. Each change locks the chat row, writes a `ChatTransition` audit 
 (`audit.record`, cause a `StatusCause`: who, when, from and to which status) and tells the
 dashboards through `hooks.chat_status_changed`.
 `Chat.version` is not bumped: a status change does not make a prepared reply stale.
+A manager's Resolve goes through `inbox.conversations.lifecycle.resolve`, which also ends the
+person's ownership and assignment.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from inbox.conversations import assignment
+from inbox.conversations import assignment, names
 from inbox.conversations.models import ApiToken, Business, Channel, Chat, Membership, Owner
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,22 @@ def update_member(
         Membership.objects.filter(pk=membership.pk).update(role=role, chat_cap=chat_cap)
         membership.channels.set(channels)
     membership.refresh_from_db()
+
+
+def set_display_name(membership: Membership, name: str) -> str:
+    """Set the name this business sees of the member (the member on their profile, or the
+    business's admin on the Team page); blank goes back to the user's own name. Returns the
+    name now shown."""
+    name = " ".join(name.split())
+    if len(name) > names.MAX_LENGTH:
+        raise TeamError(f"a display name is at most {names.MAX_LENGTH} characters")
+    if any(not ch.isprintable() for ch in name):
+        raise TeamError("a display name cannot hold control characters")
+    Membership.objects.filter(pk=membership.pk).update(display_name=name)
+    names.forget(membership.business_id)
+    membership.display_name = name
+    log.info("team.display_name_set", extra={"membership_id": membership.pk})
+    return names.of_membership(membership)
 
 
 def set_auto_assign(business: Business, enabled: bool) -> None:

@@ -21,6 +21,7 @@ from inbox.conversations import (
     access,
     assignment,
     manager_attachments,
+    names,
     outbound,
     ownership,
     reading,
@@ -76,9 +77,8 @@ _reload = reload_chat
 
 
 def _holder(chat: Chat) -> str:
-    if chat.assigned_to is not None:
-        return chat.assigned_to.get_full_name() or chat.assigned_to.get_username()
-    return "another manager"
+    """Who has the chat, by the name their business shows of them."""
+    return names.display_name(chat.assigned_to, chat.channel.business_id, "another manager")
 
 
 def _first_use(user: User, chat_id: int, kind: str, key: str) -> bool:
@@ -218,7 +218,7 @@ def _ask_holder_first(
     holder = other_holder(user, chat) if ask_holder else None
     if holder is None or take_from == holder.pk:
         return None
-    name = holder.get_full_name() or holder.get_username()
+    name = names.display_name(holder, chat.channel.business_id)
     return ActionResult(
         chat, False, error=f"{name} has this chat. Take over from {name}?", ask_take_from=holder
     )

@@ -453,7 +453,8 @@ def assign(request: HttpRequest, chat_id: Path[Id], body: AssignIn) -> Any:
 @router.post(
     "/chats/{chat_id}/resolve",
     response={200: ActionOut, 404: ErrorOut},
-    summary="Resolve the chat (it reopens when the customer writes)",
+    summary="Resolve the chat: it goes back to the bot (or, per business, waits for a human, "
+    "unassigned) and reopens when the customer writes",
     tags=["actions"],
 )
 def resolve(request: HttpRequest, chat_id: Path[Id]) -> Any:

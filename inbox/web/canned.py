@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from inbox.conversations import names
 from inbox.conversations.access import User
 from inbox.conversations.models import CannedReply, Chat
 
@@ -28,9 +29,10 @@ def fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
-def manager_name(user: User) -> str:
-    full = getattr(user, "get_full_name", lambda: "")()
-    return str(full or user.get_username())
+def manager_name(user: User, business_id: int) -> str:
+    """The signature's name: the one the business shows of the manager, never a login name
+    where a display name or a real name is known."""
+    return names.display_name(user, business_id)
 
 
 def offered(user: User, chat: Chat) -> list[Offered]:
@@ -38,7 +40,7 @@ def offered(user: User, chat: Chat) -> list[Offered]:
     business = chat.channel.business
     values = {
         "customer_name": chat.customer_name,
-        "manager_name": manager_name(user),
+        "manager_name": manager_name(user, business.pk),
         "business_name": business.name,
     }
     return [

@@ -269,7 +269,8 @@ def sort_key(chat: Chat) -> str:
 
 
 def pending_count(user: User) -> int:
-    return access.visible_chats(user).filter(owner=Owner.PENDING_HUMAN).count()
+    waiting = access.visible_chats(user).filter(owner=Owner.PENDING_HUMAN)
+    return waiting.exclude(status=ChatStatus.RESOLVED).count()
 
 
 @dataclass

@@ -87,6 +87,7 @@ def environment(**options: Any) -> Environment:
     env = Environment(autoescape=True, **options)
     env.globals["url"] = _url
     env.filters.update(
+        assignee_name=inbox_ui.assignee_name,
         author_label=inbox_ui.author_label,
         clock=_clock,
         date=_date,

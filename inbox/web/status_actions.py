@@ -13,7 +13,7 @@ from datetime import datetime, time, timedelta
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from inbox.conversations import access, status
+from inbox.conversations import access, lifecycle, status
 from inbox.web.actions import ActionResult, ChatNotFound, reload_chat
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _visible(user: User, chat_id: int) -> int:
 def resolve(user: User, chat_id: int) -> ActionResult:
     chat_id = _visible(user, chat_id)
     try:
-        result = status.resolve(chat_id, manager=user)
+        result = lifecycle.resolve(chat_id, manager=user)
     except status.InvalidStatusChange:
         return ActionResult(reload_chat(chat_id), False, notice="The chat changed meanwhile.")
     if not result.changed:

@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from inbox.conversations import access, reading
@@ -156,7 +157,9 @@ def chat_history(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 def header_response(request: HttpRequest, result: actions.ActionResult) -> HttpResponse:
     """The loser of a race and the winner both get the chat's current header; the notice says
-    what happened."""
+    what happened. It goes out of band, into a box beside the header, so the live update that
+    soon replaces the header (the winner's change) leaves it until the manager dismisses it or
+    acts again."""
     if not _is_htmx(request):
         if result.error:
             messages.error(request, result.error)
@@ -164,7 +167,9 @@ def header_response(request: HttpRequest, result: actions.ActionResult) -> HttpR
             messages.info(request, result.notice)
         return redirect("chat_detail", chat_id=result.chat.pk)
     context = {**fragments.header_context(result.chat), "notice": result.notice or result.error}
-    return render(request, "inbox/_chat_header.html", context)
+    header = render_to_string("inbox/_chat_header.html", context, request=request)
+    notice = render_to_string("inbox/_chat_notice.html", {**context, "oob": True}, request=request)
+    return HttpResponse(header + notice)
 
 
 _header_response = header_response

@@ -1,6 +1,7 @@
 /* Who else has the open chat on screen, and who is typing in it, from the chat's websocket
  * frames (live.js passes them on as "inbox:presence"). The page's heartbeat keeps it listed;
- * "is typing" fades a few seconds after the last keystroke event.
+ * "is typing" fades a few seconds after the last keystroke event. And the notice of an action
+ * ("Too late: Anna took this chat first"), which stays until the manager dismisses it.
  */
 (function () {
   "use strict";
@@ -44,6 +45,14 @@
       setTimeout(render, TYPING_MS + 50);
     }
     render();
+  });
+
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest("[data-action=dismiss-notice]");
+    var box = button && button.closest("[data-chat-notice]");
+    if (!box) return;
+    box.hidden = true;
+    box.replaceChildren();
   });
 
   setInterval(function () {

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from inbox.conversations.models import Chat, Owner
+from inbox.conversations import team
+from inbox.conversations.models import Chat, Membership, Owner
 from tests import factories
 from tests.browser.support import CUSTOMER, PHONE, csp_violations, logged_in, shot
 from tests.emulators.graph_api import GraphApiEmulator
@@ -132,4 +133,47 @@ def test_enter_sends_shift_enter_breaks_the_line_and_drafts_stay_per_chat(
     expect(box).to_have_value("")
     open_chat(anna, stack, first)  # sent: the draft is gone
     expect(box).to_have_value("")
+    assert csp_violations == []
+
+
+def test_the_take_over_losers_notice_names_the_winner_and_stays_until_dismissed(
+    stack: str, graph: GraphApiEmulator, people: dict[str, Any], browser: Any
+) -> None:
+    expect = sync_api.expect
+    for username, shown in (("anna", "Айгерим"), ("boris", "Борис")):
+        membership = Membership.objects.get(user=people[username], business=people["business"])
+        team.set_display_name(membership, shown)
+    chat = customer_chat(people, CUSTOMER, "Dana")
+    anna = logged_in(browser, stack, "anna")
+    boris = logged_in(browser, stack, "boris")
+    for page in (anna, boris):
+        open_chat(page, stack, chat)
+    expect(anna.locator(f"#presence-{chat.pk}")).to_contain_text("Also viewing: Борис")
+
+    for page in (anna, boris):
+        expect(page.locator("[data-action=take-over]")).to_be_enabled()
+    at = time.time() * 1000 + 400
+    for page in (anna, boris):
+        page.evaluate(PRESS_AT, at)
+    taken = Chat.objects.filter(pk=chat.pk, owner=Owner.HUMAN).exclude(assigned_to=None)
+    wait_for(lambda: taken.first(), message="one manager to take the chat")
+    chat.refresh_from_db()
+    anna_won = chat.assigned_to_id == people["anna"].pk
+    winner, loser = (anna, boris) if anna_won else (boris, anna)
+    name = "Айгерим" if anna_won else "Борис"
+
+    notice = loser.locator(f"#chat-notice-{chat.pk}")
+    expect(notice).to_contain_text(f"Too late: {name} took this chat first.")
+    expect(loser.locator(f"#chat-header-{chat.pk} [data-taken-by]")).to_have_text(
+        f"{name} took this chat"
+    )
+    # The winner snoozes the chat: the loser's header is replaced live, the notice stays.
+    winner.locator(f"#chat-header-{chat.pk} [data-action=snooze]").select_option("1h")
+    expect(loser.locator(f"#chat-header-{chat.pk}")).to_have_attribute("data-status", "snoozed")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text(f"Too late: {name} took this chat first.")
+    shot(loser, "collisions-too-late")
+
+    notice.locator("[data-action=dismiss-notice]").click()
+    expect(notice).to_be_hidden()
     assert csp_violations == []

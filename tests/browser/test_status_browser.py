@@ -98,9 +98,10 @@ def test_resolve_reopen_unread_views_and_assignment_notice(
         for chat in hidden:
             expect(boris.locator(f"#chat-list-items #chat-row-{chat.pk}")).to_have_count(0)
 
-    # Anna resolves: it leaves her Open list (and Boris's) live.
+    # Anna resolves: it leaves her Open list (and Boris's) live, and nobody holds it any more.
     anna.locator(f"#chat-header-{aigerim.pk} [data-action=resolve]").click()
     expect(anna.locator(f"#chat-header-{aigerim.pk} [data-action=reopen]")).to_be_visible()
+    expect(anna.locator(f"#chat-header-{aigerim.pk} .assignee")).to_have_count(0)
     expect(anna.locator(f"#chat-list-items #chat-row-{aigerim.pk}")).to_have_count(0)
     expect(boris.locator(f"#chat-list-items #chat-row-{aigerim.pk}")).to_have_count(0)
     shot(anna, "status-resolved-1366")
@@ -123,9 +124,12 @@ def test_resolve_reopen_unread_views_and_assignment_notice(
 
     # On a phone: the views and the badges fit.
     phone = logged_in(browser, stack, "boris", viewport=PHONE)
+    # The resolve gave Aigerim's chat up: it is no longer Boris's, it is unassigned.
     phone.locator("label[data-view-tab=mine]").click()
+    expect(phone.locator(f"#chat-list-items #chat-row-{aigerim.pk}")).to_have_count(0)
+    phone.locator("label[data-view-tab=unassigned]").click()
     expect(phone.locator(f"#chat-list-items #chat-row-{aigerim.pk}")).to_be_visible()
-    expect(phone.locator(f"#chat-list-items #chat-row-{dana.pk}")).to_have_count(0)
+    expect(phone.locator(f"#chat-list-items #chat-row-{dana.pk}")).to_be_visible()
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"]
     shot(phone, "status-views-390")

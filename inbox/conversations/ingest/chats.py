@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 import inbox.conversations.ingest.sql as sql
-from inbox.conversations import debounce, hooks, status, voice
+from inbox.conversations import debounce, hooks, ownership, status, voice
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.ingest.channels import ChannelInfo, channel_info
 from inbox.conversations.models import Chat, ChatStatus, Message, Owner
@@ -148,6 +148,10 @@ def customer_wrote(
     is added there, for the caller to start with the batch's others."""
     reopened: list[str] = []
     schedule = False
+    if messages and chat.status == ChatStatus.RESOLVED:
+        # Resolved into waiting for a human: it waits again from this message on.
+        first_at = messages[0].provider_timestamp or timezone.now()
+        reopened = ownership.customer_returned(chat, first_at)
     for message in messages:
         at = message.provider_timestamp or timezone.now()
         count_customer_message(chat, at)

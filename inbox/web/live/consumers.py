@@ -35,7 +35,8 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from inbox.conversations import access, online, reading
+from inbox.conversations import access, names, online, reading
+from inbox.conversations.models import Chat
 from inbox.web import dashboard
 from inbox.web.live import fanout, presence, realtime
 from inbox.web.params import parse_id
@@ -71,6 +72,8 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self.user: Any = None
         self.chat_id: int | None = None
+        # The name the open chat's business shows of this user ("Also viewing: …").
+        self.shown_name = ""
         self.businesses: set[int] = set()
         self.channels_visible: set[int] = set()
         self.heartbeat: asyncio.Task[None] | None = None
@@ -329,6 +332,7 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         )
 
     async def _subscribe(self, chat_id: int) -> None:
+        self.shown_name = await self._name_in(chat_id)
         await self.channel_layer.group_add(realtime.chat_group(chat_id), self.channel_name)
         self.chat_id = chat_id
         await self._join(chat_id)
@@ -343,7 +347,16 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         await self._tell_viewers(chat_id)
 
     def _name(self) -> str:
-        return str(self.user.get_full_name() or self.user.get_username())
+        return self.shown_name or names.default_name(self.user)
+
+    @_db
+    def _name_in(self, chat_id: int) -> str:
+        business_id = (
+            Chat.objects.filter(pk=chat_id).values_list("channel__business_id", flat=True).first()
+        )
+        if business_id is None:
+            return names.default_name(self.user)
+        return names.display_name(self.user, business_id)
 
     async def _join(self, chat_id: int) -> bool:
         joined: bool = await sync_to_async(presence.join)(

@@ -31,7 +31,7 @@ from typing import cast
 from django.db import transaction
 
 from inbox.conversations import hooks, online
-from inbox.conversations.models import Chat, Handoff, Message, Owner
+from inbox.conversations.models import Chat, ChatStatus, Handoff, Message, Owner
 from inbox.platform.metrics import DASHBOARD_PUSHES
 from inbox.web import contact, dashboard, fragments
 from inbox.web.live import realtime
@@ -254,7 +254,8 @@ def chat_changed(chat_id: int) -> None:
         {
             "owner": chat.owner,
             "version": chat.version,
-            "notify": chat.owner == Owner.PENDING_HUMAN,
+            # A chat resolved into waiting for a human needs no one until the customer writes.
+            "notify": chat.owner == Owner.PENDING_HUMAN and chat.status != ChatStatus.RESOLVED,
             "reason": dashboard.last_transition_reason(chat),
             "customer": contact.customer_label(chat),
             "owner_changed": True,

@@ -37,6 +37,7 @@ from django.db.models import (
 )
 from django.db.models.functions import TruncDate
 
+from inbox.conversations import names
 from inbox.conversations.models import (
     Business,
     Channel,
@@ -408,7 +409,7 @@ def managers(period: Period, found: Handoffs | None = None) -> list[ManagerRow]:
     rows = []
     for user_id in ids:
         user = users.get(user_id) if user_id is not None else None
-        name = (user.get_full_name() or user.get_username()) if user else "From the phone"
+        name = names.display_name(user, period.business.pk, "From the phone")
         chats, sent = handled.get(user_id, (0, 0))
         waits = firsts.get(user_id, [])
         p50 = _interpolate(waits, 0.5) if waits else None

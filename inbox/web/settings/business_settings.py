@@ -2,7 +2,8 @@
 Django admin).
 
 The time zone is what working hours, the silent-number alert, the reports and every time a
-manager sees are read in; the language is the assistant's where a channel names none.
+manager sees are read in; the language is the assistant's where a channel names none; and
+whether a resolved chat goes back to the bot or waits for a human (`inbox.conversations.lifecycle`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from inbox.web.administered import administered_business
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language", "opt_out_keywords"]
+        fields = ["timezone", "language", "resolve_returns_to", "opt_out_keywords"]
         labels = {"opt_out_keywords": "Opt-out words"}
         widgets = {"opt_out_keywords": forms.Textarea(attrs={"rows": 4})}
 

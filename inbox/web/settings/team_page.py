@@ -1,7 +1,8 @@
 """The Team page for business admins: invite or create managers, roles, channels, chat caps,
-removal, and the business's auto-assignment switch. Every write is a call into
-`inbox.conversations.team`; every lookup is limited to the businesses the user administers (a
-manager gets 403, another business's member or `?business=` is a 404)."""
+the name the team and customers see of each member, removal, and the business's
+auto-assignment switch. Every write is a call into `inbox.conversations.team`; every lookup is
+limited to the businesses the user administers (a manager gets 403, another business's member
+or `?business=` is a 404)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from inbox.conversations import online, team
+from inbox.conversations import names, online, team
 from inbox.conversations.models import Business, Channel, Membership
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import parse_id
@@ -62,6 +63,18 @@ class MemberFields(forms.Form):
         channels.queryset = business.channels.order_by("name")
 
 
+class MemberRow(MemberFields):
+    """A member's row: their settings and the name this business shows of them."""
+
+    display_name = forms.CharField(
+        label="Display name",
+        required=False,
+        max_length=names.MAX_LENGTH,
+        help_text="What the team and customers read; empty = their own name.",
+    )
+    field_order = ["display_name", "role", "channels", "chat_cap"]
+
+
 class InviteForm(MemberFields):
     # The User model's own rule, so a name with markup is a form error on the page.
     username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
@@ -93,10 +106,11 @@ def _page(request: HttpRequest, business: Business, businesses: list[Business],
     rows = [
         (
             member,
-            MemberFields(
+            MemberRow(
                 prefix=f"m{member.pk}",
                 business=business,
                 initial={
+                    "display_name": member.display_name,
                     "role": member.role,
                     "channels": list(member.channels.all()),
                     "chat_cap": member.chat_cap,
@@ -164,7 +178,7 @@ def _administered_membership(request: HttpRequest, membership_id: int) -> Member
 @require_POST
 def member_update(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = _administered_membership(request, membership_id)
-    form = MemberFields(request.POST, prefix=f"m{membership.pk}", business=membership.business)
+    form = MemberRow(request.POST, prefix=f"m{membership.pk}", business=membership.business)
     if not form.is_valid():
         messages.error(request, f"Not saved: {form.errors.as_text()}")
         return _back(membership.business)
@@ -175,6 +189,8 @@ def member_update(request: HttpRequest, membership_id: int) -> HttpResponse:
             channels=list(form.cleaned_data["channels"]),
             chat_cap=form.cleaned_data["chat_cap"],
         )
+        if f"m{membership.pk}-display_name" in request.POST:
+            team.set_display_name(membership, form.cleaned_data["display_name"])
     except team.TeamError as exc:
         messages.error(request, f"Not saved: {exc}")
     else:

@@ -8,8 +8,8 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from inbox.conversations import access
-from inbox.conversations.models import Chat, HandoffReason, Message
+from inbox.conversations import access, names
+from inbox.conversations.models import Chat, HandoffReason, Membership, Message
 from inbox.web import dashboard
 
 register = template.Library()
@@ -39,10 +39,25 @@ def author_label(message: Message) -> str:
     if message.author == Message.Author.PHONE:
         return "Manager from the phone"
     if message.author == Message.Author.MANAGER:
-        if message.sent_by is not None:
-            return message.sent_by.get_full_name() or message.sent_by.get_username()
-        return "Manager"
+        return names.display_name(message.sent_by, message.channel.business_id, "Manager")
     return "System"
+
+
+@register.filter
+def assignee_name(chat: Chat) -> str:
+    """The name the chat's business shows of its assignee ('' when nobody has it)."""
+    return names.display_name(chat.assigned_to, chat.channel.business_id)
+
+
+@register.filter
+def team_name(user: Any, chat: Chat) -> str:
+    """The name the chat's business shows of `user` (a manager the page names)."""
+    return names.display_name(user, chat.channel.business_id)
+
+
+@register.filter
+def member_name(membership: Membership) -> str:
+    return names.of_membership(membership)
 
 
 @register.filter

@@ -83,7 +83,7 @@ def test_the_admin_sets_the_time_zone_and_language() -> None:
     client = login(admin)
     response = client.post(
         f"/inbox/settings/business/?business={business.pk}",
-        {"timezone": "Europe/Moscow", "language": "ru"},
+        {"timezone": "Europe/Moscow", "language": "ru", "resolve_returns_to": "bot"},
     )
     assert response.status_code == 302
     business.refresh_from_db()
