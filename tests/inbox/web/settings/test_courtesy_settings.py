@@ -69,7 +69,12 @@ def test_the_business_sets_its_own_opt_out_words() -> None:
 
     response = client.post(
         url,
-        {"timezone": "UTC", "language": "en", "opt_out_keywords": "  Basta  \n\nхватит  уже\n"},
+        {
+            "timezone": "UTC",
+            "language": "en",
+            "resolve_returns_to": "bot",
+            "opt_out_keywords": "  Basta  \n\nхватит  уже\n",
+        },
     )
 
     assert response.status_code == 302
