@@ -66,8 +66,17 @@ DELIVER_TASK = "inbox.deliver_reply"  # inbox/conversations/tasks.py
 OUTBOUND_MEDIA_KINDS = frozenset({Message.Kind.IMAGE, Message.Kind.DOCUMENT})
 
 # "retrying": the first try failed for now and the deliver task tries again (bot messages).
+# "undeliverable": WhatsApp said the customer cannot receive messages (131026), and they have not
+# written since: the bot does not try.
 DropReason = Literal[
-    "sent", "stale", "not_bot_owner", "already_answered", "failed", "empty", "retrying"
+    "sent",
+    "stale",
+    "not_bot_owner",
+    "already_answered",
+    "failed",
+    "empty",
+    "retrying",
+    "undeliverable",
 ]
 
 
@@ -130,6 +139,9 @@ def send_reply(
             # The same turn ran twice (a task redelivered after a worker died): answered once.
             _dropped(chat, "already_answered", generated_at_version)
             return SendOutcome(False, "already_answered")
+        if delivery_status.undeliverable(chat):
+            _dropped(chat, "undeliverable", generated_at_version)
+            return SendOutcome(False, "undeliverable")
         message = record_outbound(chat, text, author=Message.Author.BOT, manager=None)
         chat.answered_up_to = answered_up_to
         chat.save(update_fields=["answered_up_to"])
