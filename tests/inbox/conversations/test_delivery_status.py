@@ -98,7 +98,9 @@ class TestExplanations:
 
     def test_an_unknown_meta_code_gets_the_generic_sentence_and_metas_title(self) -> None:
         text = delivery_errors.explain("131000", "Something went wrong")
-        assert text == "WhatsApp could not deliver this message. WhatsApp says: Something went wrong"
+        assert (
+            text == "WhatsApp could not deliver this message. WhatsApp says: Something went wrong"
+        )
 
     def test_our_own_codes_keep_the_sentence_written_for_the_manager(self) -> None:
         assert delivery_errors.explain("storage", "The file could not be stored.") == (
