@@ -144,5 +144,13 @@ def message_failed(message_id: int) -> None:
         chat,
         users,
         f"{whose} message was not delivered: {contact.customer_label(chat)}",
-        delivery_errors.explain(message.error_code, message.error_title),
+        _sentences(delivery_errors.explain(message.error_code, message.error_title)),
     )
+
+
+def _sentences(text: str) -> str:
+    """As many whole sentences as fit a notification's body (a cut mid-word reads as a bug)."""
+    if len(text) <= BODY_LIMIT:
+        return text
+    cut = text.rfind(". ", 0, BODY_LIMIT)
+    return text[: cut + 1] if cut > 0 else text[: BODY_LIMIT - 1] + "…"

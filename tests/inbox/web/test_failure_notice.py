@@ -66,6 +66,7 @@ async def test_the_assigned_manager_alone_is_told_in_plain_words() -> None:
         assert (notice["kind"], notice["chat"]) == ("failed", a.chat.pk)
         assert "was not delivered: Customer A" in notice["title"]
         assert notice["body"].startswith("This number is not on WhatsApp")
+        assert notice["body"].endswith("the customer cannot be reached here.")
         assert await _notices(colleague, 0.5) == []
     finally:
         await owner.disconnect()
