@@ -22,7 +22,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, delivery_errors, reading
+from inbox.conversations import access, delivery_errors, delivery_status, reading
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions
 
@@ -117,6 +117,10 @@ class ChatOut(Schema):
     last_customer_at: datetime | None
     last_manager_at: datetime | None
     owner_changed_at: datetime | None
+    undeliverable: bool = Field(
+        description="WhatsApp said the customer cannot receive messages (131026) and they have "
+        "not written since: the assistant does not answer, a resend is refused."
+    )
 
     @staticmethod
     def of(chat: Chat, user_id: int, *, masked: set[int] | frozenset[int] = frozenset()) -> ChatOut:
@@ -146,6 +150,7 @@ class ChatOut(Schema):
             last_customer_at=chat.last_customer_at,
             last_manager_at=chat.last_manager_at,
             owner_changed_at=chat.owner_changed_at,
+            undeliverable=delivery_status.undeliverable(chat),
         )
 
 

@@ -43,6 +43,7 @@ def test_a_message_to_a_number_not_on_whatsapp_says_so_under_it_live(
     expect(reply.locator("[data-status]")).to_have_text("Failed")
     expect(reply.locator("[data-resend-refused]")).to_contain_text("sending again will fail")
     expect(reply.locator("[data-action=resend]")).to_have_count(0)
+    expect(anna.locator(f"#chat-header-{chat.pk} [data-undeliverable]")).to_be_visible()
     expect(anna.locator("#toasts .toast", has_text="was not delivered")).to_contain_text("Aigerim")
     assert Message.objects.get(chat=chat, author="manager").error_code == "131026"
     assert Chat.objects.get(pk=chat.pk).undeliverable_at is not None

@@ -172,6 +172,7 @@ class TestUndeliverable:
 
         chat.refresh_from_db()
         assert delivery_status.undeliverable(chat)
+        assert "Cannot receive WhatsApp messages" in _page(chat)
         # A customer message written before the failure (delivered late) does not lift it, and
         # the bot neither answers it nor sends anything.
         late = _customer_writes(chat, "and the chair?", now - 45)
@@ -186,6 +187,7 @@ class TestUndeliverable:
         again = _customer_writes(chat, "hello?", now)
         chat.refresh_from_db()
         assert not delivery_status.undeliverable(chat)
+        assert "Cannot receive WhatsApp messages" not in _page(chat)
         answered = send_reply(chat.pk, "Hello!", generated_at_version=chat.version,
                               answered_up_to=again.pk)  # fmt: skip
         assert answered.sent

@@ -133,6 +133,13 @@ def test_a_resend_that_cannot_work_is_refused_with_the_reason(
     assert len(graph.sent_to(CUSTOMER)) == 1
     failed.refresh_from_db()
     assert "resent_as" not in failed.payload
+    client, token = _api(manager)
+    shown = client.get(f"/api/v1/chats/{chat.pk}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+    assert shown["undeliverable"] is (code == "131026")
+    (message,) = [m for m in shown["messages"] if m["id"] == failed.pk]
+    assert message["error_explanation"].startswith(
+        "This number is not on WhatsApp" if code == "131026" else "More than 24 hours"
+    )
     # The inbox shows the reason instead of a Resend button.
     client = Client()
     client.force_login(manager)
