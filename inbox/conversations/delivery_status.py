@@ -81,13 +81,21 @@ def _failed(message: Message, code: str, at: datetime) -> None:
     """What a message's failure changes besides its row (the caller holds the transaction)."""
     metrics.REPLIES_FAILED.labels(author=message.author, code=code[:32] or "none").inc()
     if code == Code.UNDELIVERABLE:
-        # A later customer message lifts it; an older failure never moves it back in time.
-        Chat.objects.filter(pk=message.chat_id).filter(
-            Q(undeliverable_at__isnull=True) | Q(undeliverable_at__lt=at)
-        ).update(undeliverable_at=at)
-        hooks.chat_updated(message.chat_id)
+        mark_undeliverable(message.chat_id, at)
     if message.author in NOTICE_AUTHORS:
         hooks.message_failed(message.pk)
+
+
+def mark_undeliverable(chat_id: int, at: datetime) -> None:
+    """WhatsApp said (131026, at `at` by its clock) that the customer cannot receive messages.
+    A later customer message lifts it; an older failure never moves it back in time."""
+    marked = (
+        Chat.objects.filter(pk=chat_id)
+        .filter(Q(undeliverable_at__isnull=True) | Q(undeliverable_at__lt=at))
+        .update(undeliverable_at=at)
+    )
+    if marked:
+        hooks.chat_updated(chat_id)
 
 
 def undeliverable(chat: Chat) -> bool:

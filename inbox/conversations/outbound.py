@@ -37,7 +37,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from inbox.conversations import delivery_status, hooks, ownership
+from inbox.conversations import delivery_errors, delivery_status, hooks, ownership
 from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
@@ -439,6 +439,8 @@ def _mark_failed(message: Message, error: SendError) -> SendOutcome:
     )
     metrics.REPLIES_FAILED.labels(author=message.author, code=error.code[:32]).inc()
     hooks.message_changed(message.pk)
+    if error.code == delivery_errors.Code.UNDELIVERABLE:
+        delivery_status.mark_undeliverable(message.chat_id, timezone.now())
     if message.sent_by_bot:
         # A turn that recorded its reply as answered while the retries were still to come.
         _turns_answered_by(message.pk).update(outcome=Turn.Outcome.SEND_FAILED)

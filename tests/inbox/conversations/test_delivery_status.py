@@ -192,3 +192,16 @@ class TestUndeliverable:
                               answered_up_to=again.pk)  # fmt: skip
         assert answered.sent
         assert [m.text for m in graph.sent_to(CUSTOMER)] == ["120 000 KZT.", "Hello!"]
+
+    def test_131026_answered_at_the_send_itself_marks_the_customer_too(
+        self, chat: Chat, graph: GraphApiEmulator
+    ) -> None:
+        graph.fail_next_sends(131026)
+
+        outcome = send_manager_reply(chat.pk, "Hello?", manager=None)
+
+        assert (outcome.sent, Message.objects.get(pk=outcome.message_id).error_code) == (
+            False,
+            "131026",
+        )
+        assert delivery_status.undeliverable(Chat.objects.get(pk=chat.pk))
