@@ -28,7 +28,7 @@ from assistant import composing, opt_out
 from assistant.decision import brain, escalation, explain, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox.conversations import hooks, turns
+from inbox.conversations import delivery_status, hooks, turns
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
 from inbox.conversations.outbound import SendOutcome, send_reply, settle_turn
@@ -52,6 +52,7 @@ SEND_OUTCOMES = {
     "already_answered": Turn.Outcome.ALREADY_ANSWERED,
     "failed": Turn.Outcome.SEND_FAILED,
     "empty": Turn.Outcome.FAILED,
+    "undeliverable": Turn.Outcome.SEND_FAILED,
 }
 
 
@@ -94,6 +95,11 @@ def take_turn(chat_id: int) -> Turn | None:
     """Run the turn for the chat's pending messages. None when there is nothing to do now."""
     pending = turns.collect(chat_id)
     if pending is None or pending.waiting_for_transcript:
+        return None
+    if delivery_status.undeliverable(pending.chat):
+        # WhatsApp said the customer cannot receive messages: no model call for a reply that
+        # cannot arrive (send_reply would refuse it too). Their next message lifts this.
+        log.info("turn.skipped_undeliverable", extra={"chat_id": chat_id})
         return None
     # A turn "running" for longer than any turn may run (the task's hard time limit) lost its
     # worker: record it as interrupted instead of leaving it running forever.

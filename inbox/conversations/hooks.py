@@ -53,6 +53,10 @@ class Listener:
     def message_changed(self, message_id: int) -> None:
         """A message was added or changed: a reply, a note, a status, a transcript, an edit."""
 
+    def message_failed(self, message_id: int) -> None:
+        """WhatsApp reported that a message a manager or the bot sent was not delivered (its
+        row, with the code and title, is already written; `message_changed` came first)."""
+
     def handoff_created(self, handoff_id: int) -> None:
         """The assistant handed the chat to a human, with a summary."""
 
@@ -116,6 +120,11 @@ def messages_received(items: Sequence[tuple[Message, Chat]], *, business_id: int
 def message_changed(message_id: int) -> None:
     for listener in _listeners:
         listener.message_changed(message_id)
+
+
+def message_failed(message_id: int) -> None:
+    for listener in _listeners:
+        listener.message_failed(message_id)
 
 
 def handoff_created(handoff_id: int) -> None:

@@ -273,6 +273,10 @@ class Chat(models.Model):
     last_manager_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
     owner_changed_at = models.DateTimeField(null=True, blank=True)
+    # When WhatsApp said this customer cannot receive messages (131026), by its clock. Holds
+    # only until the customer writes again (`last_customer_at` later than it): see
+    # `delivery_status.undeliverable`. Written only by inbox/conversations/delivery_status.py.
+    undeliverable_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

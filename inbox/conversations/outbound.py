@@ -37,7 +37,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from inbox.conversations import delivery_status, hooks, ownership
+from inbox.conversations import delivery_errors, delivery_status, hooks, ownership
 from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
@@ -66,8 +66,17 @@ DELIVER_TASK = "inbox.deliver_reply"  # inbox/conversations/tasks.py
 OUTBOUND_MEDIA_KINDS = frozenset({Message.Kind.IMAGE, Message.Kind.DOCUMENT})
 
 # "retrying": the first try failed for now and the deliver task tries again (bot messages).
+# "undeliverable": WhatsApp said the customer cannot receive messages (131026), and they have not
+# written since: the bot does not try.
 DropReason = Literal[
-    "sent", "stale", "not_bot_owner", "already_answered", "failed", "empty", "retrying"
+    "sent",
+    "stale",
+    "not_bot_owner",
+    "already_answered",
+    "failed",
+    "empty",
+    "retrying",
+    "undeliverable",
 ]
 
 
@@ -130,6 +139,9 @@ def send_reply(
             # The same turn ran twice (a task redelivered after a worker died): answered once.
             _dropped(chat, "already_answered", generated_at_version)
             return SendOutcome(False, "already_answered")
+        if delivery_status.undeliverable(chat):
+            _dropped(chat, "undeliverable", generated_at_version)
+            return SendOutcome(False, "undeliverable")
         message = record_outbound(chat, text, author=Message.Author.BOT, manager=None)
         chat.answered_up_to = answered_up_to
         chat.save(update_fields=["answered_up_to"])
@@ -427,6 +439,8 @@ def _mark_failed(message: Message, error: SendError) -> SendOutcome:
     )
     metrics.REPLIES_FAILED.labels(author=message.author, code=error.code[:32]).inc()
     hooks.message_changed(message.pk)
+    if error.code == delivery_errors.Code.UNDELIVERABLE:
+        delivery_status.mark_undeliverable(message.chat_id, timezone.now())
     if message.sent_by_bot:
         # A turn that recorded its reply as answered while the retries were still to come.
         _turns_answered_by(message.pk).update(outcome=Turn.Outcome.SEND_FAILED)

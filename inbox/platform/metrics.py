@@ -28,11 +28,13 @@ INGEST_SECONDS = Histogram(
 REPLIES_SENT = Counter("inbox_replies_sent_total", "Outbound messages sent", ["author"])
 REPLIES_DROPPED = Counter(
     "inbox_replies_dropped_total",
-    "Bot replies not sent, by reason (stale, not_bot_owner)",
+    "Bot replies not sent, by reason (stale, not_bot_owner, undeliverable)",
     ["reason"],
 )
 REPLIES_FAILED = Counter(
-    "inbox_replies_failed_total", "Outbound messages that failed", ["author", "code"]
+    "inbox_replies_failed_total",
+    "Outbound messages that failed: at the send, or later by a failed delivery status",
+    ["author", "code"],
 )
 TURNS = Counter("inbox_turns_total", "Assistant turns, by outcome", ["outcome"])
 HANDOFFS = Counter("inbox_handoffs_total", "Chats handed to a human, by reason", ["reason"])

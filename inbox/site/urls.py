@@ -44,6 +44,11 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/history/", views.chat_history, name="chat_history"),
     path("inbox/chat/<int:chat_id>/reply/", views.reply, name="chat_reply"),
     path("inbox/chat/<int:chat_id>/note/", views.note, name="chat_note"),
+    path(
+        "inbox/chat/<int:chat_id>/messages/<int:message_id>/resend/",
+        views.resend,
+        name="message_resend",
+    ),
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),

@@ -25,8 +25,9 @@ from inbox.conversations import (
     outbound,
     ownership,
     reading,
+    resend,
 )
-from inbox.conversations.models import Chat, Owner
+from inbox.conversations.models import Chat, Message, Owner
 from inbox.platform.redis import get_redis
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,10 @@ IDEMPOTENCY_TTL_SECONDS = 86400
 
 class ChatNotFound(Exception):
     """The chat does not exist or this user may not see it."""
+
+
+class MessageNotFound(Exception):
+    """The message is not one of this (visible) chat's."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +280,26 @@ def send_attachment(
     if chat.assigned_to_id is None:
         assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
     return ActionResult(_reload(chat.pk), True, message_id=message.pk)
+
+
+def resend_message(user: User, chat_id: int, message_id: int) -> ActionResult:
+    """Send a failed message of the chat again, as a new message (`inbox.conversations.resend`);
+    `error` says why not when that cannot work, or what went wrong with the new send."""
+    chat = _chat(user, chat_id)
+    if not Message.objects.filter(pk=message_id, chat_id=chat.pk).exists():
+        raise MessageNotFound(message_id)
+    try:
+        outcome = resend.resend(message_id, manager=user)
+    except resend.Refused as exc:
+        return ActionResult(chat, False, error=str(exc))
+    chat = _reload(chat.pk)
+    if chat.assigned_to_id is None and assignment.assign(chat.pk, user.pk, only_if_unassigned=True):
+        chat = _reload(chat.pk)
+    log.info("inbox.resent", extra={"chat_id": chat.pk, "user_id": user.pk})
+    if not outcome.sent:
+        return ActionResult(chat, True, error=f"Not delivered: {outcome.error or outcome.reason}",
+                            message_id=outcome.message_id)  # fmt: skip
+    return ActionResult(chat, True, message_id=outcome.message_id)
 
 
 def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:

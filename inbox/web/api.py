@@ -22,7 +22,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, flags, opt_outs, reading
+from inbox.conversations import access, delivery_errors, delivery_status, flags, opt_outs, reading
 from inbox.conversations.models import Chat, Handoff, Message, MessageFlag
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions, why
 
@@ -117,6 +117,10 @@ class ChatOut(Schema):
     last_customer_at: datetime | None
     last_manager_at: datetime | None
     owner_changed_at: datetime | None
+    undeliverable: bool = Field(
+        description="WhatsApp said the customer cannot receive messages (131026) and they have "
+        "not written since: the assistant does not answer, a resend is refused."
+    )
 
     @staticmethod
     def of(chat: Chat, user_id: int, *, masked: set[int] | frozenset[int] = frozenset()) -> ChatOut:
@@ -146,6 +150,7 @@ class ChatOut(Schema):
             last_customer_at=chat.last_customer_at,
             last_manager_at=chat.last_manager_at,
             owner_changed_at=chat.owner_changed_at,
+            undeliverable=delivery_status.undeliverable(chat),
         )
 
 
@@ -165,6 +170,8 @@ class MessageOut(Schema):
     status_at: datetime | None
     error_code: str
     error_title: str
+    # Why it was not delivered, in plain words ("" unless failed).
+    error_explanation: str
     media_url: str | None
     provider_timestamp: datetime | None
     created_at: datetime
@@ -187,6 +194,9 @@ class MessageOut(Schema):
             status_at=message.status_at,
             error_code=message.error_code,
             error_title=message.error_title,
+            error_explanation=delivery_errors.explain(message.error_code, message.error_title)
+            if message.status == Message.Status.FAILED
+            else "",
             media_url=reverse("message_media", kwargs={"message_id": message.pk})
             if message.media_ref
             else None,
@@ -408,6 +418,28 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
 )
 def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
     return _act(request, actions.reply, chat_id, body.text, key=body.idempotency_key)
+
+
+@router.post(
+    "/chats/{chat_id}/messages/{message_id}/resend",
+    response={200: ActionOut, 404: ErrorOut, 409: ErrorOut},
+    summary="Send a failed message again, as a new message (the chat becomes human-owned)",
+    description="The failed message stays failed and names the new one; `message_id` is the "
+    "new message's. 409 when sending again cannot work (the number cannot receive WhatsApp "
+    "messages; more than 24 hours since the customer wrote: a template is needed) or the "
+    "message was sent again already.",
+    tags=["actions"],
+)
+def resend(request: HttpRequest, chat_id: Path[Id], message_id: Path[Id]) -> Any:
+    try:
+        result = actions.resend_message(request.user, chat_id, message_id)  # type: ignore[arg-type]
+    except actions.ChatNotFound:
+        return _not_found()
+    except actions.MessageNotFound:
+        return Status(404, ErrorOut(detail="No such message."))
+    if not result.changed:
+        return Status(409, ErrorOut(detail=result.error))
+    return _result(result, request.user)
 
 
 @router.post(

@@ -79,8 +79,16 @@ def history(chat: Chat) -> Fragment:
     return _fragment(f"history-{chat.pk}", html, scope="chat")
 
 
+def message_html(item: Message, *, problem: str = "") -> str:
+    """A message as the conversation shows it; `problem`: why an action on it did not happen
+    (the answer to that action only, never pushed)."""
+    return _render_jinja(
+        "inbox/_message.html", item.channel.business_id, message=item, problem=problem
+    )
+
+
 def message(item: Message) -> Fragment:
-    html = _render_jinja("inbox/_message.html", item.channel.business_id, message=item)
+    html = message_html(item)
     return _fragment(f"msg-{item.pk}", html, scope="chat", container=f"messages-{item.chat_id}")
 
 

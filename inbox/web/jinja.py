@@ -27,6 +27,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from jinja2 import Environment, Undefined
 
+from inbox.conversations import delivery_errors, resend
+from inbox.conversations.models import Message
 from inbox.web.templatetags import inbox_ui, inbox_workday
 
 ENGINE = "jinja2"
@@ -75,6 +77,17 @@ def _truncatechars(value: object, length: int) -> str:
     return text if len(text) <= length else defaultfilters.truncatechars(text, length)
 
 
+def _delivery_explanation(message: Message) -> str:
+    """Why a failed message was not delivered, in the manager's words (escaped by the
+    template like any text)."""
+    return delivery_errors.explain(message.error_code, message.error_title)
+
+
+def _resend_refusal(message: Message) -> str:
+    """Why the failed message cannot be sent again now ("" when the Resend button is shown)."""
+    return resend.refusal(message, message.chat)
+
+
 def _url(name: str, *args: object) -> str:
     return reverse(name, args=args)
 
@@ -91,6 +104,8 @@ def environment(**options: Any) -> Environment:
         author_label=inbox_ui.author_label,
         clock=_clock,
         date=_date,
+        delivery_explanation=_delivery_explanation,
+        resend_refusal=_resend_refusal,
         display_name=inbox_workday.display_name,
         floatformat=_floatformat,
         iso=_iso,

@@ -261,6 +261,25 @@ def reply(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def resend(request: HttpRequest, chat_id: int, message_id: int) -> HttpResponse:
+    """Send a failed message again; the answer is the failed message's fragment (now naming
+    its successor, or saying why it was not sent again). The new message arrives by the push."""
+    try:
+        result = _run(request, actions.resend_message, chat_id, message_id)
+    except actions.MessageNotFound as exc:
+        raise Http404("no such message") from exc
+    if not _is_htmx(request):
+        if result.error:
+            messages.error(request, result.error)
+        return redirect("chat_detail", chat_id=chat_id)
+    item = fragments.message_to_render(message_id)
+    if item is None:
+        raise Http404("no such message")
+    return HttpResponse(fragments.message_html(item, problem=result.error))
+
+
+@login_required
+@require_POST
 def note(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     key = request.POST.get("key", "")

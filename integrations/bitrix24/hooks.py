@@ -14,7 +14,12 @@ from contextlib import AbstractContextManager
 
 from inbox.conversations import hooks
 from inbox.conversations.models import Channel, Chat, Handoff, Message
-from integrations.bitrix24.models import Bitrix24Settings, ConnectorMessage, HandoffSync
+from integrations.bitrix24.models import (
+    Bitrix24Settings,
+    ConnectorMessage,
+    FailedMessageSync,
+    HandoffSync,
+)
 from integrations.bitrix24.rest.connection import active_settings, settings_read_once
 from integrations.bitrix24.sync import outbox
 
@@ -33,6 +38,9 @@ class CrmSync(hooks.Listener):
 
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
         chat_assigned(chat_id)
+
+    def message_failed(self, message_id: int) -> None:
+        failed_message(message_id)
 
     def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
         if active_settings(business_id) is None:
@@ -69,6 +77,20 @@ def handoff_created(handoff_id: int) -> None:
         return
     link = outbox.request_sync(handoff.chat)
     HandoffSync.objects.get_or_create(handoff=handoff, defaults={"link": link})
+    outbox.enqueue_push_on_commit(cfg.business_id)
+
+
+def failed_message(message_id: int) -> None:
+    """WhatsApp did not deliver a message a manager or the bot sent (a quote, an answer): say so
+    on the deal's timeline, with the reason."""
+    message = Message.objects.select_related("chat__channel").filter(pk=message_id).first()
+    if message is None or message.chat.channel.kind == Channel.Kind.SANDBOX:
+        return
+    cfg = active_settings(message.chat.channel.business_id)
+    if cfg is None or not cfg.sync_chats:
+        return
+    link = outbox.request_sync(message.chat)
+    FailedMessageSync.objects.get_or_create(message=message, defaults={"link": link})
     outbox.enqueue_push_on_commit(cfg.business_id)
 
 

@@ -241,6 +241,23 @@ class HandoffSync(models.Model):
         return f"handoff #{self.handoff_id} ({'done' if self.done_at else 'pending'})"
 
 
+class FailedMessageSync(models.Model):
+    """Outbox row for one message a manager or the bot sent that WhatsApp did not deliver: a
+    comment on the deal's timeline with the reason, exactly once."""
+
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="crm_failure")
+    link = models.ForeignKey(CrmLink, on_delete=models.CASCADE, related_name="failures")
+    comment_id = models.PositiveBigIntegerField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"failed message #{self.message_id} ({'done' if self.done_at else 'pending'})"
+
+
 class PendingPull(models.Model):
     """An entity Bitrix24 said changed (event, offline queue, reconciliation): re-read it.
     One row per entity; a newer request while a worker holds the row keeps it for another pass."""

@@ -298,7 +298,7 @@ def _first_error(errors: list[Any]) -> dict[str, Any]:
     """The first entry of an `errors` list, when it is an object (as the platform sends it)."""
     if errors and isinstance(errors[0], dict):
         error = payloads.ErrorInfo.model_validate(errors[0])
-        return {"error_code": error.code, "error_title": error.title}
+        return {"error_code": error.code, "error_title": error.described}
     return {}
 
 

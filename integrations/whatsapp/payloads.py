@@ -126,9 +126,22 @@ class Context(_Model):
         return bool(self.forwarded or self.frequently_forwarded)
 
 
+class ErrorData(_Model):
+    details: Text = ""
+
+
 class ErrorInfo(_Model):
     code: Text = ""
     title: Text = ""
+    error_data: Annotated[ErrorData, BeforeValidator(_object)] = ErrorData()
+
+    @property
+    def described(self) -> str:
+        """The title with Meta's details when they add something ("title: details")."""
+        details = self.error_data.details.strip()
+        if not details or details.rstrip(".").lower() == self.title.rstrip(".").lower():
+            return self.title
+        return f"{self.title}: {details}" if self.title else details
 
 
 class Message(_Model):

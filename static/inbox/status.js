@@ -89,6 +89,13 @@
     if (node && node.classList && node.classList.contains("chat-row")) rowArrived(node);
   });
 
+  // A message of mine (or the bot's, in a chat nobody has) was not delivered: shown on the page
+  // too, whether or not this browser may show desktop notifications (notify.js does those).
+  document.addEventListener("inbox:notify", function (e) {
+    var msg = e.detail;
+    if (msg.kind === "failed") toast(msg.title, msg.body, msg.chat);
+  });
+
   document.addEventListener("inbox:event", function (e) {
     var ev = e.detail;
     var data = ev.data || {};

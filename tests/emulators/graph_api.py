@@ -145,27 +145,50 @@ def status_update(
             "category": "service",
         }
     if error_code is not None:
-        title = ERROR_TITLES.get(error_code, "Error")
-        update["errors"] = [
-            {"code": error_code, "title": title, "message": title, "error_data": {"details": title},
-             "href": "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/"}
-        ]  # fmt: skip
+        update["errors"] = [error_object(error_code)]
     return update
 
 
-ERROR_TITLES = {
-    131047: "Re-engagement message",
-    131026: "Message undeliverable",
-    130429: "Rate limit hit",
-    131056: "(Business Account, Consumer Account) pair rate limit hit",
-    131000: "Something went wrong",
-    131030: "Recipient phone number not in allowed list",
-    190: "Error validating access token: Session has expired",
-    100: "Invalid parameter",
-    131053: "Media upload error",
-    131050: "Unable to deliver the message. This recipient has chosen to stop receiving "
-    "marketing messages on WhatsApp from your business.",
-}
+# code → (title, error_data.details), as the platform words them in status webhooks and error
+# envelopes (Meta's error-code page; pywa's tests; the docs' verbatim failed status).
+PLATFORM_ERRORS: dict[int, tuple[str, str]] = {
+    131047: ("Re-engagement message", "Message failed to send because more than 24 hours have "
+             "passed since the customer last replied to this number."),
+    131026: ("Message undeliverable", "Message Undeliverable."),
+    131049: ("This message was not delivered to maintain healthy ecosystem engagement.",
+             "In order to maintain a healthy ecosystem engagement, the message failed to be "
+             "delivered."),
+    131050: ("Unable to deliver the message. This recipient has chosen to stop receiving "
+             "marketing messages on WhatsApp from your business.",
+             "The user has stopped marketing messages from this business."),
+    131051: ("Message type unknown", "Unsupported message type."),
+    131052: ("Media download error", "Unable to download the media sent by the user."),
+    131053: ("Media upload error", "Unable to upload the media used in the message."),
+    130429: ("Rate limit hit", "Cloud API message throughput has been reached."),
+    131056: ("(Business Account, Consumer Account) pair rate limit hit",
+             "Too many messages sent from the sender phone number to the same recipient phone "
+             "number in a short period of time."),
+    131000: ("Something went wrong", "Message failed to send due to an unknown error."),
+    131030: ("Recipient phone number not in allowed list",
+             "Recipient phone number not in allowed list."),
+    190: ("Error validating access token: Session has expired", ""),
+    100: ("Invalid parameter", ""),
+}  # fmt: skip
+ERROR_TITLES = {code: title for code, (title, _details) in PLATFORM_ERRORS.items()}
+
+
+def error_object(code: int) -> dict[str, Any]:
+    """One `errors[]` entry of a failed status, in the platform's shape."""
+    title, details = PLATFORM_ERRORS.get(code, ("Error", "An error occurred."))
+    return {
+        "code": code,
+        "title": title,
+        "message": title,
+        "error_data": {"details": details or title},
+        "href": "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/",
+    }
+
+
 HTTP_STATUS_FOR = {
     190: 401,
     131030: 400,
@@ -369,8 +392,13 @@ class GraphApiEmulator:
             self._reused_id = wamid
 
     def fail_async(self, recipient: str, code: int = 131047) -> None:
-        """Sends to `recipient` are accepted (200 + wamid), then a `failed` status follows."""
+        """Sends to `recipient` are accepted (200 + wamid), then a `failed` status follows
+        (`sent`, then `failed` with `code` in the platform's error shape)."""
         self._async_failures[recipient] = code
+
+    def stop_failing(self, recipient: str) -> None:
+        """Sends to `recipient` are delivered again (after `fail_async`)."""
+        self._async_failures.pop(recipient, None)
 
     def sent_to(self, recipient: str) -> list[SentMessage]:
         with self._lock:

@@ -1,5 +1,7 @@
 """Desktop notifications: who is told, per person, when a chat starts waiting, is assigned to
-them, or their chat gets a customer message.
+them, or their chat gets a customer message; and, unasked, when WhatsApp did not deliver a
+message a manager or the bot sent (`failed`: to the chat's assigned manager, else to everyone of
+the business who may see the chat, with the reason in plain words).
 
 Each manager turns the three kinds on per business (`Membership.notify_*`, the page
 `inbox/web/notification_views.py`). The recipients are decided here, on the server, from the
@@ -17,13 +19,14 @@ from typing import Any, Literal
 from django.db import transaction
 from django.urls import reverse
 
-from inbox.conversations import access, hooks
+from inbox.conversations import access, delivery_errors, hooks
 from inbox.conversations.models import Chat, Handoff, HandoffReason, Membership, Message
 from inbox.web import contact
 from inbox.web.live.realtime import send_to_users
 from inbox.web.templatetags.inbox_ui import preview
 
-Kind = Literal["waiting", "assigned", "message"]
+# "failed" is not a preference: a message that did not arrive is always worth telling.
+Kind = Literal["waiting", "assigned", "message", "failed"]
 FIELDS: dict[Kind, str] = {
     "waiting": "notify_waiting",
     "assigned": "notify_assigned",
@@ -45,6 +48,9 @@ class NotificationPush(hooks.Listener):
 
     def chat_assigned(self, chat_id: int, *, assignee_id: int) -> None:
         transaction.on_commit(partial(chat_assigned, chat_id, assignee_id), robust=True)
+
+    def message_failed(self, message_id: int) -> None:
+        transaction.on_commit(partial(message_failed, message_id), robust=True)
 
     def messages_received(self, items: Sequence[tuple[Message, Chat]], *, business_id: int) -> None:
         for message, chat in items:
@@ -111,3 +117,40 @@ def my_chat_message(message: Message, chat: Chat) -> None:
     if not users:
         return
     _send("message", chat, users, contact.customer_label(chat), preview(message) or "New message")
+
+
+def failure_recipients(chat: Chat) -> list[int]:
+    """The chat's owner for a failed message: its assigned manager, or (nobody assigned) every
+    member of its business who may see the chat."""
+    members = Membership.objects.filter(business_id=chat.channel.business_id).select_related("user")
+    if chat.assigned_to_id is not None:
+        members = members.filter(user_id=chat.assigned_to_id)
+    return [m.user_id for m in members if access.can_see_chat(m.user, chat.pk)]
+
+
+def message_failed(message_id: int) -> None:
+    message = (
+        Message.objects.select_related("chat__channel__business").filter(pk=message_id).first()
+    )
+    if message is None or message.status != Message.Status.FAILED:
+        return
+    chat = message.chat
+    users = failure_recipients(chat)
+    if not users:
+        return
+    whose = "The assistant's" if message.author == Message.Author.BOT else "A"
+    _send(
+        "failed",
+        chat,
+        users,
+        f"{whose} message was not delivered: {contact.customer_label(chat)}",
+        _sentences(delivery_errors.explain(message.error_code, message.error_title)),
+    )
+
+
+def _sentences(text: str) -> str:
+    """As many whole sentences as fit a notification's body (a cut mid-word reads as a bug)."""
+    if len(text) <= BODY_LIMIT:
+        return text
+    cut = text.rfind(". ", 0, BODY_LIMIT)
+    return text[: cut + 1] if cut > 0 else text[: BODY_LIMIT - 1] + "…"

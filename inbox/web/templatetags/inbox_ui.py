@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from inbox.conversations import access, names
+from inbox.conversations import access, delivery_status, names
 from inbox.conversations.models import Chat, HandoffReason, Membership, Message
 from inbox.web import dashboard
 
@@ -160,3 +160,9 @@ def findings(details: Any) -> list[str]:
         elif item:
             out.append(str(item))
     return out
+
+
+@register.filter
+def undeliverable(chat: Chat) -> bool:
+    """WhatsApp said this customer cannot receive messages, and they have not written since."""
+    return delivery_status.undeliverable(chat)

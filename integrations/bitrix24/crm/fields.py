@@ -14,7 +14,8 @@ from typing import Any
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
-from inbox.conversations.models import Chat, Handoff
+from inbox.conversations import delivery_errors
+from inbox.conversations.models import Chat, Handoff, Message
 
 DEAL_FIELDS = ("stageId", "categoryId", "assignedById")
 LEAD_FIELDS = ("stageId", "assignedById")
@@ -27,6 +28,7 @@ class Origin(StrEnum):
 
     CHAT = "chat"
     HANDOFF = "handoff"
+    FAILED = "failed"
 
 
 def phone_digits(value: str) -> str:
@@ -123,6 +125,18 @@ def handoff_comment(handoff: Handoff) -> str:
     parts.extend(_facts_lines(handoff.facts or {}))
     parts.append(f"Chat: {chat_url(handoff.chat)}")
     parts.append(marker(Origin.HANDOFF, handoff.pk))
+    return "\n".join(parts)
+
+
+def failed_message_comment(message: Message) -> str:
+    """A message the customer did not get (a quote, a manager's answer), and why."""
+    who = "The assistant's" if message.author == Message.Author.BOT else "A manager's"
+    parts = [f"{who} WhatsApp message was not delivered."]
+    parts.append(f"Why: {delivery_errors.explain(message.error_code, message.error_title)}")
+    if message.text.strip():
+        parts.append(f"Message: {message.text.strip()[:1000]}")
+    parts.append(f"Chat: {chat_url(message.chat)}")
+    parts.append(marker(Origin.FAILED, message.pk))
     return "\n".join(parts)
 
 

@@ -1,6 +1,7 @@
 """Recording sync work in the database (the outbox) and handing it to workers.
 
-Work is a flag on the chat's `CrmLink` row (plus one `HandoffSync` row per handoff), written
+Work is a flag on the chat's `CrmLink` row (plus one `HandoffSync` row per handoff and one
+`FailedMessageSync` row per message WhatsApp did not deliver), written
 in the caller's transaction; the Celery task is enqueued on commit. A lost enqueue is picked
 up by the periodic sweep, because the row says there is work.
 """

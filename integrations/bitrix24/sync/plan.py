@@ -12,7 +12,7 @@ from typing import Any
 from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm import snapshot
 from integrations.bitrix24.crm.portal import PortalInfo
-from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, HandoffSync, UserLink
+from integrations.bitrix24.models import Bitrix24Settings, CrmEntity, UserLink
 from integrations.bitrix24.rest.client import Command
 from integrations.bitrix24.rest.phpquery import result_ref
 from integrations.bitrix24.sync.work import Step, Work
@@ -186,11 +186,17 @@ class Planner:
         )
         return [add, comment]
 
-    def _markers_to_write(self, w: Work) -> list[tuple[str, str, HandoffSync | None]]:
-        """(marker, text, handoff) of comments this chat still needs on its entity."""
-        wanted: list[tuple[str, str, HandoffSync | None]] = []
+    def _markers_to_write(self, w: Work) -> list[tuple[str, str, str]]:
+        """(marker, text, batch key) of comments this chat still needs on its entity."""
+        wanted: list[tuple[str, str, str]] = []
         if w.link.link_comment_id is None:
-            wanted.append((f.marker(f.Origin.CHAT, w.chat.pk), f.link_comment(w.chat), None))
+            wanted.append(
+                (
+                    f.marker(f.Origin.CHAT, w.chat.pk),
+                    f.link_comment(w.chat),
+                    w.key(Step.LINK_COMMENT),
+                )
+            )
         if self.cfg.sync_handoffs:
             for hs in w.handoffs:
                 if hs.comment_id is None:
@@ -198,9 +204,18 @@ class Planner:
                         (
                             f.marker(f.Origin.HANDOFF, hs.handoff_id),
                             f.handoff_comment(hs.handoff),
-                            hs,
+                            w.key(Step.HANDOFF_COMMENT, hs.handoff_id),
                         )
                     )
+        for fs in w.failures:
+            if fs.comment_id is None:
+                wanted.append(
+                    (
+                        f.marker(f.Origin.FAILED, fs.message_id),
+                        f.failed_message_comment(fs.message),
+                        w.key(Step.FAILED_COMMENT, fs.message_id),
+                    )
+                )
         return [item for item in wanted if item[0] not in w.found_comments]
 
     def _plan_comments(self, w: Work) -> list[Command]:
@@ -226,12 +241,7 @@ class Planner:
                 )
             ]
         commands = []
-        for marker_text, text, hs in wanted:
-            key = (
-                w.key(Step.LINK_COMMENT)
-                if hs is None
-                else w.key(Step.HANDOFF_COMMENT, hs.handoff_id)
-            )
+        for marker_text, text, key in wanted:
             commands.append(
                 Command(
                     key,

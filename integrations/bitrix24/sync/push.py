@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from integrations.bitrix24.crm import fields as f
 from integrations.bitrix24.crm.portal import PortalInfo, portal_info
-from integrations.bitrix24.models import Bitrix24Settings, CrmLink, HandoffSync
+from integrations.bitrix24.models import Bitrix24Settings, CrmLink, FailedMessageSync, HandoffSync
 from integrations.bitrix24.rest.client import BATCH_LIMIT, Bitrix24Client, Command
 from integrations.bitrix24.rest.connection import active_settings, client_for
 from integrations.bitrix24.rest.errors import Bitrix24Error, TransientError
@@ -100,6 +100,10 @@ def _save(works: Iterable[Work]) -> None:
                 if hs.done_at is None and hs.stage_done and hs.comment_id is not None:
                     hs.done_at = now
                 hs.save(update_fields=["stage_done", "comment_id", "done_at"])
+            for fs in w.failures:
+                if fs.done_at is None and fs.comment_id is not None:
+                    fs.done_at = now
+                fs.save(update_fields=["comment_id", "done_at"])
 
 
 def _load(claimed: list[tuple[int, int]]) -> list[Work]:
@@ -115,6 +119,14 @@ def _load(claimed: list[tuple[int, int]]) -> list[Work]:
     )
     for hs in pending:
         handoffs.setdefault(hs.link_id, []).append(hs)
+    failures: dict[int, list[FailedMessageSync]] = {}
+    failed = (
+        FailedMessageSync.objects.filter(link_id__in=list(seqs), done_at__isnull=True)
+        .select_related("message__chat__channel")
+        .order_by("id")
+    )
+    for fs in failed:
+        failures.setdefault(fs.link_id, []).append(fs)
     return [
         Work(
             link=link,
@@ -123,6 +135,7 @@ def _load(claimed: list[tuple[int, int]]) -> list[Work]:
             handoffs=handoffs.get(link.pk, []),
             phone=f.chat_phone(link.chat),
             started_in_doubt=link.in_doubt,
+            failures=failures.get(link.pk, []),
         )
         for link in sorted(links, key=lambda link: link.pk)
     ]

@@ -87,6 +87,10 @@ class LinkSync(Planner):
             code = Step.HANDOFF_COMMENT.code(hs.handoff_id)
             if code in results:
                 hs.comment_id = int(results[code])
+        for fs in w.failures:
+            code = Step.FAILED_COMMENT.code(fs.message_id)
+            if code in results:
+                fs.comment_id = int(results[code])
         if Step.HANDOFF_STAGE in results:
             self.read_entity(w, results[Step.HANDOFF_STAGE]["item"])
             for hs in w.handoffs:
@@ -134,6 +138,8 @@ class LinkSync(Planner):
             for hs in w.handoffs:
                 hs.stage_done = True
                 hs.comment_id = hs.comment_id or 0
+            for fs in w.failures:
+                fs.comment_id = fs.comment_id or 0
 
     def _record_found_comments(self, w: Work) -> None:
         chat_marker = f.marker(f.Origin.CHAT, w.chat.pk)
@@ -143,6 +149,10 @@ class LinkSync(Planner):
             found = w.found_comments.get(f.marker(f.Origin.HANDOFF, hs.handoff_id))
             if found:
                 hs.comment_id = found
+        for fs in w.failures:
+            found = w.found_comments.get(f.marker(f.Origin.FAILED, fs.message_id))
+            if found:
+                fs.comment_id = found
 
     def _check_contact_phone(self, w: Work, contact: dict[str, Any]) -> None:
         """The contact must carry the customer's phone once: if it is missing, change our own

@@ -9,15 +9,15 @@ from enum import StrEnum
 from typing import Any
 
 from inbox.conversations.models import Chat
-from integrations.bitrix24.models import CrmLink, HandoffSync
+from integrations.bitrix24.models import CrmLink, FailedMessageSync, HandoffSync
 from integrations.bitrix24.rest.client import Command
 from integrations.bitrix24.rest.errors import Bitrix24Error
 
 
 class Step(StrEnum):
     """A command of one chat's pass. The value names the command inside a batch
-    (`w{link id}_{value}`, e.g. `w12_eadd`); HANDOFF_COMMENT is a template filled with the
-    handoff id, one comment per handoff."""
+    (`w{link id}_{value}`, e.g. `w12_eadd`); HANDOFF_COMMENT and FAILED_COMMENT are templates
+    filled with the handoff's or the message's id, one comment each."""
 
     FIND_CONTACT_BY_PHONE = "dup"
     FIND_CONTACT_BY_ORIGIN = "cor"
@@ -27,6 +27,7 @@ class Step(StrEnum):
     LINK_COMMENT = "lc"
     LIST_COMMENTS = "cl"
     HANDOFF_COMMENT = "h{}c"
+    FAILED_COMMENT = "f{}c"
     HANDOFF_STAGE = "hs"
     FIND_USER = "usr"
     SET_RESPONSIBLE = "resp"
@@ -34,10 +35,11 @@ class Step(StrEnum):
     VERIFY_CONTACT = "vc"
     FIX_CONTACT_PHONE = "vcu"
 
-    def code(self, handoff_id: int | None = None) -> str:
-        """The step's part of a batch key (for a handoff comment, with the handoff id in it)."""
-        if self is Step.HANDOFF_COMMENT:
-            return self.value.format(handoff_id)
+    def code(self, object_id: int | None = None) -> str:
+        """The step's part of a batch key (for a handoff's or a failed message's comment, with
+        its id in it)."""
+        if self in (Step.HANDOFF_COMMENT, Step.FAILED_COMMENT):
+            return self.value.format(object_id)
         return self.value
 
 
@@ -77,7 +79,9 @@ class Work:
     error: Bitrix24Error | None = None
     previous: tuple[dict[str, Any], str] | None = None
     writes: bool = False
+    # Messages WhatsApp did not deliver whose timeline comment is still to write.
+    failures: list[FailedMessageSync] = field(default_factory=list)
 
-    def key(self, step: Step, handoff_id: int | None = None) -> str:
+    def key(self, step: Step, object_id: int | None = None) -> str:
         """The command's key in a batch: unique per chat and step, never numeric."""
-        return f"w{self.link.pk}_{step.code(handoff_id)}"
+        return f"w{self.link.pk}_{step.code(object_id)}"

@@ -216,7 +216,7 @@ class TestChatView:
         assert f'href="/inbox/media/{doc.pk}/"' in page
         assert "invoice.pdf" in page
 
-    def test_failed_outbound_message_shows_the_error_title(self, a: Tenant) -> None:
+    def test_failed_outbound_message_says_why_in_plain_words(self, a: Tenant) -> None:
         Message.objects.create(
             chat=a.chat, channel=a.channel, direction=Message.Direction.OUTBOUND,
             author=Message.Author.BOT, text="hello", from_me=True, status=Message.Status.FAILED,
@@ -225,7 +225,9 @@ class TestChatView:
 
         page = client_for(a.manager).get(f"/inbox/chat/{a.chat.pk}/").content.decode()
 
-        assert "Not delivered: Re-engagement message (131047)" in page
+        assert "Not delivered: More than 24 hours have passed since the customer last wrote" in page
+        assert "(131047)" in page
+        assert "only a template message can be sent now" in page  # instead of a Resend button
 
     def test_handoff_card_shows_reason_summary_and_facts(self, a: Tenant) -> None:
         ownership.request_human(a.chat.pk, reason="outside_knowledge_base")

@@ -136,7 +136,12 @@ def test_statuses_including_failures_with_their_error_code() -> None:
     assert [(e.provider_message_id, e.status) for e in events] == [  # type: ignore[union-attr]
         ("wamid.1", "sent"), ("wamid.1", "read"), ("wamid.2", "played"), ("wamid.3", "failed"),
     ]  # fmt: skip
-    assert (events[3].error_code, events[3].error_title) == ("131047", "Re-engagement message")  # type: ignore[union-attr]
+    # Meta's title with its details (`error_data.details`), kept for support.
+    assert (events[3].error_code, events[3].error_title) == (  # type: ignore[union-attr]
+        "131047",
+        "Re-engagement message: Message failed to send because more than 24 hours have passed "
+        "since the customer last replied to this number.",
+    )
 
 
 def test_business_app_echo_is_a_from_me_event_keyed_on_the_customer() -> None:

@@ -11,10 +11,12 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from inbox.conversations.models import Chat, Handoff
+from inbox.conversations import delivery_status
+from inbox.conversations.events import StatusEvent
+from inbox.conversations.models import Chat, Handoff, Message
 from integrations.bitrix24 import hooks
 from integrations.bitrix24.crm import fields
-from integrations.bitrix24.models import CrmLink, HandoffSync, UserLink
+from integrations.bitrix24.models import CrmLink, FailedMessageSync, HandoffSync, UserLink
 from integrations.bitrix24.rest.client import Bitrix24Client, WebhookAuth
 from integrations.bitrix24.rest.limiter import LeakyBucket
 from integrations.bitrix24.setup import config
@@ -190,6 +192,37 @@ def test_a_handoff_moves_the_deal_and_writes_reason_summary_and_facts(
     assert (link.stage_id, link.stage_name) == ("C3:HANDOFF", "Manager needed")
     assert link.crm_fields == {"city": "Almaty", "items": "Oak table × 2"}
     assert HandoffSync.objects.get(handoff=handoff).done_at is not None
+
+
+def test_a_failed_quote_is_written_to_the_deals_timeline_once(portal: Bitrix24Emulator) -> None:
+    cfg = connect(portal, pipeline_id=3)
+    chat = _chat(factories.channel(cfg.business, kind="bridge"))
+    hooks.chat_created(chat.pk)
+    _synced(cfg.business_id)
+    quote = Message.objects.create(
+        chat=chat, channel=chat.channel, direction="out", author="bot", sent_by_bot=True,
+        from_me=True, text="Oak table: 120 000 KZT.", provider_message_id="wamid.quote",
+        status="sent",
+    )  # fmt: skip
+
+    with transaction.atomic():  # as the ingest consumer applies a status
+        delivery_status.apply(
+            StatusEvent(
+                channel_id=chat.channel_id, provider_message_id="wamid.quote", status="failed",
+                provider_ts=int(timezone.now().timestamp()), error_code="131026",
+                error_title="Message undeliverable",
+            )
+        )  # fmt: skip
+    _synced(cfg.business_id)
+    _synced(cfg.business_id)  # nothing left to do: no second comment
+
+    (deal,) = portal.deals()
+    comments = [c["COMMENT"] for c in portal.comments_on("deal", deal["id"])]
+    assert len(comments) == 2
+    assert "The assistant's WhatsApp message was not delivered." in comments[1]
+    assert "not on WhatsApp or cannot receive messages" in comments[1]
+    assert "Oak table: 120 000 KZT." in comments[1]
+    assert FailedMessageSync.objects.get(message=quote).done_at is not None
 
 
 def test_the_assigned_manager_becomes_the_responsible_user(portal: Bitrix24Emulator) -> None:
