@@ -1,6 +1,7 @@
 """One turn: a chat's pending customer messages become exactly one safe reply or a handoff.
 
     collect pending messages (the bot must own the chat; voice notes must be transcribed)
+    WhatsApp's window closed (Cloud API) → hand to a human with reason `window_closed`, no text
     too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
@@ -25,7 +26,7 @@ from django.utils import timezone
 from assistant.decision import brain, escalation, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox.conversations import hooks, turns
+from inbox.conversations import hooks, turns, window
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
 from inbox.conversations.outbound import SendOutcome, send_reply, settle_turn
@@ -49,6 +50,8 @@ SEND_OUTCOMES = {
     "already_answered": Turn.Outcome.ALREADY_ANSWERED,
     "failed": Turn.Outcome.SEND_FAILED,
     "empty": Turn.Outcome.FAILED,
+    # The window closed while the model was thinking: `send_reply` handed the chat over.
+    "window_closed": Turn.Outcome.HANDED_OFF,
 }
 
 
@@ -138,6 +141,10 @@ def take_turn(chat_id: int) -> Turn | None:
 def _run(turn: Turn, pending: turns.PendingTurn) -> bool:
     """The turn's work; True when its reply failed for now and is being retried."""
     turn_input = build_input(pending)
+    if not window.is_open(pending.chat):
+        # No model call: whatever it wrote could not be sent.
+        _handoff(turn, pending, escalation.window_closed(turn_input, pending.chat.window_closes_at))
+        return False
     oldest = pending.messages[0]
     late = escalation.too_late(
         turn_input,

@@ -22,7 +22,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, reading
+from inbox.conversations import access, reading, window
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions
 
@@ -98,6 +98,14 @@ class ErrorOut(Schema):
     detail: str
 
 
+class WindowClosedOut(Schema):
+    """A free-text send refused: WhatsApp's customer-service window is closed."""
+
+    error: Literal["window_closed"]
+    detail: str
+    window_closes_at: datetime | None
+
+
 class ChatOut(Schema):
     id: int
     business_id: int
@@ -117,6 +125,14 @@ class ChatOut(Schema):
     last_customer_at: datetime | None
     last_manager_at: datetime | None
     owner_changed_at: datetime | None
+    window_closes_at: datetime | None = Field(
+        description="WhatsApp Cloud API chats: when the 24-hour customer-service window (72 h "
+        "after an ad click) closes; past it only an approved template reaches the customer. "
+        "Null on channels without a window and on a chat the customer never wrote in."
+    )
+    window_open: bool = Field(
+        description="Whether free text may be sent now (always true without a window)."
+    )
 
     @staticmethod
     def of(chat: Chat, user_id: int, *, masked: set[int] | frozenset[int] = frozenset()) -> ChatOut:
@@ -146,6 +162,8 @@ class ChatOut(Schema):
             last_customer_at=chat.last_customer_at,
             last_manager_at=chat.last_manager_at,
             owner_changed_at=chat.owner_changed_at,
+            window_closes_at=chat.window_closes_at if window.has_window(chat.channel.kind) else None,
+            window_open=window.is_open(chat),
         )
 
 
@@ -370,12 +388,25 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
 
 @router.post(
     "/chats/{chat_id}/reply",
-    response={200: ActionOut, 404: ErrorOut},
+    response={200: ActionOut, 404: ErrorOut, 409: WindowClosedOut},
     summary="Send a manager reply (the chat becomes human-owned)",
+    description="409 `window_closed`: the WhatsApp Cloud API customer-service window is closed "
+    "(`window_open` is false on the chat); free text would fail with WhatsApp error 131047, "
+    "only an approved template can be sent.",
     tags=["actions"],
 )
 def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
-    return _act(request, actions.reply, chat_id, body.text, key=body.idempotency_key)
+    try:
+        result = actions.reply(request.user, chat_id, body.text, key=body.idempotency_key)
+    except actions.ChatNotFound:
+        return _not_found()
+    if result.window_closed:
+        closes = result.chat.window_closes_at
+        return Status(
+            409,
+            WindowClosedOut(error="window_closed", detail=result.error, window_closes_at=closes),
+        )
+    return _result(result, request.user)
 
 
 @router.post(
