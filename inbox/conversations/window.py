@@ -31,9 +31,9 @@ _CLOUD_API = Channel.Kind.CLOUD_API.value
 
 # What a manager (and the API) is told when free text is refused.
 CLOSED_DETAIL = (
-    "The customer last wrote more than 24 hours ago, so WhatsApp's customer-service window is "
-    "closed: only an approved template can be sent to this customer now "
-    "(free text would fail with WhatsApp error 131047). Internal notes still work."
+    "WhatsApp's 24-hour customer-service window is closed (the customer has not written since): "
+    "only an approved template can be sent to this customer now (free text would fail with "
+    "WhatsApp error 131047). Internal notes still work."
 )
 
 WindowState = Literal["none", "open", "closing", "closed"]

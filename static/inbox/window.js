@@ -5,6 +5,7 @@
 (function () {
   "use strict";
   var WARN_MS = 3600 * 1000;
+  var TICK_MS = 15000;
   var CLOSED = "WhatsApp window closed: template only";
 
   function duration(ms) {
@@ -21,9 +22,14 @@
     if (note) note.hidden = !closed;
   }
 
+  var closing = null;  // the timer set for the moment the nearest window closes
+
   function update() {
+    var soonest = Infinity;
     document.querySelectorAll("[data-window]").forEach(function (badge) {
-      var at = badge.dataset.windowClosesAt ? Date.parse(badge.dataset.windowClosesAt) : NaN;
+      // Python writes microseconds; the date format JavaScript must read has milliseconds.
+      var raw = (badge.dataset.windowClosesAt || "").replace(/(\.\d{3})\d+/, "$1");
+      var at = raw ? Date.parse(raw) : NaN;
       var left = isNaN(at) ? 0 : at - Date.now();
       var state = left <= 0 ? "closed" : left < WARN_MS ? "closing" : "open";
       badge.textContent = state === "closed" ? CLOSED : "Window closes in " + duration(left);
@@ -31,12 +37,16 @@
       badge.classList.add("window-" + state);
       badge.dataset.windowState = state;
       lock(badge.dataset.chatId, state === "closed");
+      if (left > 0) soonest = Math.min(soonest, left);
     });
+    clearTimeout(closing);
+    // The minute tick below is too coarse for the moment itself: lock right when it comes.
+    if (soonest < TICK_MS) closing = setTimeout(update, soonest + 50);
   }
 
   document.addEventListener("inbox:upserted", update);
   document.addEventListener("htmx:load", update);
   document.addEventListener("DOMContentLoaded", update);
-  setInterval(update, 15000);
+  setInterval(update, TICK_MS);
   update();
 })();
