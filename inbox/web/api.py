@@ -141,6 +141,7 @@ class ChatOut(Schema):
         if unread is None:
             read = reading.read_counts(user_id, [chat.pk])[chat.pk]
             unread = max(0, chat.customer_messages - read)
+        closes = chat.window_closes_at if window.has_window(chat.channel.kind) else None
         return ChatOut(
             id=chat.pk,
             business_id=chat.channel.business_id,
@@ -162,7 +163,7 @@ class ChatOut(Schema):
             last_customer_at=chat.last_customer_at,
             last_manager_at=chat.last_manager_at,
             owner_changed_at=chat.owner_changed_at,
-            window_closes_at=chat.window_closes_at if window.has_window(chat.channel.kind) else None,
+            window_closes_at=closes,
             window_open=window.is_open(chat),
         )
 
@@ -397,7 +398,8 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
 )
 def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
     try:
-        result = actions.reply(request.user, chat_id, body.text, key=body.idempotency_key)
+        user: Any = request.user  # authenticated: TokenAuth ran
+        result = actions.reply(user, chat_id, body.text, key=body.idempotency_key)
     except actions.ChatNotFound:
         return _not_found()
     if result.window_closed:

@@ -92,9 +92,7 @@ class TestWindowFromIngest:
 
         # The business wrote from the WhatsApp Business app (an echo), then history replayed.
         ingest.accept(_event(cloud, 2, now - 60, from_me=True))
-        ingest.accept(
-            _event(cloud, 3, now - HISTORY_AGE_SECONDS - 60, extra={"history": True})
-        )
+        ingest.accept(_event(cloud, 3, now - HISTORY_AGE_SECONDS - 60, extra={"history": True}))
 
         chat.refresh_from_db()
         assert chat.window_closes_at == _at(now - 30 * HOUR + 24 * HOUR)
@@ -204,7 +202,8 @@ class TestSendingOutsideTheWindow:
             answered_up_to=asked.pk,
         )
 
-        assert outcome.handed_off and outcome.notice_message_id is None
+        assert outcome.handed_off
+        assert outcome.notice_message_id is None
         assert graph.sent_to("77011234567") == []
         assert Handoff.objects.get(pk=outcome.handoff_id).message_to_customer == ""
 
