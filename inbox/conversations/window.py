@@ -1,13 +1,17 @@
 """WhatsApp's customer-service window: the one place that says whether free text may reach a
 customer now.
 
-On the Cloud API a customer's message opens a 24-hour window (72 hours when the message came
-from a Click-to-WhatsApp ad: its `referral`, a free entry point) in which any message may be
-sent; outside it only an approved template is delivered, and a free-text send is accepted by
-the Graph API and then fails with error 131047. The window is measured from the customer's
-last inbound message by its provider timestamp; our own messages, echoes from the business's
-phone and replayed history never reopen it (the ingest counts customer messages only:
+On the Cloud API a customer's message opens a 24-hour window in which any message may be sent;
+outside it only an approved template is delivered, and a free-text send is accepted by the
+Graph API and then fails with error 131047. The window is measured from the customer's last
+inbound message by its provider timestamp; our own messages, echoes from the business's phone
+and replayed history never reopen it (the ingest counts customer messages only:
 `ingest.chats.count_customer_message`). Linked-device gateways and the sandbox have no window.
+
+A message from a Click-to-WhatsApp ad (its `referral`) does not lengthen it: the 72-hour "free
+entry point" that such a message starts once the business replies is a pricing window (every
+message free of charge, templates included); Meta still allows non-template messages only
+within the 24-hour customer-service window.
 
 `Chat.window_closes_at` holds the closing time, written by the ingest with the chat's other
 counters, so reading it costs nothing.
@@ -17,14 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from django.utils import timezone
 
 from inbox.conversations.models import Channel, Chat
 
 WINDOW = timedelta(hours=24)
-ENTRY_POINT_WINDOW = timedelta(hours=72)
 # Under this much time left the inbox warns that the window is about to close.
 WARN_BEFORE = timedelta(hours=1)
 _CLOUD_API = Channel.Kind.CLOUD_API.value
@@ -44,16 +47,13 @@ def has_window(kind: str) -> bool:
     return kind == _CLOUD_API
 
 
-def closes_after(
-    current: datetime | None, customer_at: datetime, payload: dict[str, Any] | None, kind: str
-) -> datetime | None:
+def closes_after(current: datetime | None, customer_at: datetime, kind: str) -> datetime | None:
     """The chat's closing time once a customer message stamped `customer_at` is counted: the
     later of the one it had and this message's (an older message arriving late never shortens
     it). None on a channel without a window."""
-    if not has_window(kind):
+    if kind != _CLOUD_API:
         return None
-    length = ENTRY_POINT_WINDOW if payload and payload.get("referral") else WINDOW
-    closes = customer_at + length
+    closes = customer_at + WINDOW
     return closes if current is None or closes > current else current
 
 

@@ -126,8 +126,9 @@ class ChatOut(Schema):
     last_manager_at: datetime | None
     owner_changed_at: datetime | None
     window_closes_at: datetime | None = Field(
-        description="WhatsApp Cloud API chats: when the 24-hour customer-service window (72 h "
-        "after an ad click) closes; past it only an approved template reaches the customer. "
+        description="WhatsApp Cloud API chats: when the 24-hour customer-service window closes "
+        "(24 h after the customer's last message); past it only an approved template reaches "
+        "the customer. "
         "Null on channels without a window and on a chat the customer never wrote in."
     )
     window_open: bool = Field(

@@ -100,17 +100,15 @@ class Counters:
     window_closes_at: datetime | None
 
 
-def count_customer_message(
-    counters: Chat | Counters, at: datetime, payload: dict[str, Any], kind: str
-) -> None:
+def count_customer_message(counters: Chat | Counters, at: datetime, kind: str) -> None:
     """What one customer message, written at `at`, does to its chat's counters: the one
     place for the rule (the batched insert writes its result ahead of `customer_wrote`).
-    `payload`: the message's; `kind`: its channel's (the window: `window.closes_after`)."""
+    `kind`: the chat's channel's (its window: `window.closes_after`)."""
     counters.version += 1
     counters.customer_messages += 1
     counters.last_customer_at = at
     counters.last_message_at = at
-    counters.window_closes_at = window.closes_after(counters.window_closes_at, at, payload, kind)
+    counters.window_closes_at = window.closes_after(counters.window_closes_at, at, kind)
 
 
 def counters_if_stored(
@@ -131,9 +129,7 @@ def counters_if_stored(
                 chat.last_message_at, chat.window_closes_at,
             )  # fmt: skip
             entry = per_chat[chat.id] = (counters, [0])
-        count_customer_message(
-            entry[0], row["provider_timestamp"], row["payload"], chat.channel.kind
-        )
+        count_customer_message(entry[0], row["provider_timestamp"], chat.channel.kind)
         entry[1][0] += 1
     return [
         [chat_id, counters.version, counters.customer_messages, counters.last_customer_at,
@@ -158,7 +154,7 @@ def customer_wrote(
     schedule = False
     for message in messages:
         at = message.provider_timestamp or timezone.now()
-        count_customer_message(chat, at, message.payload, chat.channel.kind)
+        count_customer_message(chat, at, chat.channel.kind)
         # A resolved or snoozed chat is open again: part of this same save (no query when open).
         reopening = status.reopen_on_customer_message(chat, at)
         if reopening:

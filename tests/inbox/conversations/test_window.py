@@ -99,14 +99,19 @@ class TestWindowFromIngest:
         assert not window.is_open(chat)
         assert chat.messages.count() == 3
 
-    def test_a_message_from_a_click_to_whatsapp_ad_opens_72_hours(self, cloud: Channel) -> None:
+    def test_a_message_from_a_click_to_whatsapp_ad_still_allows_free_text_for_24_hours_only(
+        self, cloud: Channel
+    ) -> None:
+        """Its 72-hour free entry point is about price: Meta sends non-template messages only
+        within the 24-hour customer-service window."""
         written = int(time.time()) - 30 * HOUR
         referral = {"source_type": "ad", "headline": "Oak tables -20%", "source_url": "x"}
         chat_id = ingest.accept(_event(cloud, 1, written, extra={"referral": referral})).chat_id
 
         chat = Chat.objects.get(pk=chat_id)
-        assert chat.window_closes_at == _at(written + 72 * HOUR)
-        assert window.is_open(chat)
+        assert chat.messages.get().payload["referral"]["headline"] == "Oak tables -20%"
+        assert chat.window_closes_at == _at(written + 24 * HOUR)
+        assert not window.is_open(chat)
 
     def test_a_linked_device_chat_has_no_window(self) -> None:
         bridge = factories.channel(kind=Channel.Kind.BRIDGE)
