@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
@@ -19,6 +20,7 @@ from inbox.web import fragments
 from inbox.web.api_tokens import create_token
 from tests import factories
 from tests.emulators.graph_api import GraphApiEmulator
+from tests.inbox.conversations.test_manager_attachments import PNG
 from tests.inbox.tenants import Tenant, tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -112,6 +114,21 @@ class TestInbox:
             HTTP_HX_REQUEST="true",
         )  # fmt: skip
         assert chat.messages.filter(direction=Message.Direction.INTERNAL).count() == 1
+
+    def test_past_the_window_a_file_is_refused_too(
+        self, a: Tenant, graph: GraphApiEmulator
+    ) -> None:
+        chat = _cloud_chat(a, graph, wrote_hours_ago=25)
+        upload = SimpleUploadedFile("table.png", PNG, content_type="image/png")
+
+        refused = _client(a.manager).post(
+            f"/inbox/chat/{chat.pk}/reply/", {"attachment": upload, "key": "f1"},
+            HTTP_HX_REQUEST="true",
+        ).content.decode()  # fmt: skip
+
+        assert "only an approved template can be sent to this customer now" in refused
+        assert graph.uploads == []
+        assert not chat.messages.filter(direction=Message.Direction.OUTBOUND).exists()
 
     def test_a_customer_message_pushes_the_reopened_window_to_an_open_chat(
         self, a: Tenant, graph: GraphApiEmulator
