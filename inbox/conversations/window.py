@@ -20,7 +20,7 @@ counters, so reading it costs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from django.utils import timezone
@@ -31,6 +31,7 @@ WINDOW = timedelta(hours=24)
 # Under this much time left the inbox warns that the window is about to close.
 WARN_BEFORE = timedelta(hours=1)
 _CLOUD_API = Channel.Kind.CLOUD_API.value
+_LONG_AGO = datetime.min.replace(tzinfo=UTC)
 
 # What a manager (and the API) is told when free text is refused.
 CLOSED_DETAIL = (
@@ -62,7 +63,7 @@ def closes_at(chat: Chat) -> datetime | None:
     if not has_window(chat.channel.kind):
         return None
     # A Cloud API chat the customer never wrote in (only echoes) has its window closed.
-    return chat.window_closes_at or datetime.min.replace(tzinfo=timezone.get_current_timezone())
+    return chat.window_closes_at or _LONG_AGO
 
 
 def is_open(chat: Chat, now: datetime | None = None) -> bool:
