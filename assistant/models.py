@@ -58,6 +58,8 @@ SYSTEM_HANDOFF_REASONS: dict[HandoffReason, str] = {
     "key, model name, context length or schema).",
     HandoffReason.VOICE_UNCLEAR: "A voice note could not be understood well enough, twice.",
     HandoffReason.TRANSCRIPTION_FAILED: "A voice note could not be transcribed.",
+    HandoffReason.WINDOW_CLOSED: "WhatsApp's 24-hour customer-service window closed before the "
+    "answer: only a template can reach the customer.",
 }
 
 DEFAULT_FORBIDDEN_PROMISES: list[str] = [

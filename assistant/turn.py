@@ -3,6 +3,7 @@
     collect pending messages (the bot must own the chat; voice notes must be transcribed)
     mark them read, "typing…" while composing (assistant/composing.py, a courtesy)
     only an opt-out keyword ("STOP")  → record it, confirm once (assistant/opt_out.py)
+    WhatsApp's window closed (Cloud API) → hand to a human with reason `window_closed`, no text
     too old (the channel's late-answer cutoff)  → hand to a human with reason `late`
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
@@ -28,7 +29,7 @@ from assistant import composing, opt_out
 from assistant.decision import brain, escalation, explain, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox.conversations import delivery_status, hooks, turns
+from inbox.conversations import delivery_status, hooks, turns, window
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
 from inbox.conversations.outbound import SendOutcome, send_reply, settle_turn
@@ -53,6 +54,8 @@ SEND_OUTCOMES = {
     "failed": Turn.Outcome.SEND_FAILED,
     "empty": Turn.Outcome.FAILED,
     "undeliverable": Turn.Outcome.SEND_FAILED,
+    # The window closed while the model was thinking: `send_reply` handed the chat over.
+    "window_closed": Turn.Outcome.HANDED_OFF,
 }
 
 
@@ -155,6 +158,10 @@ def _decide(turn: Turn, pending: turns.PendingTurn) -> tuple[Decision, dict[str,
         turn.action, turn.reason = stop.action.value, stop.reason
         return stop, None
     turn_input = build_input(pending)
+    if not window.is_open(pending.chat):
+        # No model call: whatever it wrote could not be sent.
+        _handoff(turn, pending, escalation.window_closed(turn_input, pending.chat.window_closes_at))
+        return False
     oldest = pending.messages[0]
     late = escalation.too_late(
         turn_input,

@@ -8,7 +8,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.db.models import F
+from django.utils import timezone
 
+from inbox.conversations import window
 from inbox.conversations.models import Business, Channel, Chat, Membership, Message
 
 _seq = itertools.count(1)
@@ -32,10 +34,15 @@ def channel(
 
 
 def chat(ch: Channel | None = None, **kwargs: Any) -> Chat:
+    """A chat; on a Cloud API channel one whose customer just wrote (its 24-hour window open)
+    unless `window_closes_at` says otherwise."""
     n = next(_seq)
+    ch = ch or channel()
     defaults: dict[str, Any] = {"customer_key": f"7700{n:07d}", "customer_name": f"Customer {n}"}
+    if ch.kind == Channel.Kind.CLOUD_API:
+        defaults["window_closes_at"] = timezone.now() + window.WINDOW
     defaults.update(kwargs)
-    return Chat.objects.create(channel=ch or channel(), **defaults)
+    return Chat.objects.create(channel=ch, **defaults)
 
 
 def customer_message(c: Chat, text: str = "hello", **kwargs: Any) -> Message:

@@ -5,6 +5,8 @@ The backend (model or catalogue assistant) may itself hand off, with a business'
 (asks_for_human, ready_to_buy, complaint, …). On top of that, the system hands off:
 
     late               the oldest pending message waited past the channel's late-answer cutoff
+    window_closed      WhatsApp's customer-service window closed before the bot answered: free
+                       text would fail (131047); the customer is told nothing
     guardrail          the reply names a price, discount, deadline or promise nothing backs
     voice_unclear      a voice note below the confidence threshold, the second time in a row
                        (the first time the customer is asked to repeat it)
@@ -19,7 +21,7 @@ Every handoff reaches the customer in their language (`assistant.decision.replie
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from assistant.decision.guardrails import GuardrailResult
@@ -43,6 +45,23 @@ def too_late(turn: TurnInput, *, waited: timedelta, cutoff: timedelta) -> Decisi
         f"{cutoff.total_seconds() / 60:.0f} min); a person should answer it."
     )
     return _handoff(turn, HandoffReason.LATE, summary)
+
+
+def window_closed(turn: TurnInput, closes_at: datetime | None) -> Decision:
+    """Past WhatsApp's customer-service window the bot says nothing (only a template would be
+    delivered): a person decides how to reach the customer."""
+    when = f" at {closes_at:%Y-%m-%d %H:%M} UTC" if closes_at else ""
+    summary = (
+        f"WhatsApp's 24-hour customer-service window closed{when} before the assistant "
+        "answered; only an approved template can reach the customer now."
+    )
+    return Decision(
+        action=Action.HANDOFF,
+        reason=HandoffReason.WINDOW_CLOSED,
+        summary=summary,
+        reply_to_customer="",
+        facts=Facts(),
+    )
 
 
 def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
-from inbox.conversations import hooks, ownership
+from inbox.conversations import hooks, ownership, window
 from inbox.conversations.models import Chat, Handoff, Message, Owner
 from inbox.conversations.outbound import deliver_recorded, record_outbound
 from inbox.platform import metrics
@@ -55,6 +55,9 @@ def hand_off(
         if answered_up_to and answered_up_to <= chat.answered_up_to:
             return HandoffOutcome(False, "already_answered")
         ownership.request_human(chat.pk, reason=reason)
+        if not window.is_open(chat):
+            # WhatsApp would refuse free text now (`window`): the customer is told nothing.
+            message_to_customer = ""
         handoff = Handoff.objects.create(
             chat=chat,
             reason=reason,

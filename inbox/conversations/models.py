@@ -270,6 +270,8 @@ class Chat(models.Model):
     snoozed_until = models.DateTimeField(null=True, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
     last_customer_at = models.DateTimeField(null=True, blank=True)
+    # Cloud API only: when the customer-service window closes (`inbox.conversations.window`).
+    window_closes_at = models.DateTimeField(null=True, blank=True)
     last_manager_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
     owner_changed_at = models.DateTimeField(null=True, blank=True)
@@ -551,6 +553,7 @@ class HandoffReason(models.TextChoices):
     SEND_FAILED = "send_failed", "Bot reply could not be sent"
     SEND_UNKNOWN = "send_unknown", "Bot reply may not have been sent"
     TURN_FAILED = "turn_failed", "Assistant failed on this chat"
+    WINDOW_CLOSED = "window_closed", "WhatsApp window closed: template only"
 
     @classmethod
     def label_for(cls, code: str) -> str:

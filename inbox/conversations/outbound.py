@@ -37,7 +37,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from inbox.conversations import delivery_errors, delivery_status, hooks, ownership
+from inbox.conversations import delivery_errors, delivery_status, hooks, ownership, window
 from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
@@ -68,6 +68,7 @@ OUTBOUND_MEDIA_KINDS = frozenset({Message.Kind.IMAGE, Message.Kind.DOCUMENT})
 # "retrying": the first try failed for now and the deliver task tries again (bot messages).
 # "undeliverable": WhatsApp said the customer cannot receive messages (131026), and they have not
 # written since: the bot does not try.
+# "window_closed": WhatsApp's customer-service window is closed (`window`): only a template.
 DropReason = Literal[
     "sent",
     "stale",
@@ -77,6 +78,7 @@ DropReason = Literal[
     "empty",
     "retrying",
     "undeliverable",
+    "window_closed",
 ]
 
 
@@ -142,6 +144,11 @@ def send_reply(
         if delivery_status.undeliverable(chat):
             _dropped(chat, "undeliverable", generated_at_version)
             return SendOutcome(False, "undeliverable")
+        if not window.is_open(chat):
+            # Free text now would be accepted and then fail (131047): a person decides instead.
+            _dropped(chat, "window_closed", generated_at_version)
+            ownership.request_human(chat.pk, reason=HandoffReason.WINDOW_CLOSED)
+            return SendOutcome(False, "window_closed", error=window.CLOSED_DETAIL)
         message = record_outbound(chat, text, author=Message.Author.BOT, manager=None)
         chat.answered_up_to = answered_up_to
         chat.save(update_fields=["answered_up_to"])
@@ -156,6 +163,8 @@ def send_manager_reply(
     text = text.strip()
     if not text:
         return SendOutcome(False, "empty")
+    if not window_open(chat_id):
+        return SendOutcome(False, "window_closed", error=window.CLOSED_DETAIL)
     ownership.manager_replied(chat_id, manager=manager)
     with transaction.atomic():
         chat = Chat.objects.select_for_update().select_related("channel").get(pk=chat_id)
@@ -166,6 +175,14 @@ def send_manager_reply(
         chat.answered_up_to = max(chat.answered_up_to, latest["m"] or 0)
         chat.save(update_fields=["answered_up_to"])
     return deliver_recorded(message)
+
+
+def window_open(chat_id: int) -> bool:
+    """May free text or media reach the chat's customer now (`window.is_open`)? Checked before
+    anything is recorded: the window only ever closes with time and a customer message only
+    reopens it, so a check a moment before the send cannot let a closed window through."""
+    chat = Chat.objects.select_related("channel").only("window_closes_at", "channel__kind")
+    return window.is_open(chat.get(pk=chat_id))
 
 
 def add_internal_note(chat_id: int, text: str, *, author: User | None = None) -> Message:

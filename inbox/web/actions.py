@@ -26,6 +26,7 @@ from inbox.conversations import (
     ownership,
     reading,
     resend,
+    window,
 )
 from inbox.conversations.models import Chat, Message, Owner
 from inbox.platform.redis import get_redis
@@ -54,6 +55,8 @@ class ActionResult:
     # A reply refused because another manager has the chat: whom the manager is asked to take
     # it from.
     ask_take_from: User | None = None
+    # Refused because WhatsApp's customer-service window is closed (`window`): only a template.
+    window_closed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -197,6 +200,8 @@ def reply(
     text, problem = _text(text)
     if problem:
         return ActionResult(chat, False, error=problem)
+    if not window.is_open(chat):
+        return _window_closed(chat)
     refused = _ask_holder_first(user, chat, ask_holder, take_from)
     if refused is not None:
         return refused
@@ -207,12 +212,18 @@ def reply(
     chat = _reload(chat.pk)
     if chat.assigned_to_id is None and assignment.assign(chat.pk, user.pk, only_if_unassigned=True):
         chat = _reload(chat.pk)
+    if outcome.reason == "window_closed":
+        return _window_closed(chat)
     if not outcome.sent:
         return ActionResult(
             chat, True, error=f"Not delivered: {outcome.error or outcome.reason}",
             message_id=outcome.message_id,
         )  # fmt: skip
     return ActionResult(chat, True, message_id=outcome.message_id)
+
+
+def _window_closed(chat: Chat) -> ActionResult:
+    return ActionResult(chat, False, error=window.CLOSED_DETAIL, window_closed=True)
 
 
 def _ask_holder_first(
@@ -270,6 +281,8 @@ def send_attachment(
         )
     except manager_attachments.Refused as exc:
         return ActionResult(chat, False, error=exc.title)
+    if not window.is_open(chat):
+        return _window_closed(chat)
     refused = _ask_holder_first(user, chat, ask_holder, take_from)
     if refused is not None:
         return refused

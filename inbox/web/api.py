@@ -22,7 +22,7 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, delivery_errors, delivery_status, flags, opt_outs, reading
+from inbox.conversations import access, delivery_errors, delivery_status, flags, opt_outs, reading, window
 from inbox.conversations.models import Chat, Handoff, Message, MessageFlag
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions, why
 
@@ -98,6 +98,14 @@ class ErrorOut(Schema):
     detail: str
 
 
+class WindowClosedOut(Schema):
+    """A free-text send refused: WhatsApp's customer-service window is closed."""
+
+    error: Literal["window_closed"]
+    detail: str
+    window_closes_at: datetime | None
+
+
 class ChatOut(Schema):
     id: int
     business_id: int
@@ -121,6 +129,15 @@ class ChatOut(Schema):
         description="WhatsApp said the customer cannot receive messages (131026) and they have "
         "not written since: the assistant does not answer, a resend is refused."
     )
+    window_closes_at: datetime | None = Field(
+        description="WhatsApp Cloud API chats: when the 24-hour customer-service window closes "
+        "(24 h after the customer's last message); past it only an approved template reaches "
+        "the customer. "
+        "Null on channels without a window and on a chat the customer never wrote in."
+    )
+    window_open: bool = Field(
+        description="Whether free text may be sent now (always true without a window)."
+    )
 
     @staticmethod
     def of(chat: Chat, user_id: int, *, masked: set[int] | frozenset[int] = frozenset()) -> ChatOut:
@@ -129,6 +146,7 @@ class ChatOut(Schema):
         if unread is None:
             read = reading.read_counts(user_id, [chat.pk])[chat.pk]
             unread = max(0, chat.customer_messages - read)
+        closes = chat.window_closes_at if window.has_window(chat.channel.kind) else None
         return ChatOut(
             id=chat.pk,
             business_id=chat.channel.business_id,
@@ -151,6 +169,8 @@ class ChatOut(Schema):
             last_manager_at=chat.last_manager_at,
             owner_changed_at=chat.owner_changed_at,
             undeliverable=delivery_status.undeliverable(chat),
+            window_closes_at=closes,
+            window_open=window.is_open(chat),
         )
 
 
@@ -412,12 +432,26 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
 
 @router.post(
     "/chats/{chat_id}/reply",
-    response={200: ActionOut, 404: ErrorOut},
+    response={200: ActionOut, 404: ErrorOut, 409: WindowClosedOut},
     summary="Send a manager reply (the chat becomes human-owned)",
+    description="409 `window_closed`: the WhatsApp Cloud API customer-service window is closed "
+    "(`window_open` is false on the chat); free text would fail with WhatsApp error 131047, "
+    "only an approved template can be sent.",
     tags=["actions"],
 )
 def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
-    return _act(request, actions.reply, chat_id, body.text, key=body.idempotency_key)
+    try:
+        user: Any = request.user  # authenticated: TokenAuth ran
+        result = actions.reply(user, chat_id, body.text, key=body.idempotency_key)
+    except actions.ChatNotFound:
+        return _not_found()
+    if result.window_closed:
+        closes = result.chat.window_closes_at
+        return Status(
+            409,
+            WindowClosedOut(error="window_closed", detail=result.error, window_closes_at=closes),
+        )
+    return _result(result, request.user)
 
 
 @router.post(

@@ -18,7 +18,7 @@ from typing import TypedDict
 from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
-from inbox.conversations import access
+from inbox.conversations import access, window
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import dashboard, jinja
 from inbox.web.local_time import business_time
@@ -92,6 +92,17 @@ def message(item: Message) -> Fragment:
     return _fragment(f"msg-{item.pk}", html, scope="chat", container=f"messages-{item.chat_id}")
 
 
+def window_badge(chat: Chat) -> Fragment | None:
+    """The header's window countdown, pushed with each customer burst (a message reopens the
+    window; the page counts down from the time by itself). None without a window."""
+    if not window.has_window(chat.channel.kind):
+        return None
+    html = _render_jinja(
+        "inbox/_window.html", chat.channel.business_id, chat=chat, w=window.describe(chat)
+    )
+    return _fragment(f"window-{chat.pk}", html, scope="chat")
+
+
 def typing(chat: Chat, running: bool) -> Fragment:
     html = _render(
         "inbox/_typing.html", {"chat": chat, "turn_running": running}, chat.channel.business_id
@@ -119,7 +130,8 @@ def for_new_messages(items: list[Message], chat: Chat) -> list[Fragment]:
     chat.last_message = items[-1]  # type: ignore[attr-defined]
     for item in items:
         item.chat = chat
-    return [row(chat), *(message(item) for item in items)]
+    badge = window_badge(chat)
+    return [row(chat), *(message(item) for item in items), *([badge] if badge else [])]
 
 
 def prepare_rows(chats: list[Chat]) -> None:

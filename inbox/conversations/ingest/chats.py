@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 import inbox.conversations.ingest.sql as sql
-from inbox.conversations import debounce, hooks, ownership, status, voice
+from inbox.conversations import debounce, hooks, ownership, status, voice, window
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.ingest.channels import ChannelInfo, channel_info
 from inbox.conversations.models import Chat, ChatStatus, Message, Owner
@@ -97,15 +97,18 @@ class Counters:
     customer_messages: int
     last_customer_at: datetime | None
     last_message_at: datetime | None
+    window_closes_at: datetime | None
 
 
-def count_customer_message(counters: Chat | Counters, at: datetime) -> None:
+def count_customer_message(counters: Chat | Counters, at: datetime, kind: str) -> None:
     """What one customer message, written at `at`, does to its chat's counters: the one
-    place for the rule (the batched insert writes its result ahead of `customer_wrote`)."""
+    place for the rule (the batched insert writes its result ahead of `customer_wrote`).
+    `kind`: the chat's channel's (its window: `window.closes_after`)."""
     counters.version += 1
     counters.customer_messages += 1
     counters.last_customer_at = at
     counters.last_message_at = at
+    counters.window_closes_at = window.closes_after(counters.window_closes_at, at, kind)
 
 
 def counters_if_stored(
@@ -122,14 +125,15 @@ def counters_if_stored(
         entry = per_chat.get(chat.id)
         if entry is None:
             counters = Counters(
-                chat.version, chat.customer_messages, chat.last_customer_at, chat.last_message_at
-            )
+                chat.version, chat.customer_messages, chat.last_customer_at,
+                chat.last_message_at, chat.window_closes_at,
+            )  # fmt: skip
             entry = per_chat[chat.id] = (counters, [0])
-        count_customer_message(entry[0], row["provider_timestamp"])
+        count_customer_message(entry[0], row["provider_timestamp"], chat.channel.kind)
         entry[1][0] += 1
     return [
         [chat_id, counters.version, counters.customer_messages, counters.last_customer_at,
-         counters.last_message_at, n[0]]
+         counters.last_message_at, counters.window_closes_at, n[0]]
         for chat_id, (counters, n) in per_chat.items()
     ]  # fmt: skip
 
@@ -154,7 +158,7 @@ def customer_wrote(
         reopened = ownership.customer_returned(chat, first_at)
     for message in messages:
         at = message.provider_timestamp or timezone.now()
-        count_customer_message(chat, at)
+        count_customer_message(chat, at, chat.channel.kind)
         # A resolved or snoozed chat is open again: part of this same save (no query when open).
         reopening = status.reopen_on_customer_message(chat, at)
         if reopening:

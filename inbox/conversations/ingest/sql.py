@@ -61,6 +61,7 @@ COUNTER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("customer_messages", "integer"),
     ("last_customer_at", "timestamptz"),
     ("last_message_at", "timestamptz"),
+    ("window_closes_at", "timestamptz"),
 )
 
 

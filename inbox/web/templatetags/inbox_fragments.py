@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString
 
+from inbox.conversations import window
 from inbox.conversations.models import Chat, Message
 from inbox.web import jinja
 
@@ -19,3 +20,20 @@ def chat_row(chat: Chat) -> SafeString:
 @register.simple_tag
 def message_item(message: Message) -> SafeString:
     return jinja.render("inbox/_message.html", message=message)
+
+
+@register.simple_tag
+def chat_window(chat: Chat) -> SafeString:
+    """The header's "Window closes in 3 h" (Cloud API chats only; empty elsewhere)."""
+    return jinja.render("inbox/_window.html", chat=chat, w=window.describe(chat))
+
+
+@register.filter
+def window_closed(chat: Chat) -> bool:
+    """Free text cannot reach this customer now: the composer's reply is locked."""
+    return not window.is_open(chat)
+
+
+@register.simple_tag
+def window_closed_detail() -> str:
+    return window.CLOSED_DETAIL
