@@ -160,8 +160,7 @@ def _decide(turn: Turn, pending: turns.PendingTurn) -> tuple[Decision, dict[str,
     turn_input = build_input(pending)
     if not window.is_open(pending.chat):
         # No model call: whatever it wrote could not be sent.
-        _handoff(turn, pending, escalation.window_closed(turn_input, pending.chat.window_closes_at))
-        return False
+        return escalation.window_closed(turn_input, pending.chat.window_closes_at), None
     oldest = pending.messages[0]
     late = escalation.too_late(
         turn_input,

@@ -22,7 +22,15 @@ from ninja.responses import Status
 from ninja.security import HttpBearer
 from pydantic import field_validator
 
-from inbox.conversations import access, delivery_errors, delivery_status, flags, opt_outs, reading, window
+from inbox.conversations import (
+    access,
+    delivery_errors,
+    delivery_status,
+    flags,
+    opt_outs,
+    reading,
+    window,
+)
 from inbox.conversations.models import Chat, Handoff, Message, MessageFlag
 from inbox.web import actions, api_tokens, contact, dashboard, status_actions, why
 
