@@ -118,6 +118,7 @@ def customer_message(chat: Any, text: str) -> Any:
     """A pending customer message, stored as the consumer would (version bumped)."""
     from django.db.models import F
 
+    from inbox.conversations import window
     from inbox.conversations.models import Chat, Message
 
     now = timezone.now()
@@ -131,7 +132,12 @@ def customer_message(chat: Any, text: str) -> Any:
         provider_timestamp=now,
         status=Message.Status.RECEIVED,
     )
+    # The consumer opens WhatsApp's 24-hour window with each customer message (Cloud API).
+    window_closes_at = window.closes_after(chat.window_closes_at, now, chat.channel.kind)
     Chat.objects.filter(pk=chat.pk).update(
-        version=F("version") + 1, last_customer_at=now, last_message_at=now
+        version=F("version") + 1,
+        last_customer_at=now,
+        last_message_at=now,
+        window_closes_at=window_closes_at,
     )
     return message
