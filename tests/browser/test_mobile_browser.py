@@ -98,6 +98,8 @@ def test_phone_layout_menu_and_keyboard_navigation(
         "/inbox/settings/notifications/", "/inbox/settings/channels/",
         f"/inbox/settings/channels/{people['channel'].pk}/", "/inbox/settings/price-list/",
         "/inbox/settings/assistant/", "/inbox/settings/bitrix24/", "/inbox/review/",
+        "/inbox/settings/channels/new/", "/inbox/settings/channels/new/?kind=waha",
+        "/inbox/settings/bitrix24/?mode=app",
     ]  # fmt: skip
     for width in (360, 390, 420):
         anna.set_viewport_size({"width": width, "height": 800})
