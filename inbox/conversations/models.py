@@ -248,6 +248,12 @@ class Chat(models.Model):
     )
     customer_phone = models.CharField(max_length=32, blank=True)
     customer_name = models.CharField(max_length=200, blank=True)
+    # Cloud API: the customer's business-scoped user id (`contacts[].user_id`), stored whenever
+    # an event carries it, and their WhatsApp username. A customer who hides their number is
+    # keyed on the BSUID; when their number shows up, the chat is re-keyed or merged, never
+    # split (`inbox.conversations.identity`).
+    customer_bsuid = models.CharField(max_length=160, blank=True)
+    customer_username = models.CharField(max_length=64, blank=True)
 
     owner = models.CharField(max_length=16, choices=Owner.choices, default=Owner.BOT)
     # Bumped by every customer message and every owner change: a reply generated at an older
@@ -291,6 +297,7 @@ class Chat(models.Model):
             # The reports join handoffs, transitions and turns to their chat only to keep a
             # business's channels: an index-only probe instead of a scan of every chat.
             models.Index(fields=["channel", "id"], name="chat_report_channel"),
+            models.Index(fields=["channel", "customer_bsuid"], name="chat_bsuid"),
         ]
 
     def __str__(self) -> str:
