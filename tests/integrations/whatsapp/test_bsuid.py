@@ -113,7 +113,8 @@ def test_a_customer_without_a_phone_is_answered_at_their_bsuid(
     emu.script(Step.decision(reply="Yes, we have oak tables."))
     turn = take_turn(chat.pk)
 
-    assert turn is not None and turn.outcome == Turn.Outcome.ANSWERED
+    assert turn is not None
+    assert turn.outcome == Turn.Outcome.ANSWERED
     (sent,) = graph.sent_to(BSUID)
     # Meta takes a BSUID in `recipient`, never in `to` (that is for phone numbers).
     assert (sent.to, sent.recipient, sent.text) == ("", BSUID, "Yes, we have oak tables.")
@@ -160,7 +161,8 @@ def test_a_phone_chat_that_later_gets_a_bsuid_keeps_it(
     _says("Now I hide my number", username=USERNAME)
 
     (same,) = Chat.objects.filter(channel=channel)
-    assert same.pk == chat.pk and same.customer_bsuid == BSUID
+    assert same.pk == chat.pk
+    assert same.customer_bsuid == BSUID
     assert same.customer_username == USERNAME
     assert _texts(same)[-1] == "Now I hide my number"
 
@@ -211,11 +213,14 @@ def test_the_contact_panel_shows_username_and_bsuid_where_there_is_no_phone(
     channel.business.save(update_fields=["mask_phone_for_managers"])
     page = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
     assert f"@{USERNAME}" in page
-    assert BSUID not in page and "KZ.…18" in page
+    assert BSUID not in page
+    assert "KZ.…18" in page
 
 
 def test_bsuids_never_reach_a_log_unmasked() -> None:
     line = f"sent to {BSUID} (parent US.ENT.11815799212886844830), phone +{PHONE}"
     masked = mask_phone_numbers(line)
-    assert BSUID not in masked and "11815799212886844830" not in masked and PHONE not in masked
+    assert BSUID not in masked
+    assert "11815799212886844830" not in masked
+    assert PHONE not in masked
     assert "KZ.…18" in masked
