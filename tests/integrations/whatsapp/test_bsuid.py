@@ -209,6 +209,11 @@ def test_the_contact_panel_shows_username_and_bsuid_where_there_is_no_phone(
     assert f"@{USERNAME}" in page
     assert BSUID in page
 
+    # Nameless: the header calls them by their username.
+    Chat.objects.filter(pk=chat.pk).update(customer_name="")
+    page = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
+    assert f"<h1>@{USERNAME}</h1>" in page
+
     channel.business.mask_phone_for_managers = True
     channel.business.save(update_fields=["mask_phone_for_managers"])
     page = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
