@@ -16,8 +16,10 @@ from django.db import connections
 from django.test import Client
 
 from assistant.turn import take_turn
+from inbox.conversations import opt_outs
 from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Channel, Chat, Handoff, HandoffReason, Message, Turn
+from inbox.conversations.outbound import send_manager_reply
 from inbox.platform.logs import mask_phone_numbers
 from inbox.site.asgi import application
 from integrations.whatsapp.webhooks import routes
@@ -145,6 +147,33 @@ def test_a_later_message_with_phone_and_bsuid_joins_the_same_chat(channel: Chann
         "And again only the username",
     ]
     assert chat.customer_messages == 3
+
+
+def test_a_manager_replies_to_a_customer_without_a_phone(
+    channel: Channel, graph: GraphApiEmulator
+) -> None:
+    _says("Can someone call me back?", username=USERNAME)
+    chat = Chat.objects.get(channel=channel)
+    manager = factories.manager(channel.business)
+
+    outcome = send_manager_reply(chat.pk, "Dana here: write your number?", manager=manager)
+
+    assert outcome.sent
+    (sent,) = graph.sent
+    assert (sent.to, sent.recipient, sent.text) == ("", BSUID, "Dana here: write your number?")
+
+
+def test_an_opt_out_given_under_the_bsuid_follows_the_customer_to_their_phone(
+    channel: Channel,
+) -> None:
+    _says("Stop the promotions", username=USERNAME)
+    business_id = channel.business_id
+    assert opt_outs.record(business_id, BSUID, "manager", detail="asked in chat")
+
+    _says("Here is my number now", phone=PHONE)
+
+    assert opt_outs.opted_out(business_id, PHONE)
+    assert not opt_outs.opted_out(business_id, BSUID)
 
 
 def test_a_phone_chat_that_later_gets_a_bsuid_keeps_it(
