@@ -124,9 +124,10 @@ def adopt(events: Sequence[InboundEvent], chats: dict[ChatKey, Chat]) -> None:
                     .order_by("pk")
                 )
                 for other in others:
+                    merged = other.pk  # `merge` deletes it (and the delete clears its pk)
                     merge(chat, other)
                     for known, value in chats.items():
-                        if value.pk == other.pk:
+                        if value.pk == merged:
                             chats[known] = chat
             chat.customer_bsuid = event.customer_bsuid
             changed.append("customer_bsuid")
@@ -179,8 +180,9 @@ def merge(into: Chat, other: Chat) -> None:
         ]
     )  # fmt: skip
     _rekey_opt_outs(into.channel.business_id, other.customer_key, into.customer_key)
+    merged = other.pk
     other.delete()
-    log.info("identity.merged", extra={"chat_id": into.pk, "merged_chat_id": other.pk})
+    log.info("identity.merged", extra={"chat_id": into.pk, "merged_chat_id": merged})
 
 
 def _move(model: type[models.Model], field: str, old: int, new: int) -> None:

@@ -17,11 +17,13 @@ from django.test import Client
 
 from assistant.turn import take_turn
 from inbox.conversations import opt_outs
+from inbox.conversations.ingest.store import accept_batch
 from inbox.conversations.ingest.worker import IngestWorker
 from inbox.conversations.models import Channel, Chat, Handoff, HandoffReason, Message, Turn
 from inbox.conversations.outbound import send_manager_reply
 from inbox.platform.logs import mask_phone_numbers
 from inbox.site.asgi import application
+from integrations.whatsapp.cloud_events import normalise
 from integrations.whatsapp.webhooks import routes
 from tests import factories
 from tests.emulators.graph_api import (
@@ -223,6 +225,32 @@ def test_a_bsuid_chat_is_merged_into_an_older_phone_chat(channel: Channel) -> No
     ]
     assert chat.customer_messages == 3
     assert Handoff.objects.get(summary="Wants a call").chat_id == chat.pk
+
+
+def test_one_batch_with_both_shapes_merges_and_stores_everything_in_one_chat(
+    channel: Channel,
+) -> None:
+    older = factories.chat(channel, customer_key=PHONE, customer_phone=PHONE)
+    _says("First, from my username", username=USERNAME)
+    bodies = [
+        envelope(PNID, messages=[text_message("", "Second, username again", user_id=BSUID)],
+                 contacts=[contact("", "Aigerim", BSUID)]),
+        envelope(PNID, messages=[text_message(PHONE, "Third, with my number", user_id=BSUID)],
+                 contacts=[contact(PHONE, "Aigerim", BSUID)]),
+    ]  # fmt: skip
+    events = [e for body in bodies for e in normalise(body, {PNID: channel.pk}).events]
+
+    outcomes = accept_batch(events)
+
+    assert [o.outcome for o in outcomes] == ["stored", "stored"]
+    assert {o.chat_id for o in outcomes} == {older.pk}
+    (chat,) = Chat.objects.filter(channel=channel)
+    assert _texts(chat) == [
+        "First, from my username",
+        "Second, username again",
+        "Third, with my number",
+    ]
+    assert chat.customer_messages == 3
 
 
 def test_the_contact_panel_shows_username_and_bsuid_where_there_is_no_phone(
