@@ -243,8 +243,9 @@ class Chat(models.Model):
     """One customer on one channel."""
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="chats")
+    # 160: a BSUID is a country code, a dot and up to 128 letters and digits.
     customer_key = models.CharField(
-        max_length=128, help_text="wa_id, or the business-scoped user id when wa_id is empty."
+        max_length=160, help_text="wa_id, or the business-scoped user id when wa_id is empty."
     )
     customer_phone = models.CharField(max_length=32, blank=True)
     customer_name = models.CharField(max_length=200, blank=True)
@@ -828,7 +829,7 @@ class OptOut(models.Model):
         MANAGER = "manager", "Manager"
 
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="opt_outs")
-    customer_key = models.CharField(max_length=128)
+    customer_key = models.CharField(max_length=160)  # as `Chat.customer_key`
     source = models.CharField(max_length=16, choices=Source.choices)
     detail = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

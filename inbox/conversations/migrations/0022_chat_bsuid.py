@@ -1,5 +1,6 @@
-"""The customer's business-scoped user id and WhatsApp username on the chat; chats already
-keyed by a BSUID (`CC.…`, the Cloud API's key when wa_id is empty) get it filled in."""
+"""The customer's business-scoped user id and WhatsApp username on the chat, and room for a
+BSUID in the customer keys; chats already keyed by a BSUID (`CC.…`, the Cloud API's key when
+wa_id is empty) get it filled in."""
 
 from typing import Any
 
@@ -19,6 +20,20 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # A BSUID (`CC.` + up to 128 characters) is longer than the 128 the key had.
+        migrations.AlterField(
+            model_name="chat",
+            name="customer_key",
+            field=models.CharField(
+                help_text="wa_id, or the business-scoped user id when wa_id is empty.",
+                max_length=160,
+            ),
+        ),
+        migrations.AlterField(
+            model_name="optout",
+            name="customer_key",
+            field=models.CharField(max_length=160),
+        ),
         migrations.AddField(
             model_name="chat",
             name="customer_bsuid",
