@@ -5,6 +5,7 @@ they come, and the bot answers one without a phone at their BSUID."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -286,3 +287,18 @@ def test_bsuids_never_reach_a_log_unmasked() -> None:
     assert "11815799212886844830" not in masked
     assert PHONE not in masked
     assert "KZ.…18" in masked
+
+
+def test_the_migration_fills_in_the_bsuid_of_chats_already_keyed_by_it(channel: Channel) -> None:
+    from django.apps import apps
+
+    migration = importlib.import_module("inbox.conversations.migrations.0022_chat_bsuid")
+    keyed = factories.chat(channel, customer_key=BSUID)
+    phone = factories.chat(channel, customer_key=PHONE, customer_phone=PHONE)
+    sandbox = factories.chat(factories.channel(), customer_key="US.1234567")
+
+    migration._backfill(apps, None)
+
+    assert Chat.objects.get(pk=keyed.pk).customer_bsuid == BSUID
+    assert Chat.objects.get(pk=phone.pk).customer_bsuid == ""
+    assert Chat.objects.get(pk=sandbox.pk).customer_bsuid == ""
