@@ -199,6 +199,48 @@ def test_late_message_after_an_outage_goes_to_a_human(
     assert len(graph.sent_to(CUSTOMER)) == 1  # the customer is told a person will answer
 
 
+def test_a_customer_without_a_phone_is_answered_at_their_bsuid_and_stays_one_chat(
+    stack: str, pnid: str, graph: GraphApiEmulator
+) -> None:
+    """2026: a customer who uses a WhatsApp username comes with a business-scoped user id and
+    no phone; later Meta may send their phone too. One chat throughout."""
+    channel = _cloud_channel(graph, pnid)
+    bsuid = "KZ.88123456789012345"
+    graph.auto_statuses = True  # the statuses name only the BSUID (recipient_user_id)
+    try:
+        body = envelope(
+            pnid,
+            messages=[text_message("", "Do you deliver to Astana?", user_id=bsuid)],
+            contacts=[contact("", "Aigerim", bsuid, username="aigerim.k")],
+        )
+        assert graph.deliver(body) == 200
+
+        (sent,) = wait_for(lambda: graph.sent_to(bsuid), message="the reply at the BSUID")
+        assert (sent.to, sent.recipient) == ("", bsuid)
+        reply = wait_for(
+            lambda: Message.objects.filter(provider_message_id=sent.wamid, status="read").first(),
+            message="the BSUID-only statuses to find the reply",
+        )
+        chat = Chat.objects.get(channel=channel)
+        assert (chat.pk, chat.customer_key, chat.customer_phone) == (reply.chat_id, bsuid, "")
+
+        with_phone = text_message(CUSTOMER, "I am in Astana, centre", user_id=bsuid)
+        assert (
+            graph.deliver(
+                envelope(
+                    pnid, messages=[with_phone], contacts=[contact(CUSTOMER, "Aigerim", bsuid)]
+                )
+            )
+            == 200
+        )
+        wait_for(lambda: graph.sent_to(CUSTOMER), message="the next reply, now at the phone")
+    finally:
+        graph.auto_statuses = False
+    (same,) = Chat.objects.filter(channel=channel)
+    assert (same.pk, same.customer_key, same.customer_bsuid) == (chat.pk, CUSTOMER, bsuid)
+    assert Message.objects.filter(chat=same, direction="in").count() == 2
+
+
 def test_failed_status_outside_the_24_hour_window_shows_on_the_reply(
     stack: str, pnid: str, graph: GraphApiEmulator
 ) -> None:

@@ -66,6 +66,10 @@ class InboundEvent:
     provider_ts: int  # Unix seconds, as the provider stamped it
     customer_name: str = ""
     customer_phone: str = ""
+    # Cloud API: the customer's business-scoped user id (`user_id`, with or without a phone)
+    # and their WhatsApp username, when the event carries them (`inbox.conversations.identity`).
+    customer_bsuid: str = ""
+    customer_username: str = ""
     # Kind-specific details: location, reaction target, quoted/edited/revoked message id...
     # `history: True` marks replayed history (a linked-device gateway's sync after a
     # reconnect): stored and shown, never answered, no takeover (`ingest.store`).
@@ -84,7 +88,7 @@ class StatusEvent:
     provider_message_id: str
     status: DeliveryStatus
     provider_ts: int
-    recipient: str = ""
+    recipient: str = ""  # recipient_id (phone), else recipient_user_id (BSUID)
     error_code: str = ""
     error_title: str = ""
     extra: dict[str, Any] = field(default_factory=dict)

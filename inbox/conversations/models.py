@@ -243,11 +243,18 @@ class Chat(models.Model):
     """One customer on one channel."""
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="chats")
+    # 160: a BSUID is a country code, a dot and up to 128 letters and digits.
     customer_key = models.CharField(
-        max_length=128, help_text="wa_id, or the business-scoped user id when wa_id is empty."
+        max_length=160, help_text="wa_id, or the business-scoped user id when wa_id is empty."
     )
     customer_phone = models.CharField(max_length=32, blank=True)
     customer_name = models.CharField(max_length=200, blank=True)
+    # Cloud API: the customer's business-scoped user id (`contacts[].user_id`), stored whenever
+    # an event carries it, and their WhatsApp username. A customer who hides their number is
+    # keyed on the BSUID; when their number shows up, the chat is re-keyed or merged, never
+    # split (`inbox.conversations.identity`).
+    customer_bsuid = models.CharField(max_length=160, blank=True)
+    customer_username = models.CharField(max_length=64, blank=True)
 
     owner = models.CharField(max_length=16, choices=Owner.choices, default=Owner.BOT)
     # Bumped by every customer message and every owner change: a reply generated at an older
@@ -291,6 +298,7 @@ class Chat(models.Model):
             # The reports join handoffs, transitions and turns to their chat only to keep a
             # business's channels: an index-only probe instead of a scan of every chat.
             models.Index(fields=["channel", "id"], name="chat_report_channel"),
+            models.Index(fields=["channel", "customer_bsuid"], name="chat_bsuid"),
         ]
 
     def __str__(self) -> str:
@@ -821,7 +829,7 @@ class OptOut(models.Model):
         MANAGER = "manager", "Manager"
 
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="opt_outs")
-    customer_key = models.CharField(max_length=128)
+    customer_key = models.CharField(max_length=160)  # as `Chat.customer_key`
     source = models.CharField(max_length=16, choices=Source.choices)
     detail = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

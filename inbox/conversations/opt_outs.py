@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from inbox.conversations.access import User
@@ -131,7 +132,10 @@ def from_status(event: StatusEvent, message: Message | None) -> bool:
         chat = Chat.objects.filter(pk=message.chat_id).only("customer_key").first()
     if chat is None and event.recipient:
         chat = (
-            Chat.objects.filter(channel_id=event.channel_id, customer_key=event.recipient)
+            Chat.objects.filter(
+                Q(customer_key=event.recipient) | Q(customer_bsuid=event.recipient),
+                channel_id=event.channel_id,
+            )
             .only("customer_key")
             .first()
         )

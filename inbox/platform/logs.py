@@ -31,6 +31,9 @@ PHONE = re.compile(rf"(?<![\w.])\+?\d(?:{_SEPARATOR}{{0,2}}\d){{6,}}(?!\w|[./]\d
 # dot or slash (a decimal amount, `1234/5678` in a path).
 _IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
 _TWO_GROUPS = re.compile(r"\d+[./]\d+")
+# A WhatsApp business-scoped user id (`US.13491208655302741918`, a parent's `US.ENT.…`): who
+# the customer is as much as their number. Its country code and last two characters are kept.
+BSUID = re.compile(r"(?<![\w.])([A-Z]{2})\.(?:ENT\.)?(?=[A-Za-z]*\d)[A-Za-z0-9]{6,128}(?![\w.])")
 # Extra fields whose values are customer content, never logged as they are.
 CONTENT_KEYS = frozenset(
     {"text", "body", "reply", "transcript", "message_text", "content", "summary"}
@@ -63,6 +66,7 @@ def mask_phone_numbers(text: str) -> str:
             return found
         return "…" + re.sub(r"\D", "", found)[-2:]
 
+    text = BSUID.sub(lambda m: f"{m.group(1)}.…{m.group(0)[-2:]}", text)
     return PHONE.sub(mask, text)
 
 

@@ -12,6 +12,7 @@ from django.db.models import Q
 from inbox.conversations import access, opt_outs
 from inbox.conversations.access import User
 from inbox.conversations.models import Business, Chat, Handoff, Membership, OptOut
+from inbox.platform.logs import mask_phone_numbers
 from inbox.web import crm_cards
 
 EARLIER_CHATS_SHOWN = 10
@@ -49,6 +50,7 @@ def customer_label(chat: Chat) -> str:
     return (
         chat.customer_name
         or shown_phone(chat.customer_phone, chat.channel.business)
+        or (f"@{chat.customer_username}" if chat.customer_username else "")
         or "A customer"
     )
 
@@ -74,6 +76,10 @@ class ContactCard:
     name: str
     phone: str
     phone_masked: bool
+    # A customer without a phone (a WhatsApp username user): their username and business-scoped
+    # user id, the BSUID masked like a phone where numbers are hidden.
+    username: str
+    bsuid: str
     facts: list[tuple[str, Any]]
     items: list[dict[str, Any]]
     earlier: list[EarlierChat]
@@ -103,6 +109,8 @@ def earlier_chats(user: User, chat: Chat) -> list[Chat]:
     same = Q(customer_key=chat.customer_key)
     if chat.customer_phone:
         same |= Q(customer_phone=chat.customer_phone)
+    if chat.customer_bsuid:
+        same |= Q(customer_bsuid=chat.customer_bsuid)
     return list(
         access.visible_chats(user)
         .filter(same, channel__business_id=chat.channel.business_id)
@@ -120,6 +128,14 @@ def contact_card(user: User, chat: Chat) -> ContactCard:
         name=chat.customer_name,
         phone=shown_phone(chat.customer_phone, business, hidden=hidden),
         phone_masked=hidden and bool(chat.customer_phone),
+        username="" if chat.customer_phone else chat.customer_username,
+        bsuid=(
+            ""
+            if chat.customer_phone
+            else mask_phone_numbers(chat.customer_bsuid)
+            if hidden
+            else chat.customer_bsuid
+        ),
         facts=facts,
         items=items,
         earlier=[

@@ -95,11 +95,15 @@ class CloudApiTransport:
         return {"Authorization": f"Bearer {self.channel.access_token}"}
 
     def _recipient(self, chat: Chat) -> dict[str, Any]:
-        return {
-            "messaging_product": "whatsapp",
-            "recipient_type": "individual",
-            "to": chat.customer_phone or chat.customer_key,
-        }
+        """The phone in `to` where the chat has one; else the customer's business-scoped user
+        id in `recipient`, the field Meta takes BSUIDs in (`to` is for phone numbers only:
+        a BSUID there is read as a number and the message goes nowhere)."""
+        address: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual"}
+        if chat.customer_phone or not chat.customer_bsuid:
+            address["to"] = chat.customer_phone or chat.customer_key
+        else:
+            address["recipient"] = chat.customer_bsuid
+        return address
 
     def send_text(self, chat: Chat, text: str, *, client_message_id: str) -> str:
         if len(text) > MAX_TEXT_LENGTH:

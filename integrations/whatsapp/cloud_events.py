@@ -151,9 +151,11 @@ def _normalise_value(value: payloads.Value, channel_id: int, out: Normalised) ->
             )
 
 
-def _contact_for(contacts: list[payloads.Contact], wa_id: str) -> payloads.Contact:
+def _contact_for(
+    contacts: list[payloads.Contact], wa_id: str, user_id: str = ""
+) -> payloads.Contact:
     for contact in contacts:
-        if wa_id and contact.wa_id == wa_id:
+        if (wa_id and contact.wa_id == wa_id) or (user_id and contact.user_id == user_id):
             return contact
     return contacts[0] if len(contacts) == 1 else payloads.Contact()
 
@@ -168,13 +170,17 @@ def _message(
 ) -> InboundEvent | None:
     if from_me:
         # Business-app echo: `from` is the business, `to` the customer (or only their user id).
+        contact = _contact_for(contacts, message.to, message.to_user_id)
         wa_id = message.to
-        user_id = message.to_user_id
-        contact = _contact_for(contacts, wa_id)
+        user_id = message.to_user_id or contact.user_id
     else:
-        contact = _contact_for(contacts, message.from_)
+        # 2026: a customer who uses a username may come without `from`/`wa_id`, only with
+        # `from_user_id` / `contacts[].user_id` (their BSUID).
+        contact = _contact_for(contacts, message.from_, message.from_user_id)
         wa_id = message.from_ or contact.wa_id
         user_id = message.from_user_id or contact.user_id
+    if wa_id and not wa_id.isdigit():
+        user_id, wa_id = user_id or wa_id, ""  # a BSUID where the number goes: no phone
     # Customers are keyed on wa_id; on the business-scoped user id when wa_id is empty.
     chat_key = wa_id or user_id
     if not message.id or not chat_key:
@@ -201,7 +207,9 @@ def _message(
         media=media,
         provider_ts=message.timestamp,
         customer_name=contact.profile.name[:200],
-        customer_phone=wa_id if wa_id.isdigit() else "",
+        customer_phone=wa_id,
+        customer_bsuid=user_id[:160],
+        customer_username=contact.profile.username[:64],
         extra=extra,
     )
 
@@ -314,7 +322,7 @@ def _status(raw: payloads.Status, channel_id: int) -> StatusEvent | None:
         provider_message_id=raw.id,
         status=raw.status,  # type: ignore[arg-type]
         provider_ts=raw.timestamp,
-        recipient=raw.recipient_id,
+        recipient=raw.recipient_id or raw.recipient_user_id,
         error_code=errors.get("error_code", ""),
         error_title=errors.get("error_title", "")[:500],
         extra=extra,

@@ -108,11 +108,12 @@ def describe(exc: ValidationError) -> str:
 
 class Profile(_Model):
     name: Text = ""
+    username: Text = ""  # 2026: the customer's WhatsApp username, when they adopted one
 
 
 class Contact(_Model):
-    wa_id: Text = ""
-    user_id: Text = ""
+    wa_id: Text = ""  # may be "" or absent for a customer who uses a username (2026)
+    user_id: Text = ""  # the business-scoped user id (BSUID), `US.1349…`
     profile: Annotated[Profile, BeforeValidator(_object)] = Profile()
 
 
@@ -251,7 +252,8 @@ class Status(_Model):
     id: Text = ""
     status: Text = ""
     timestamp: Timestamp = 0
-    recipient_id: Text = ""
+    recipient_id: Text = ""  # may be absent for a customer who uses a username (2026)
+    recipient_user_id: Text = ""  # their BSUID
     biz_opaque_callback_data: Text = ""
     errors: Loose = []
 

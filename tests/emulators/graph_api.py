@@ -78,21 +78,35 @@ def envelope(
 
 
 def contact(
-    wa_id: str, name: str = "Aigerim", user_id: str = "US.13491208655302741918"
-) -> dict[str, Any]:
-    return {"profile": {"name": name}, "wa_id": wa_id, "user_id": user_id}
+    wa_id: str, name: str = "Aigerim", user_id: str = "US.13491208655302741918", *,
+    username: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """`contacts[]` entry. From 2026 it carries the business-scoped user id (`user_id`); for a
+    customer who uses a username, `profile.username` and no `wa_id` (`wa_id=""` here)."""
+    profile = {"name": name, **({"username": username} if username else {})}
+    found: dict[str, Any] = {"profile": profile, "user_id": user_id}
+    if wa_id:
+        found["wa_id"] = wa_id
+    return found
 
 
 def text_message(
-    wa_id: str, body: str, *, wamid: str | None = None, ts: int | None = None
-) -> dict[str, Any]:
-    return {
-        "from": wa_id,
+    wa_id: str, body: str, *, wamid: str | None = None, ts: int | None = None,
+    user_id: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """An inbound text; `wa_id=""` with `user_id` is a customer without a phone (only
+    `from_user_id`, their BSUID)."""
+    message: dict[str, Any] = {
         "id": wamid or new_wamid(),
         "timestamp": str(ts if ts is not None else int(time.time())),
         "type": "text",
         "text": {"body": body},
     }
+    if wa_id:
+        message["from"] = wa_id
+    if user_id:
+        message["from_user_id"] = user_id
+    return message
 
 
 def media_message(
@@ -129,14 +143,20 @@ def echo_message(
 
 
 def status_update(
-    wamid: str, status: str, recipient: str, *, error_code: int | None = None, ts: int | None = None
-) -> dict[str, Any]:
+    wamid: str, status: str, recipient: str, *, error_code: int | None = None, ts: int | None = None,
+    user_id: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """A `statuses[]` entry; `recipient=""` with `user_id` is one for a customer without a
+    phone (`recipient_user_id` only)."""
     update: dict[str, Any] = {
         "id": wamid,
         "status": status,
         "timestamp": str(ts if ts is not None else int(time.time())),
-        "recipient_id": recipient,
     }
+    if recipient:
+        update["recipient_id"] = recipient
+    if user_id:
+        update["recipient_user_id"] = user_id
     if status in ("sent", "delivered"):
         update["pricing"] = {
             "billable": True,
@@ -219,6 +239,12 @@ class SentMessage:
     media_id: str = ""
     caption: str = ""
     filename: str = ""
+    # The business-scoped user id of a send addressed by `recipient` (no phone: `to` is "").
+    recipient: str = ""
+
+
+# A business-scoped user id: ISO 3166 country code, a dot, then letters and digits.
+BSUID = re.compile(r"^[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]{1,128}$")
 
 
 @dataclass
@@ -402,7 +428,12 @@ class GraphApiEmulator:
 
     def sent_to(self, recipient: str) -> list[SentMessage]:
         with self._lock:
-            return [m for m in self.sent if m.to.lstrip("+") == recipient.lstrip("+")]
+            return [
+                m
+                for m in self.sent
+                if (m.to and m.to.lstrip("+") == recipient.lstrip("+"))
+                or (m.recipient and m.recipient == recipient)
+            ]
 
     # the platform's side of the webhook
     def deliver(self, body: dict[str, Any], *, retries: int = 3, backoff: float = 0.2) -> int:
@@ -459,17 +490,21 @@ class GraphApiEmulator:
     def _after_send(self, message: SentMessage) -> None:
         if not self.webhook_url:
             return
-        recipient = message.to.lstrip("+")
+        recipient = message.to.lstrip("+") or message.recipient
+        # To a customer without a phone, the statuses carry only their BSUID.
+        phone, user_id = (recipient, "") if message.to else ("", message.recipient)
         if recipient in self._async_failures:
             updates = [
-                status_update(message.wamid, "sent", recipient),
+                status_update(message.wamid, "sent", phone, user_id=user_id),
                 status_update(
-                    message.wamid, "failed", recipient, error_code=self._async_failures[recipient]
+                    message.wamid, "failed", phone, user_id=user_id,
+                    error_code=self._async_failures[recipient],
                 ),
-            ]
+            ]  # fmt: skip
         elif self.auto_statuses:
             updates = [
-                status_update(message.wamid, s, recipient) for s in ("sent", "delivered", "read")
+                status_update(message.wamid, s, phone, user_id=user_id)
+                for s in ("sent", "delivered", "read")
             ]
         else:
             return
@@ -516,6 +551,12 @@ class GraphApiEmulator:
         if body.get("messaging_product") != "whatsapp" or kind not in ("text", "image", "document"):
             return 400, _error(100, "Invalid parameter")
         to = str(body.get("to", ""))
+        user_id = "" if to else str(body.get("recipient", ""))
+        # `to` takes phone numbers, `recipient` BSUIDs (Meta's business-scoped user ids doc).
+        # The real API answers 200 to a BSUID in `to` and the message goes nowhere; the
+        # emulator refuses it so that mistake shows.
+        if BSUID.match(to) or (not to and not BSUID.match(user_id)):
+            return 400, _error(100, "Invalid parameter: to / recipient")
         media_id = caption = filename = text = ""
         if kind == "text":
             text = body.get("text", {}).get("body", "")
@@ -550,13 +591,17 @@ class GraphApiEmulator:
             media_id=media_id,
             caption=caption,
             filename=filename,
+            recipient=user_id,
         )
         with self._lock:
             self.sent.append(message)
         self._after_send(message)
+        contact = (
+            {"input": to, "wa_id": to.lstrip("+")} if to else {"input": user_id, "user_id": user_id}
+        )
         return 200, {
             "messaging_product": "whatsapp",
-            "contacts": [{"input": to, "wa_id": to.lstrip("+")}],
+            "contacts": [contact],
             "messages": [{"id": message.wamid}],
         }
 

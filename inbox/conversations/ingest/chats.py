@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 import inbox.conversations.ingest.sql as sql
-from inbox.conversations import debounce, hooks, ownership, status, voice, window
+from inbox.conversations import debounce, hooks, identity, ownership, status, voice, window
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.ingest.channels import ChannelInfo, channel_info
 from inbox.conversations.models import Chat, ChatStatus, Message, Owner
@@ -37,12 +37,17 @@ _OPEN = ChatStatus.OPEN.value  # as stored: read once, not from the enum per cha
 def locked_chats(events: Sequence[InboundEvent]) -> dict[ChatKey, Chat]:
     """Every chat of the events, created if new, with its row locked for the rest of the
     transaction: one ordered SELECT … FOR UPDATE for the chats that exist, one INSERT per new
-    chat (rare: a customer's first message), then one SELECT for those."""
+    chat (rare: a customer's first message), then one SELECT for those. A new phone whose
+    BSUID keys a chat re-keys that chat instead, and each chat stores its customer's BSUID
+    (`identity`: the events' keys are `identity.resolve`d before)."""
     first_event: dict[ChatKey, InboundEvent] = {}
     for event in events:
         first_event.setdefault((event.channel_id, event.chat_key), event)
     found = _select_locked(sorted(first_event))
     missing = sorted(key for key in first_event if key not in found)
+    if missing and identity.rekey({key: first_event[key] for key in missing}):
+        found.update(_select_locked(missing))
+        missing = [key for key in missing if key not in found]
     for key in missing:
         event = first_event[key]
         try:
@@ -52,6 +57,8 @@ def locked_chats(events: Sequence[InboundEvent]) -> dict[ChatKey, Chat]:
                     customer_key=key[1],
                     customer_name=event.customer_name,
                     customer_phone=event.customer_phone,
+                    customer_bsuid=event.customer_bsuid,
+                    customer_username=event.customer_username,
                 )
         except IntegrityError:
             pass  # another consumer created it meanwhile; locked below
@@ -61,6 +68,7 @@ def locked_chats(events: Sequence[InboundEvent]) -> dict[ChatKey, Chat]:
                 hooks.chat_created(chat.pk, business_id=info.business_id)
     if missing:
         found.update(_select_locked(missing))
+    identity.adopt(events, found)
     return found
 
 

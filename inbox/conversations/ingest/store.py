@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from inbox.conversations import debounce, delivery_status, hooks, opt_outs, outbound, ownership
+from inbox.conversations import (
+    debounce,
+    delivery_status,
+    hooks,
+    identity,
+    opt_outs,
+    outbound,
+    ownership,
+)
 from inbox.conversations.events import Event, InboundEvent, StatusEvent
 from inbox.conversations.ingest.channels import (
     ChannelInfo,
@@ -103,6 +111,7 @@ def _accept_messages(
     # A chat with anything but plain customer messages in the batch takes the per-event path
     # for all its events: its rules (ownership, edits) depend on the order of its events.
     special: set[ChatKey] = set()
+    identity.resolve([event for _i, event in indexed])
     for i, event in indexed:
         channel_id = event.channel_id
         channel = infos[channel_id] if channel_id in infos else channel_info(channel_id)

@@ -33,7 +33,8 @@ def author_label(message: Message) -> str:
     """Who wrote it, as a manager reads it: the customer's name, the assistant, which manager,
     or a manager writing from the phone."""
     if message.author == Message.Author.CUSTOMER:
-        return message.chat.customer_name or message.chat.customer_phone or "Customer"
+        chat = message.chat
+        return chat.customer_name or chat.customer_phone or chat.customer_username or "Customer"
     if message.author == Message.Author.BOT:
         return "Assistant"
     if message.author == Message.Author.PHONE:

@@ -107,6 +107,42 @@ def test_customer_without_wa_id_is_keyed_on_the_business_scoped_user_id() -> Non
 
     assert event.chat_key == "KZ.8812"
     assert event.customer_phone == ""
+    assert event.customer_bsuid == "KZ.8812"
+
+
+def test_the_bsuid_and_username_come_with_the_phone_and_without_it() -> None:
+    # pywa's fixture shape (`callback_button.json`): phone, `from_user_id`, contacts' user_id.
+    with_phone = _one(envelope(
+        PNID, contacts=[contact("972987654321", "Test Name", "US.13491208655302741918")],
+        messages=[{**text_message("972987654321", "hi"), "from_user_id": "US.13491208655302741918"}],
+    ))  # fmt: skip
+    assert (with_phone.chat_key, with_phone.customer_phone, with_phone.customer_bsuid) == (
+        "972987654321", "972987654321", "US.13491208655302741918",
+    )  # fmt: skip
+    # A username customer: no `from`, no `wa_id`, only the BSUID, and `profile.username`.
+    without = _one(envelope(
+        PNID, contacts=[contact("", "Test Name", "US.1349", username="test.name")],
+        messages=[text_message("", "hi", user_id="US.1349")],
+    ))  # fmt: skip
+    assert (without.chat_key, without.customer_phone, without.customer_bsuid) == (
+        "US.1349", "", "US.1349",
+    )  # fmt: skip
+    assert without.customer_username == "test.name"
+    assert event_from_json(without.to_json()) == without
+
+
+def test_an_echo_to_a_customer_without_a_phone_is_keyed_on_their_bsuid() -> None:
+    echo = {**echo_message("15550783881", "", "On its way"), "to_user_id": "US.77"}
+    del echo["to"]
+    event = _one(envelope(PNID, echoes=[echo], contacts=[contact("", "Aigerim", "US.77")]))
+    assert (event.from_me, event.chat_key, event.customer_bsuid) == (True, "US.77", "US.77")
+
+
+def test_a_status_with_only_the_bsuid_names_it_as_its_recipient() -> None:
+    update = status_update("wamid.9", "read", "", user_id="US.13491208655302741918")
+    (event,) = normalise(envelope(PNID, statuses=[update]), ROUTES).events
+    assert isinstance(event, StatusEvent)
+    assert (event.provider_message_id, event.recipient) == ("wamid.9", "US.13491208655302741918")
 
 
 def test_several_entries_changes_and_messages_are_all_kept() -> None:
