@@ -116,6 +116,8 @@ class ChannelSettingsForm(ChannelAdminForm):
         for name in ("debounce_seconds", "idle_release_hours", "late_answer_cutoff_minutes"):
             self.fields[name].validators.append(MinValueValidator(0))
             self.fields[name].widget.attrs["min"] = "0"
+        self.fields["approval_timeout_minutes"].validators.append(MinValueValidator(1))
+        self.fields["approval_timeout_minutes"].widget.attrs["min"] = "1"
         self.fields["voice_confidence_threshold"].widget.attrs.update(
             {"min": "0", "max": "1", "step": "0.05"}
         )
