@@ -70,6 +70,14 @@ def current_for(chat_id: int) -> Draft | None:
     return current().filter(chat_id=chat_id).select_related("turn").order_by("-pk").first()
 
 
+def why(draft: Draft) -> str:
+    """What the assistant meant the reply as (its turn's action and reason), for the manager."""
+    turn = draft.turn
+    if turn is None:
+        return ""
+    return " · ".join(part for part in (turn.action, turn.reason) if part)
+
+
 def hold(
     chat_id: int,
     text: str,
