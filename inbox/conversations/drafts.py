@@ -203,9 +203,7 @@ def expire(draft_id: int, *, notice: str) -> DecideOutcome:
 def supersede_stale() -> int:
     """Pending drafts whose chat moved on (a newer customer message, a person took it) are
     superseded; the upkeep calls this before it looks for drafts past their time."""
-    stale = Draft.objects.filter(state=Draft.State.PENDING).exclude(
-        pk__in=current().values("pk")
-    )
+    stale = Draft.objects.filter(state=Draft.State.PENDING).exclude(pk__in=current().values("pk"))
     return stale.update(state=Draft.State.SUPERSEDED)
 
 

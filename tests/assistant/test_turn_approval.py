@@ -67,7 +67,8 @@ def _held(settings: Any, emu: Any, chat: Chat, reply: str) -> Draft:
     settings.LLM_BASE_URL = emu.base_url
     emu.script(Step.decision(reply=reply))
     turn = take_turn(chat.pk)
-    assert turn is not None and turn.outcome == Turn.Outcome.AWAITING_APPROVAL
+    assert turn is not None
+    assert turn.outcome == Turn.Outcome.AWAITING_APPROVAL
     return Draft.objects.get(chat=chat, state=Draft.State.PENDING)
 
 
@@ -159,7 +160,9 @@ def test_a_draft_not_approved_in_time_tells_the_customer_and_hands_off(settings,
 
 def test_the_timeout_counts_only_working_hours(settings, emu, graph):
     # Closed every day but Monday 09:00-09:01: hardly any working time passes.
-    chat = _chat(Approval.ALL, approval_timeout_minutes=10, working_hours={"mon": ["09:00", "09:01"]})
+    chat = _chat(
+        Approval.ALL, approval_timeout_minutes=10, working_hours={"mon": ["09:00", "09:01"]}
+    )
     _held(settings, emu, chat, "The oak table is 120 000 KZT.")
 
     assert approvals.expire_overdue(timezone.now() + timedelta(hours=3)) == 0

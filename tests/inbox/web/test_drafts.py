@@ -54,14 +54,16 @@ def test_the_chat_shows_the_draft_and_approve_sends_it_in_place(a: Tenant) -> No
     page = _browser(a.manager)
 
     html = page.get(f"/inbox/chat/{a.chat.pk}/").content.decode()
-    assert f'data-draft="{draft.pk}"' in html and "The oak table is 120 000 KZT." in html
+    assert f'data-draft="{draft.pk}"' in html
+    assert "The oak table is 120 000 KZT." in html
     assert "data-drafts-waiting>1<" in html  # the nav's count
 
     answer = page.post(
         f"/inbox/chat/{a.chat.pk}/draft/approve/", {"draft": draft.pk}, HTTP_HX_REQUEST="true"
     ).content.decode()
 
-    assert "Sent to the customer." in answer and "data-draft=" not in answer
+    assert "Sent to the customer." in answer
+    assert "data-draft=" not in answer
     assert _bot_texts(a.chat) == ["The oak table is 120 000 KZT."]
     draft.refresh_from_db()
     assert (draft.state, draft.decided_by_id) == (Draft.State.APPROVED, a.manager.pk)
@@ -130,7 +132,8 @@ def test_the_api_carries_the_draft_and_approves_it_with_an_edit(a: Tenant) -> No
     api = Api(a.manager)
 
     draft = api.get(f"/chats/{a.chat.pk}").json()["draft"]
-    assert draft["text"] == "The oak table is 120 000 KZT." and draft["created_at"]
+    assert draft["text"] == "The oak table is 120 000 KZT."
+    assert draft["created_at"]
 
     answer = api.post(f"/chats/{a.chat.pk}/draft/approve", {"text": "Edited: 100 000 KZT."})
     assert answer.status_code == 200, answer.content
@@ -145,7 +148,8 @@ def test_the_api_rejects_and_refuses_a_stale_draft(a: Tenant) -> None:
     _hold(a)
     api = Api(a.manager)
     answer = api.post(f"/chats/{a.chat.pk}/draft/reject")
-    assert answer.status_code == 200 and answer.json()["state"] == Draft.State.REJECTED
+    assert answer.status_code == 200
+    assert answer.json()["state"] == Draft.State.REJECTED
 
     b_chat = factories.chat(a.channel)
     message = factories.customer_message(b_chat, "price?")

@@ -29,7 +29,8 @@ def test_the_channel_page_sets_approval_and_its_time_limit() -> None:
     client.force_login(side.admin)
     url = f"/inbox/settings/channels/{side.channel.pk}/"
     page = client.get(url).content.decode()
-    assert 'name="approval"' in page and 'name="approval_timeout_minutes"' in page
+    assert 'name="approval"' in page
+    assert 'name="approval_timeout_minutes"' in page
 
     posted = client.post(url, {**FORM, "approval": "amounts", "approval_timeout_minutes": "15"})
 
