@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from inbox.conversations import hooks
 from inbox.conversations.handoff import hand_off
 from inbox.conversations.models import Chat, Draft, HandoffReason, Owner, Turn
 from inbox.conversations.outbound import send_reply
@@ -107,6 +108,7 @@ def hold(
             generated_at_version=generated_at_version,
             answered_up_to=answered_up_to,
         )
+        hooks.draft_changed(chat.pk)
     log.info("draft.held", extra={"chat_id": chat_id, "draft_id": draft.pk})
     return HoldOutcome(True, "held", draft.pk)
 
@@ -222,4 +224,7 @@ def _claim(chat_id: int, draft_id: int | None, state: str) -> Draft | None:
             _supersede(chat_id)
         return None
     won = Draft.objects.filter(pk=draft.pk, state=Draft.State.PENDING).update(state=state)
-    return draft if won == 1 else None
+    if won != 1:
+        return None
+    hooks.draft_changed(chat_id)
+    return draft

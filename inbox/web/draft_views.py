@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -74,3 +74,10 @@ def to_approve(request: HttpRequest) -> HttpResponse:
     """Every bot reply waiting for a person in the chats this manager sees, the oldest first."""
     found = list(dashboard.drafts_to_approve(request_user(request))[:200])
     return render(request, "inbox/to_approve.html", {"drafts": found})
+
+
+@login_required
+@require_GET
+def waiting_count(request: HttpRequest) -> JsonResponse:
+    """The menu's count, asked again when a pushed event says a draft changed."""
+    return JsonResponse({"count": dashboard.drafts_to_approve(request_user(request)).count()})

@@ -49,12 +49,20 @@ def test_a_price_reply_waits_as_a_draft_and_goes_out_when_approved(
     card.focus()
     card.press("Enter")
 
-    expect(boris.locator(f"#draft-{chat.pk}")).to_contain_text("Sent to the customer.")
     expect(card).to_have_count(0)
+    expect(boris.locator("[data-drafts-waiting]")).to_be_hidden()
     wait_for(lambda: graph.sent_to(CUSTOMER), timeout=20, message="the approved reply")
     assert [m.text for m in graph.sent_to(CUSTOMER)] == [draft.text]
     # The sent reply shows in the conversation as the bot's, through the live push.
     expect(boris.locator(f"#messages-{chat.pk}")).to_contain_text("180 000")
     draft.refresh_from_db()
     assert (draft.state, draft.decided_by_id) == (Draft.State.APPROVED, people["boris"].pk)
+
+    # The next reply that waits appears on the open chat by the live push, without a reload.
+    factories.customer_message(chat, "How much for 2 Office chair Lux?")
+    Chat.objects.filter(pk=chat.pk).update(version=2)
+    in_thread(take_turn, chat.pk)
+    second = Draft.objects.get(chat=chat, state=Draft.State.PENDING)
+    expect(boris.locator(f'.draft-card[data-draft="{second.pk}"]')).to_contain_text("90 000")
+    expect(boris.locator("[data-drafts-waiting]")).to_have_text("1")
     assert not csp_violations, csp_violations

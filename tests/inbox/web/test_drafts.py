@@ -56,7 +56,7 @@ def test_the_chat_shows_the_draft_and_approve_sends_it_in_place(a: Tenant) -> No
     html = page.get(f"/inbox/chat/{a.chat.pk}/").content.decode()
     assert f'data-draft="{draft.pk}"' in html
     assert "The oak table is 120 000 KZT." in html
-    assert "data-drafts-waiting>1<" in html  # the nav's count
+    assert 'data-count-url="/inbox/approve/count/">1</span>' in html  # the menu's count
 
     answer = page.post(
         f"/inbox/chat/{a.chat.pk}/draft/approve/", {"draft": draft.pk}, HTTP_HX_REQUEST="true"
@@ -105,7 +105,9 @@ def test_to_approve_lists_the_oldest_first_and_only_ones_own(a: Tenant, b: Tenan
 
     assert html.index("First: 120 000 KZT.") < html.index("Second: 80 000 KZT.")
     assert "Other business" not in html
-    assert "data-drafts-waiting>2<" in html
+    assert 'data-count-url="/inbox/approve/count/">2</span>' in html
+    assert _browser(a.manager).get("/inbox/approve/count/").json() == {"count": 2}
+    assert _browser(b.manager).get("/inbox/approve/count/").json() == {"count": 1}
     # Another business's manager can neither see nor decide it.
     other = _browser(b.manager)
     assert other.post(f"/inbox/chat/{a.chat.pk}/draft/approve/").status_code == 404
