@@ -187,3 +187,16 @@ def test_what_amounts_holds() -> None:
     assert approval.commitments("We can deliver by 12.03.")
     assert approval.commitments("We'll give you a discount.")
     assert approval.commitments("Delivery takes 3-5 days.")
+
+
+def test_an_opt_out_confirmation_never_waits(graph) -> None:
+    chat = _chat(Approval.ALL)
+    factories.customer_message(chat, "STOP")
+    Chat.objects.filter(pk=chat.pk).update(answered_up_to=chat.messages.first().pk)
+
+    turn = take_turn(chat.pk)
+
+    assert turn is not None
+    assert turn.outcome == Turn.Outcome.ANSWERED
+    assert len(graph.sent_to(CUSTOMER)) == 1
+    assert not Draft.objects.filter(chat=chat).exists()
