@@ -5,6 +5,8 @@ read with the same readers the guardrails use (`assistant.knowledge.money.find_a
 `assistant.decision.guardrails.terms`, the promise patterns of `guardrails.promises`), whether
 or not the rules back it: a person wanted to see every commitment. `all` holds every reply;
 `off` none. The one exception is the confirmation of an opt-out ("STOP"): the law wants it now.
+A handoff's fixed notice to the customer ("a manager will reply shortly") is not a reply and
+never waits either.
 """
 
 from __future__ import annotations
