@@ -8,7 +8,9 @@
     brain.decide → Decision {answer | clarify | handoff}
     guardrails: prices, discounts, deadlines, forbidden promises not backed → handoff `guardrail`
     answer / clarify → inbox.conversations.outbound.send_reply(…, generated_at_version)
-                       (tried once here; a transient failure is retried by a Celery task)
+                       (tried once here; a transient failure is retried by a Celery task),
+                       or, where the channel wants a person to approve it (assistant/approval.py),
+                       inbox.conversations.drafts.hold: a draft waits for a manager
     handoff          → inbox.conversations.handoff.hand_off(…, generated_at_version)
 
 Whether the reply goes out is decided at the last moment under the chat's row lock (owner still
@@ -25,11 +27,11 @@ from typing import Any
 
 from django.utils import timezone
 
-from assistant import composing, opt_out
+from assistant import approval, composing, opt_out
 from assistant.decision import brain, escalation, explain, guardrails
 from assistant.knowledge.effective import assistant_settings, knowledge_for
 from assistant.schema import Action, Decision, HistoryEntry, Speaker, TurnInput
-from inbox.conversations import delivery_status, hooks, turns, window
+from inbox.conversations import delivery_status, drafts, hooks, turns, window
 from inbox.conversations.handoff import HandoffOutcome, hand_off
 from inbox.conversations.models import Message, Turn
 from inbox.conversations.outbound import SendOutcome, send_reply, settle_turn
@@ -201,6 +203,20 @@ def _act(
 
 
 def _reply(turn: Turn, pending: turns.PendingTurn, decision: Decision) -> bool:
+    if approval.held_because(pending.chat.channel, decision.reply_to_customer, decision.reason):
+        held = drafts.hold(
+            pending.chat.pk,
+            decision.reply_to_customer,
+            turn_id=turn.pk,
+            generated_at_version=pending.version,
+            answered_up_to=pending.answered_up_to,
+        )
+        turn.outcome = (
+            Turn.Outcome.AWAITING_APPROVAL
+            if held.held
+            else SEND_OUTCOMES.get(held.reason, Turn.Outcome.FAILED)
+        )
+        return False
     outcome: SendOutcome = send_reply(
         pending.chat.pk,
         decision.reply_to_customer,

@@ -56,6 +56,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "ru": "Спасибо за сообщение! Наш помощник сейчас не может ответить, поэтому вам скоро "
         "ответит менеджер здесь.",
     },
+    "handoff.approval_timeout": {
+        "en": "Thank you for waiting! A manager will confirm the details and reply here shortly.",
+        "ru": "Спасибо за ожидание! Менеджер уточнит детали и скоро ответит вам здесь.",
+    },
     "handoff.default": {
         "en": "Thank you for your message! A manager will reply to you here shortly.",
         "ru": "Спасибо за сообщение! Менеджер скоро ответит вам здесь.",

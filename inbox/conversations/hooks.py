@@ -63,6 +63,9 @@ class Listener:
     def turn_running(self, chat: Chat, *, running: bool) -> None:
         """The assistant started (or finished) preparing a reply for the chat."""
 
+    def draft_changed(self, chat_id: int) -> None:
+        """A bot reply started waiting for approval on the chat, or was decided."""
+
 
 _listeners: list[Listener] = []
 
@@ -135,3 +138,8 @@ def handoff_created(handoff_id: int) -> None:
 def turn_running(chat: Chat, *, running: bool) -> None:
     for listener in _listeners:
         listener.turn_running(chat, running=running)
+
+
+def draft_changed(chat_id: int) -> None:
+    for listener in _listeners:
+        listener.draft_changed(chat_id)

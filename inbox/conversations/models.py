@@ -95,6 +95,14 @@ class Business(models.Model):
 NUMBER_REFUSED = "This number can't be added. Contact support if it is yours."
 
 
+class Approval(models.TextChoices):
+    """Which of a channel's bot replies a person approves first (`inbox.conversations.drafts`)."""
+
+    OFF = "off", "Off: the bot replies by itself"
+    AMOUNTS = "amounts", "Replies that state an amount, a date or a promise"
+    ALL = "all", "Every bot reply"
+
+
 class Channel(models.Model):
     """One WhatsApp number (or the sandbox) of a business, with its own timing rules."""
 
@@ -163,6 +171,18 @@ class Channel(models.Model):
         default=True,
         help_text='Show "typing…" while the assistant composes a reply; WhatsApp shows it '
         "only together with the read mark, so it needs read receipts on.",
+    )
+    # Supervised replies (inbox/conversations/drafts.py): which bot replies wait for a person.
+    approval = models.CharField(
+        max_length=8,
+        choices=Approval.choices,
+        default=Approval.OFF,
+        help_text="Bot replies that wait for a manager's approval before they go out.",
+    )
+    approval_timeout_minutes = models.PositiveIntegerField(
+        default=10,
+        help_text="A draft not approved within this many minutes (of working hours, when set) "
+        "hands the chat to a person and tells the customer so.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -562,6 +582,8 @@ class HandoffReason(models.TextChoices):
     SEND_UNKNOWN = "send_unknown", "Bot reply may not have been sent"
     TURN_FAILED = "turn_failed", "Assistant failed on this chat"
     WINDOW_CLOSED = "window_closed", "WhatsApp window closed: template only"
+    REJECTED_DRAFT = "rejected_draft", "A manager rejected the bot's draft"
+    APPROVAL_TIMEOUT = "approval_timeout", "Bot's draft not approved in time"
 
     @classmethod
     def label_for(cls, code: str) -> str:
@@ -610,6 +632,7 @@ class Turn(models.Model):
         DROPPED_OWNER = "dropped_owner", "Dropped: a human owns the chat"
         ALREADY_ANSWERED = "already_answered", "Already answered"
         SEND_FAILED = "send_failed", "Reply could not be sent"
+        AWAITING_APPROVAL = "awaiting_approval", "Reply waits for a person's approval"
         FAILED = "failed", "Failed"
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
@@ -636,6 +659,49 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
+
+
+class Draft(models.Model):
+    """A bot reply that waits for a person (the channel's `approval`): approved as is, edited
+    and sent, rejected, superseded by a newer customer message, or expired. Written only by
+    `inbox.conversations.drafts`."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting for approval"
+        APPROVED = "approved", "Approved as is"
+        EDITED = "edited", "Edited and sent"
+        REJECTED = "rejected", "Rejected"
+        SUPERSEDED = "superseded", "Superseded by a newer message"
+        EXPIRED = "expired", "Not approved in time"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="drafts")
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
+    )
+    text = models.TextField()
+    sent_text = models.TextField(blank=True, help_text="What went out, when a person edited it.")
+    generated_at_version = models.PositiveBigIntegerField()
+    answered_up_to = models.PositiveBigIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["state", "created_at"], name="draft_state_created")]
+
+    def __str__(self) -> str:
+        return f"draft #{self.pk} chat #{self.chat_id} {self.state}"
 
 
 class MessageFlag(models.Model):

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from inbox.conversations.ingest import TURN_KINDS, VOICE_KINDS
-from inbox.conversations.models import Chat, Message, Owner, Turn
+from inbox.conversations.models import Chat, Draft, Message, Owner, Turn
 
 HISTORY_MESSAGES = 30
 
@@ -39,6 +39,10 @@ def collect(chat_id: int) -> PendingTurn | None:
     if chat is None or chat.owner != Owner.BOT:
         return None
     version = chat.version
+    if Draft.objects.filter(
+        chat=chat, state=Draft.State.PENDING, generated_at_version=version
+    ).exists():
+        return None  # its reply waits for a person (inbox.conversations.drafts)
     messages = list(
         chat.messages.filter(
             direction=Message.Direction.INBOUND,
@@ -86,7 +90,8 @@ def as_recorded(turn: Turn) -> PendingTurn | None:
 
 
 def stuck_chat_ids(older_than_seconds: float, limit: int = 500) -> list[int]:
-    """Bot chats with customer messages no turn has answered for this long."""
+    """Bot chats with customer messages no turn has answered for this long (a reply waiting
+    for approval is not stuck)."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     unanswered = Message.objects.filter(
         chat=OuterRef("pk"),
@@ -94,7 +99,12 @@ def stuck_chat_ids(older_than_seconds: float, limit: int = 500) -> list[int]:
         kind__in=TURN_KINDS,
         pk__gt=OuterRef("answered_up_to"),
     ).exclude(transcript_status=Message.TranscriptStatus.PENDING)
-    stuck = Chat.objects.filter(owner=Owner.BOT, last_customer_at__lt=cutoff).filter(
-        Exists(unanswered)
+    awaiting_approval = Draft.objects.filter(
+        chat=OuterRef("pk"), state=Draft.State.PENDING, generated_at_version=OuterRef("version")
+    )
+    stuck = (
+        Chat.objects.filter(owner=Owner.BOT, last_customer_at__lt=cutoff)
+        .filter(Exists(unanswered))
+        .exclude(Exists(awaiting_approval))
     )
     return list(stuck.values_list("pk", flat=True)[:limit])

@@ -6,6 +6,7 @@ from django.urls import include, path
 from inbox.site import health, metrics_view
 from inbox.web import (
     chat_extras,
+    draft_views,
     login_limit,
     media,
     password_reset,
@@ -50,6 +51,10 @@ urlpatterns = [
         name="message_resend",
     ),
     path("inbox/chat/<int:chat_id>/take-over/", views.take_over, name="chat_take_over"),
+    path("inbox/chat/<int:chat_id>/draft/approve/", draft_views.approve, name="draft_approve"),
+    path("inbox/chat/<int:chat_id>/draft/reject/", draft_views.reject, name="draft_reject"),
+    path("inbox/approve/", draft_views.to_approve, name="drafts_to_approve"),
+    path("inbox/approve/count/", draft_views.waiting_count, name="drafts_waiting"),
     path("inbox/chat/<int:chat_id>/release/", views.release, name="chat_release"),
     path("inbox/chat/<int:chat_id>/assign/", views.assign, name="chat_assign"),
     path("inbox/chat/<int:chat_id>/resolve/", status_views.resolve, name="chat_resolve"),

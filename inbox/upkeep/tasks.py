@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
 from inbox.conversations import debounce, outbound, ownership, status, turns, voice
-from inbox.upkeep import alerts, retention
+from inbox.upkeep import alerts, approvals, retention
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +99,10 @@ def resume_stuck_transcriptions() -> int:
     for message_id in message_ids:
         voice.transcribe(message_id)
     return len(message_ids)
+
+
+@shared_task(name="inbox.expire_drafts", ignore_result=True, time_limit=55)
+def expire_drafts() -> int:
+    """Every minute: bot drafts no one approved within the channel's limit go to a person,
+    and the customer is told one will confirm (inbox/upkeep/approvals.py)."""
+    return approvals.expire_overdue(timezone.now())

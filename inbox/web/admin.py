@@ -75,6 +75,8 @@ class ChannelAdminForm(WriteOnlySecrets):
             "silent_alert_minutes",
             "read_receipts",
             "typing_indicator",
+            "approval",
+            "approval_timeout_minutes",
         ]
 
 
@@ -118,6 +120,7 @@ class ChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 )
             },
         ),
+        ("Supervised replies", {"fields": ("approval", "approval_timeout_minutes")}),
         ("Health", {"fields": ("last_event_at", "created_at")}),
     )
 

@@ -32,7 +32,7 @@ from inbox.conversations import (
     window,
 )
 from inbox.conversations.models import Chat, Handoff, Message, MessageFlag
-from inbox.web import actions, api_tokens, contact, dashboard, status_actions, why
+from inbox.web import actions, api_drafts, api_tokens, contact, dashboard, status_actions, why
 
 MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
@@ -260,6 +260,9 @@ class HandoffOut(Schema):
 class ChatDetailOut(ChatOut):
     messages: list[MessageOut]
     handoff: HandoffOut | None
+    draft: api_drafts.DraftOut | None = Field(
+        description="The bot reply waiting for a person's approval, if any."
+    )
     opted_out: bool = Field(
         description="The customer asked the business not to write to them: nothing unprompted "
         "may be sent (replies to their own messages may)."
@@ -412,6 +415,7 @@ def get_chat(request: HttpRequest, chat_id: Path[Id]) -> Any:
         ).model_dump(),
         messages=[MessageOut.of(m) for m in messages],
         handoff=HandoffOut.of(handoff) if handoff else None,
+        draft=api_drafts.draft_of(chat.pk),
         opted_out=opt_outs.opted_out(chat.channel.business_id, chat.customer_key),
     )
 
@@ -662,3 +666,4 @@ def flag_message(
 
 
 api.add_router("/", router)
+api.add_router("/", api_drafts.router)

@@ -15,12 +15,13 @@ from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, Wh
 from django.db.models.fields import IntegerField
 from django.utils import timezone
 
-from inbox.conversations import access, reading, search
+from inbox.conversations import access, drafts, reading, search
 from inbox.conversations.access import User
 from inbox.conversations.models import (
     Chat,
     ChatStatus,
     ChatTransition,
+    Draft,
     Handoff,
     Label,
     Message,
@@ -282,6 +283,7 @@ class ChatView:
     turn_running: bool
     transitions: list[ChatTransition] = field(default_factory=list)
     hit_id: int | None = None  # a search hit to show, highlighted
+    draft: Draft | None = None  # a bot reply waiting for approval (inbox.conversations.drafts)
     has_later: bool = False  # the page stops before the newest messages (an old hit)
 
 
@@ -359,6 +361,17 @@ def chat_view(chat: Chat, hit_id: int | None = None) -> ChatView:
         transitions=transitions(chat),
         hit_id=hit_id,
         has_later=has_later,
+        draft=drafts.current_for(chat.pk),
+    )
+
+
+def drafts_to_approve(user: User) -> QuerySet[Draft]:
+    """Bot replies waiting for a person in the chats this user may see, the oldest first."""
+    return (
+        drafts.current()
+        .filter(chat__channel__in=access.visible_channels(user))
+        .select_related("chat", "chat__channel", "turn")
+        .order_by("created_at", "pk")
     )
 
 

@@ -18,7 +18,7 @@ from typing import TypedDict
 from django.db.models import prefetch_related_objects
 from django.template.loader import render_to_string
 
-from inbox.conversations import access, window
+from inbox.conversations import access, drafts, window
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import dashboard, jinja
 from inbox.web.local_time import business_time
@@ -108,6 +108,16 @@ def typing(chat: Chat, running: bool) -> Fragment:
         "inbox/_typing.html", {"chat": chat, "turn_running": running}, chat.channel.business_id
     )
     return _fragment(f"typing-{chat.pk}", html, scope="chat")
+
+
+def draft(chat: Chat) -> Fragment:
+    """The chat's bot reply waiting for approval (an empty slot when none is)."""
+    html = _render(
+        "inbox/_draft.html",
+        {"chat": chat, "draft": drafts.current_for(chat.pk)},
+        chat.channel.business_id,
+    )
+    return _fragment(f"draft-{chat.pk}", html, scope="chat")
 
 
 def for_chat(chat_id: int) -> list[Fragment]:

@@ -174,6 +174,9 @@ class DashboardPush(hooks.Listener):
     def handoff_created(self, handoff_id: int) -> None:
         _after_commit(("handoff_created", handoff_id), partial(handoff_created, handoff_id))
 
+    def draft_changed(self, chat_id: int) -> None:
+        _after_commit(("draft_changed", chat_id), partial(draft_changed, chat_id))
+
     def turn_running(self, chat: Chat, *, running: bool) -> None:
         # Never merged: "running" then "done" in one batch must both arrive, in order.
         _after_commit(("turn_running", next(_unique)), partial(turn_running, chat, running))
@@ -384,4 +387,20 @@ def turn_running(chat: Chat, running: bool) -> None:
         chat_id=chat.pk,
         channel_id=chat.channel_id,
         fragments=[fragments.typing(chat, running)],
+    )
+
+
+def draft_changed(chat_id: int) -> None:
+    """A bot reply started or stopped waiting for approval: the chat's open views show it (or
+    no longer do)."""
+    chat = Chat.objects.select_related("channel").filter(pk=chat_id).first()
+    if chat is None or not _dashboards_open(chat.channel.business_id):
+        return
+    publish(
+        chat.channel.business_id,
+        "draft.changed",
+        {},
+        chat_id=chat.pk,
+        channel_id=chat.channel_id,
+        fragments=[fragments.draft(chat)],
     )

@@ -5,7 +5,8 @@ stay together here because they share the `Period` and one read of the range's h
 Sources: `Message` (conversations, voice notes, manager replies), `ChatTransition` (who
 owned the chat: bot-only means no transition to a human in the range and no manager message),
 `Handoff` (reasons, the clock for the first human reply), `Turn` (questions outside the
-knowledge base). Days are the business's days (`Business.timezone`); the range is
+knowledge base), `Draft` (supervised replies: approved as is, edited, rejected, how long to
+approve). Days are the business's days (`Business.timezone`); the range is
 [first day 00:00, day after the last 00:00) in that zone.
 
 The page reads each source once over an indexed range (migrations 0011_reports and
@@ -42,6 +43,7 @@ from inbox.conversations.models import (
     Business,
     Channel,
     ChatTransition,
+    Draft,
     Handoff,
     HandoffReason,
     Message,
@@ -456,3 +458,40 @@ def outside_knowledge_base(period: Period, limit: int = QUESTIONS_SHOWN) -> Ques
         for t in newest
     ]
     return Questions(total=turns.count(), shown=shown)
+
+
+@dataclass(frozen=True)
+class Approvals:
+    """Bot drafts written in the range, by what a person did with them."""
+
+    approved: int
+    edited: int
+    rejected: int
+    expired: int
+    time_to_approve: Waits  # approved or edited: from the draft to the decision
+
+    @property
+    def decided(self) -> int:
+        return self.approved + self.edited + self.rejected
+
+
+def approvals(period: Period) -> Approvals:
+    rows = Draft.objects.filter(
+        chat__channel_id__in=period.channel_ids,
+        created_at__gte=period.start,
+        created_at__lt=period.end,
+    ).values_list("state", "created_at", "decided_at")
+    counts: dict[str, int] = defaultdict(int)
+    seconds = []
+    for state, created, decided in rows:
+        counts[state] += 1
+        if state in (Draft.State.APPROVED, Draft.State.EDITED) and decided is not None:
+            seconds.append((decided - created).total_seconds())
+    sent = counts[Draft.State.APPROVED] + counts[Draft.State.EDITED]
+    return Approvals(
+        approved=counts[Draft.State.APPROVED],
+        edited=counts[Draft.State.EDITED],
+        rejected=counts[Draft.State.REJECTED],
+        expired=counts[Draft.State.EXPIRED],
+        time_to_approve=_waits(seconds, sent),
+    )

@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inbox.web.reports.figures import (
+    Approvals,
     ManagerRow,
     Period,
     Questions,
     Summary,
     Waits,
+    approvals,
     handoffs,
     handoffs_by_day,
     handoffs_by_reason,
@@ -35,6 +37,7 @@ class Report:
     pending: Waits
     managers: list[ManagerRow]
     questions: Questions
+    approvals: Approvals
 
 
 def build(period: Period) -> Report:
@@ -49,6 +52,7 @@ def build(period: Period) -> Report:
         pending=pending_waits(period),
         managers=managers(period, found),
         questions=outside_knowledge_base(period),
+        approvals=approvals(period),
     )
 
 
@@ -61,6 +65,16 @@ def _seconds(value: float | None) -> str:
 
 def _share(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
+
+
+def _approval_rows(found: Approvals) -> list[list[str]]:
+    return [
+        ["drafts_approved", str(found.approved)],
+        ["drafts_edited", str(found.edited)],
+        ["drafts_rejected", str(found.rejected)],
+        ["drafts_expired", str(found.expired)],
+        ["time_to_approve_p50_s", _seconds(found.time_to_approve.p50)],
+    ]
 
 
 TABLES = ("summary", "reasons", "days", "managers", "questions")
@@ -89,6 +103,7 @@ def table(name: str, period: Period) -> list[list[str]]:
             ["unclear_voice", str(s.unclear_voice)],
             ["unclear_voice_rate", _share(s.unclear_voice_rate)],
             ["guardrail_blocks", str(s.guardrail_blocks)],
+            *_approval_rows(approvals(period)),
         ]
     if name == "reasons":
         return [["reason", "handoffs"]] + [[r, str(n)] for r, n in handoffs_by_reason(period)]

@@ -116,6 +116,12 @@ class ChannelSettingsForm(ChannelAdminForm):
         for name in ("debounce_seconds", "idle_release_hours", "late_answer_cutoff_minutes"):
             self.fields[name].validators.append(MinValueValidator(0))
             self.fields[name].widget.attrs["min"] = "0"
+        if "approval" in self.fields:  # a new channel's short form has none
+            # A form posted without them (an older page, a script) keeps the channel's values.
+            self.fields["approval"].required = False
+            self.fields["approval_timeout_minutes"].required = False
+            self.fields["approval_timeout_minutes"].validators.append(MinValueValidator(1))
+            self.fields["approval_timeout_minutes"].widget.attrs["min"] = "1"
         self.fields["voice_confidence_threshold"].widget.attrs.update(
             {"min": "0", "max": "1", "step": "0.05"}
         )
@@ -148,6 +154,11 @@ class ChannelSettingsForm(ChannelAdminForm):
                 continue
             hours[day] = [start.strftime("%H:%M"), end.strftime("%H:%M")]
         cleaned["working_hours"] = hours
+        if "approval" in self.fields and not cleaned.get("approval"):
+            cleaned["approval"] = self.instance.approval
+        timeout = "approval_timeout_minutes"
+        if timeout in self.fields and cleaned.get(timeout) is None:
+            cleaned[timeout] = self.instance.approval_timeout_minutes
         return cleaned
 
     def save(self, commit: bool = True) -> Channel:

@@ -8,8 +8,8 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from inbox.conversations import access, delivery_status, names
-from inbox.conversations.models import Chat, HandoffReason, Membership, Message
+from inbox.conversations import access, delivery_status, drafts, names
+from inbox.conversations.models import Chat, Draft, HandoffReason, Membership, Message
 from inbox.web import dashboard
 
 register = template.Library()
@@ -127,6 +127,19 @@ def qty(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return "" if value is None else str(value)
+
+
+@register.filter
+def draft_why(draft: Draft) -> str:
+    return drafts.why(draft)
+
+
+@register.simple_tag
+def drafts_waiting(user: Any) -> int:
+    """The nav's count of bot replies waiting for this user's approval, on page load."""
+    if not getattr(user, "is_authenticated", False):
+        return 0
+    return dashboard.drafts_to_approve(user).count()
 
 
 @register.simple_tag

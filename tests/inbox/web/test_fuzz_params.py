@@ -77,6 +77,8 @@ POSTED = {
     "/inbox/chat/{chat}/reply/": ["text", "key", "take_from"],
     "/inbox/chat/{chat}/note/": ["text", "key"],
     "/inbox/chat/{chat}/snooze/": ["until"],
+    "/inbox/chat/{chat}/draft/approve/": ["draft", "text"],
+    "/inbox/chat/{chat}/draft/reject/": ["draft"],
     "/inbox/settings/replies-labels/?business={business}": ["action", "id"],
     "/inbox/settings/team/auto-assign/?business={business}": ["auto_assign"],
     "/inbox/settings/price-list/": ["token", "skip_bad_rows", "target"],

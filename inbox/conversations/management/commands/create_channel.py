@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from inbox.conversations.models import Business, Channel
+from inbox.conversations.models import Approval, Business, Channel
 from inbox.platform import egress
 
 
@@ -45,6 +45,19 @@ class Command(BaseCommand):
             help="do not mark customers' messages read when the assistant starts answering",
         )
         parser.add_argument(
+            "--approval",
+            choices=[a.value for a in Approval],
+            default=Approval.OFF.value,
+            help="bot replies a manager approves first: off, amounts (an amount, date or "
+            "promise), all",
+        )
+        parser.add_argument(
+            "--approval-timeout-minutes",
+            type=int,
+            default=10,
+            help="a draft not approved this long goes to a person (working hours only)",
+        )
+        parser.add_argument(
             "--no-typing-indicator", action="store_true", help='do not show "typing…" (Cloud API)'
         )
 
@@ -67,6 +80,8 @@ class Command(BaseCommand):
             and Channel.objects.filter(phone_number_id=o["phone_number_id"]).exists()
         ):
             raise CommandError(f"a channel with phone number ID {o['phone_number_id']} exists")
+        if o["approval_timeout_minutes"] < 1:
+            raise CommandError("--approval-timeout-minutes must be ≥ 1")
         if o["debounce_seconds"] < 0 or o["idle_release_hours"] <= 0:
             raise CommandError("--debounce-seconds must be ≥ 0 and --idle-release-hours > 0")
         with transaction.atomic():
@@ -88,6 +103,8 @@ class Command(BaseCommand):
                 voice_confidence_threshold=o["voice_confidence_threshold"],
                 read_receipts=not o["no_read_receipts"],
                 typing_indicator=not o["no_typing_indicator"],
+                approval=o["approval"],
+                approval_timeout_minutes=o["approval_timeout_minutes"],
             )
         if created:
             self.stderr.write(f"created business '{business.name}'")
