@@ -14,6 +14,7 @@ class SiteConfig(AppConfig):
     def ready(self) -> None:
         # Inside ready(): the apps these modules' models belong to must be loaded first.
         from inbox.conversations import hooks, transport_registry
+        from inbox.conversations.pending_replies import PendingReplyTrigger
         from inbox.conversations.models import Channel
         from inbox.web import crm_cards
         from inbox.web.live.dashboard_push import DashboardPush
@@ -35,4 +36,5 @@ class SiteConfig(AppConfig):
         hooks.subscribe(DashboardPush())
         hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())
+        hooks.subscribe(PendingReplyTrigger())
         crm_cards.register(contact_card.SYSTEM, contact_card.card)
