@@ -858,4 +858,9 @@ class OptOut(models.Model):
 
 # The template store and the pending replies live in their own module (string foreign keys,
 # no import back here); imported here so Django registers them with the app.
-from inbox.conversations.template_models import MessageTemplate, PendingReply  # noqa: E402, F401
+from inbox.conversations.template_models import (  # noqa: E402
+    MessageTemplate as MessageTemplate,
+)
+from inbox.conversations.template_models import (  # noqa: E402
+    PendingReply as PendingReply,
+)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from celery import current_app, shared_task
 from django.contrib.auth.models import User
@@ -116,8 +117,7 @@ def _dropped(chat: Chat, author: User | None) -> None:
     writer = names.display_name(author, business_id) if author else "A manager"
     outbound.add_internal_note(
         chat.pk,
-        f"{writer}'s answer kept for the customer's return was not sent: {who} has the chat "
-        "now.",
+        f"{writer}'s answer kept for the customer's return was not sent: {who} has the chat now.",
     )
     hooks.chat_changed(chat.pk)
     log.info("pending_reply.dropped", extra={"chat_id": chat.pk})
@@ -135,9 +135,11 @@ class PendingReplyTrigger(hooks.Listener):
             PendingReply.objects.filter(chat_id__in=chat_ids).values_list("chat_id", flat=True)
         )
         for chat_id in waiting:
-            transaction.on_commit(
-                lambda chat_id=chat_id: current_app.send_task(SEND_TASK, args=[chat_id])
-            )
+            transaction.on_commit(partial(_queue_send, chat_id))
+
+
+def _queue_send(chat_id: int) -> None:
+    current_app.send_task(SEND_TASK, args=[chat_id])
 
 
 @shared_task(name=SEND_TASK, ignore_result=True, soft_time_limit=120, time_limit=150)

@@ -143,7 +143,10 @@ def refusal(template: MessageTemplate | None, chat: Chat) -> str:
         return "Templates are sent only on WhatsApp Cloud API numbers."
     if template.status != MessageTemplate.Status.APPROVED:
         label = MessageTemplate.Status(template.status).label.lower()
-        return f"The template {template.name} ({template.language}) is {label}: only an approved template can be sent."
+        return (
+            f"The template {template.name} ({template.language}) is {label}: only an approved "
+            "template can be sent."
+        )
     proactive = template.category == MessageTemplate.Category.MARKETING or not window.is_open(chat)
     refused = opt_outs.refusal(chat.channel.business_id, chat.customer_key) if proactive else None
     if refused is not None:

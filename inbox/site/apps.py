@@ -14,8 +14,8 @@ class SiteConfig(AppConfig):
     def ready(self) -> None:
         # Inside ready(): the apps these modules' models belong to must be loaded first.
         from inbox.conversations import hooks, transport_registry
-        from inbox.conversations.pending_replies import PendingReplyTrigger
         from inbox.conversations.models import Channel
+        from inbox.conversations.pending_replies import PendingReplyTrigger
         from inbox.web import crm_cards
         from inbox.web.live.dashboard_push import DashboardPush
         from inbox.web.live.notify import NotificationPush

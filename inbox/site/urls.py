@@ -6,16 +6,16 @@ from django.urls import include, path
 from inbox.site import health, metrics_view
 from inbox.web import (
     chat_extras,
-    template_views,
     login_limit,
     media,
     password_reset,
     progress_views,
     status_views,
+    template_api,  # noqa: F401  (its operations join the API's router)
+    template_views,
     views,
     why_views,
 )
-from inbox.web import template_api  # noqa: F401  (its operations join the API's router)
 from inbox.web.api import api
 from inbox.web.reports import views as report_views
 from inbox.web.settings import (

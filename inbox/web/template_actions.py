@@ -76,7 +76,8 @@ def send_template(
     if problem:
         return ActionResult(chat, False, error=problem)
     if not actions._first_use(user, chat.pk, "template", key):
-        return ActionResult(actions.reload_chat(chat.pk), False, notice="This template was already sent.")  # fmt: skip
+        sent_already = "This template was already sent."
+        return ActionResult(actions.reload_chat(chat.pk), False, notice=sent_already)
     try:
         outcome = templates.send(chat.pk, template, values, manager=user)
     except templates.Refused as exc:
@@ -99,7 +100,8 @@ def keep_pending(user: User, chat_id: int, text: str) -> ActionResult:
     if not text:
         return ActionResult(chat, False, error="Write the answer first.")
     if len(text) > actions.MAX_TEXT:
-        return ActionResult(chat, False, error=f"A message can be at most {actions.MAX_TEXT} characters.")  # fmt: skip
+        too_long = f"A message can be at most {actions.MAX_TEXT} characters."
+        return ActionResult(chat, False, error=too_long)
     if window.is_open(chat):
         return ActionResult(chat, False, error="The window is open: send the reply itself.")
     kept = pending_replies.keep(chat.pk, text, manager=user)

@@ -77,7 +77,9 @@ def send(request: HttpRequest, chat_id: int) -> HttpResponse:
 @require_POST
 def keep_pending(request: HttpRequest, chat_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
-    result = _run(request, lambda user, cid: template_actions.keep_pending(user, cid, text), chat_id)
+    result = _run(
+        request, lambda user, cid: template_actions.keep_pending(user, cid, text), chat_id
+    )
     return _composer_response(request, result, "reply", text if result.error else "")
 
 

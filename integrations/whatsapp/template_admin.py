@@ -42,7 +42,9 @@ def choose_reengage(request: HttpRequest, channel_id: int) -> HttpResponse:
     if chosen:
         template = (
             templates.approved(channel)
-            .filter(category=MessageTemplate.Category.UTILITY, pk=int(chosen) if chosen.isdigit() else 0)
+            .filter(
+                category=MessageTemplate.Category.UTILITY, pk=int(chosen) if chosen.isdigit() else 0
+            )
             .first()
         )
         if template is None:

@@ -72,16 +72,22 @@ def fetch(channel: Channel) -> list[dict[str, Any]]:
             body = response.json()
         except ValueError as exc:
             raise SyncError("The Graph API gave an unexpected answer.") from exc
-        data = body.get("data") if isinstance(body, dict) else None
-        found.extend(item for item in data or [] if isinstance(item, dict))
-        paging = body.get("paging") if isinstance(body.get("paging"), dict) else {}
-        cursors = paging.get("cursors") if isinstance(paging.get("cursors"), dict) else {}
-        after = cursors.get("after")
+        if not isinstance(body, dict):
+            raise SyncError("The Graph API gave an unexpected answer.")
+        data = body.get("data")
+        if isinstance(data, list):
+            found.extend(item for item in data if isinstance(item, dict))
+        paging = _object(body.get("paging"))
+        after = _object(paging.get("cursors")).get("after")
         if not paging.get("next") or not isinstance(after, str) or not after:
             return found
         params = {**params, "after": after}
     log.warning("templates.too_many_pages", extra={"channel_id": channel.pk})
     return found
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _row(item: dict[str, Any]) -> dict[str, Any] | None:
@@ -178,3 +184,8 @@ def apply_status_changes(changes: list[tuple[str, dict[str, Any]]]) -> int:
             reason if isinstance(reason, str) and reason != "NONE" else "",
         )
     return updated
+
+
+def apply_status_changes_quietly(changes: list[tuple[str, dict[str, Any]]]) -> None:
+    """`apply_status_changes` for the webhook, which needs no count."""
+    apply_status_changes(changes)

@@ -300,7 +300,7 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
         return
     template_changes = template_sync.status_changes(payload)
     if template_changes:  # a template approved, paused, disabled…: the store follows
-        apply = _in_thread(template_sync.apply_status_changes)
+        apply = _in_thread(template_sync.apply_status_changes_quietly)
         await sync_to_async(apply, thread_sensitive=False)(template_changes)
     if normalised.skipped:
         log.info(

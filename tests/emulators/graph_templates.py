@@ -175,8 +175,9 @@ class TemplateBook:
         )
         with self._lock:
             self.sends.append(
-                TemplateSend(phone_number_id, str(body.get("to", "")), name, language,
-                             rendered, body)  # fmt: skip
+                TemplateSend(
+                    phone_number_id, str(body.get("to", "")), name, language, rendered, body
+                )
             )
         return rendered
 

@@ -6,63 +6,149 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inbox', '0021_chat_window_closes_at'),
+        ("inbox", "0021_chat_window_closes_at"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='channel',
-            name='reengage_template_language',
+            model_name="channel",
+            name="reengage_template_language",
             field=models.CharField(blank=True, max_length=16),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='reengage_template_name',
+            model_name="channel",
+            name="reengage_template_name",
             field=models.CharField(blank=True, max_length=512),
         ),
         migrations.AddField(
-            model_name='channel',
-            name='waba_id',
-            field=models.CharField(blank=True, help_text='WhatsApp Business Account ID (from Meta): its message templates are synced.', max_length=64, verbose_name='WABA ID'),
+            model_name="channel",
+            name="waba_id",
+            field=models.CharField(
+                blank=True,
+                help_text="WhatsApp Business Account ID (from Meta): its message templates are synced.",
+                max_length=64,
+                verbose_name="WABA ID",
+            ),
         ),
         migrations.AlterField(
-            model_name='message',
-            name='kind',
-            field=models.CharField(choices=[('text', 'Text'), ('voice', 'Voice note'), ('audio', 'Audio file'), ('image', 'Image'), ('document', 'Document'), ('video', 'Video'), ('sticker', 'Sticker'), ('location', 'Location'), ('contacts', 'Contacts'), ('interactive', 'Button or list reply'), ('reaction', 'Reaction'), ('unsupported', 'Unsupported'), ('note', 'Internal note'), ('template', 'Message template')], default='text', max_length=16),
+            model_name="message",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("text", "Text"),
+                    ("voice", "Voice note"),
+                    ("audio", "Audio file"),
+                    ("image", "Image"),
+                    ("document", "Document"),
+                    ("video", "Video"),
+                    ("sticker", "Sticker"),
+                    ("location", "Location"),
+                    ("contacts", "Contacts"),
+                    ("interactive", "Button or list reply"),
+                    ("reaction", "Reaction"),
+                    ("unsupported", "Unsupported"),
+                    ("note", "Internal note"),
+                    ("template", "Message template"),
+                ],
+                default="text",
+                max_length=16,
+            ),
         ),
         migrations.CreateModel(
-            name='PendingReply',
+            name="PendingReply",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('reengage_message_id', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('author', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('chat', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='pending', to='inbox.chat')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("reengage_message_id", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "chat",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pending",
+                        to="inbox.chat",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='MessageTemplate',
+            name="MessageTemplate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=512)),
-                ('language', models.CharField(max_length=16)),
-                ('category', models.CharField(choices=[('MARKETING', 'Marketing'), ('UTILITY', 'Utility'), ('AUTHENTICATION', 'Authentication')], max_length=16)),
-                ('status', models.CharField(choices=[('APPROVED', 'Approved'), ('PENDING', 'Pending review'), ('REJECTED', 'Rejected'), ('PAUSED', 'Paused'), ('DISABLED', 'Disabled')], max_length=16)),
-                ('components', models.JSONField(blank=True, default=list)),
-                ('parameter_format', models.CharField(blank=True, max_length=16)),
-                ('template_id', models.CharField(blank=True, max_length=64)),
-                ('reason', models.CharField(blank=True, help_text='Why it was paused or refused.', max_length=200)),
-                ('synced_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('channel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='templates', to='inbox.channel')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=512)),
+                ("language", models.CharField(max_length=16)),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[
+                            ("MARKETING", "Marketing"),
+                            ("UTILITY", "Utility"),
+                            ("AUTHENTICATION", "Authentication"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("APPROVED", "Approved"),
+                            ("PENDING", "Pending review"),
+                            ("REJECTED", "Rejected"),
+                            ("PAUSED", "Paused"),
+                            ("DISABLED", "Disabled"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("components", models.JSONField(blank=True, default=list)),
+                ("parameter_format", models.CharField(blank=True, max_length=16)),
+                ("template_id", models.CharField(blank=True, max_length=64)),
+                (
+                    "reason",
+                    models.CharField(
+                        blank=True, help_text="Why it was paused or refused.", max_length=200
+                    ),
+                ),
+                ("synced_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "channel",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="templates",
+                        to="inbox.channel",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'language'],
-                'constraints': [models.UniqueConstraint(fields=('channel', 'name', 'language'), name='template_unique_per_channel')],
+                "ordering": ["name", "language"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("channel", "name", "language"), name="template_unique_per_channel"
+                    )
+                ],
             },
         ),
     ]

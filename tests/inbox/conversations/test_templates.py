@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from inbox.conversations import ingest, opt_outs, pending_replies, templates, window
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.models import Channel, Chat, Message, MessageTemplate, Owner, OptOut
+from inbox.conversations.models import Channel, Chat, Message, MessageTemplate, OptOut, Owner
 from inbox.conversations.transports import OutgoingTemplate, PermanentSendError
 from inbox.platform.redis import get_redis
 from inbox.site.asgi import application
@@ -252,7 +252,9 @@ class TestEmulatorChecksLikeMeta:
         transport = CloudApiTransport(channel)
 
         with pytest.raises(PermanentSendError) as unknown:
-            transport.send_template(chat, OutgoingTemplate("nope", "en_US", []), client_message_id="")
+            transport.send_template(
+                chat, OutgoingTemplate("nope", "en_US", []), client_message_id=""
+            )
         one = [{"type": "body", "parameters": [{"type": "text", "text": "Aida"}]}]
         with pytest.raises(PermanentSendError) as count:
             transport.send_template(
@@ -300,11 +302,14 @@ class TestPendingReply:
 
         self._customer_writes(chat, "wamid.back-1")
 
-        queued = [json.loads(raw)["headers"]["task"] for raw in get_redis().lrange("default", 0, -1)]
+        queued = [
+            json.loads(raw)["headers"]["task"] for raw in get_redis().lrange("default", 0, -1)
+        ]
         assert queued == [pending_replies.SEND_TASK]  # after commit, not inside the ingest
         outcome = pending_replies.send_pending(chat.pk)  # what the task runs
 
-        assert outcome is not None and outcome.sent
+        assert outcome is not None
+        assert outcome.sent
         assert graph.sent[-1].type == "text"
         assert graph.sent[-1].text == "Yes, the oak table is in stock: 450 USD."
         assert pending_replies.current(chat.pk) is None
@@ -322,7 +327,8 @@ class TestPendingReply:
         assert outcome is None
         assert [m.type for m in graph.sent] == ["template"]  # only the invitation
         note = chat.messages.get(direction=Message.Direction.INTERNAL)
-        assert "was not sent" in note.text and "boris" in note.text
+        assert "was not sent" in note.text
+        assert "boris" in note.text
         assert pending_replies.current(chat.pk) is None
 
     def test_nothing_goes_while_the_window_is_still_closed(

@@ -40,7 +40,9 @@ def graph(settings: Any) -> Iterator[GraphApiEmulator]:
         settings.WHATSAPP_GRAPH_URL = emulator.graph_url
         emulator.register_number(PNID, TOKEN, waba_id=WABA)
         emulator.templates.add(WABA, "order_ready", body="Hello {{1}}, your order {{2}} is ready.")
-        emulator.templates.add(WABA, "old_promo", category="MARKETING", status="PAUSED", body="Old.")
+        emulator.templates.add(
+            WABA, "old_promo", category="MARKETING", status="PAUSED", body="Old."
+        )
         yield emulator
 
 
@@ -186,8 +188,10 @@ class TestApi:
                       "variables": {"1": "x", "2": "y"}})  # fmt: skip
         listed = _api(tenant("C").manager, "get", f"/chats/{chat.pk}/templates")
 
-        assert paused.status_code == 409 and "paused" in paused.json()["detail"]
-        assert other.status_code == 404 and listed.status_code == 404
+        assert paused.status_code == 409
+        assert "paused" in paused.json()["detail"]
+        assert other.status_code == 404
+        assert listed.status_code == 404
         assert graph.sent == []
 
     def test_a_pending_reply_is_kept_through_the_api(
@@ -233,8 +237,6 @@ class TestChannelPage:
             waba_id=WABA,
         )  # fmt: skip
         assert Membership.objects.get(user=a.manager).role == Membership.Role.MANAGER
-        response = _client(a.manager).post(
-            f"/inbox/settings/channels/{channel.pk}/templates/sync/"
-        )
+        response = _client(a.manager).post(f"/inbox/settings/channels/{channel.pk}/templates/sync/")
         assert response.status_code in (403, 404)
         assert not MessageTemplate.objects.filter(channel=channel).exists()
