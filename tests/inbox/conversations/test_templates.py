@@ -337,3 +337,21 @@ class TestPendingReply:
         chat, _kept = self._kept(graph, channel)
         assert pending_replies.send_pending(chat.pk) is None
         assert pending_replies.current(chat.pk) is not None
+
+
+def test_the_commands_create_a_channel_with_its_waba_and_sync_it(graph: GraphApiEmulator) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command(
+        "create_channel", "--business", "Oak", "--kind", "cloud_api", "--phone-number-id", PNID,
+        "--access-token", TOKEN, "--waba-id", WABA, stdout=out,
+    )  # fmt: skip
+    channel = Channel.objects.get(phone_number_id=PNID)
+    assert channel.waba_id == WABA
+
+    call_command("sync_templates", "--channel", str(channel.pk), stdout=out)
+
+    assert f"channel {channel.pk}: 5 templates, 0 removed" in out.getvalue()
