@@ -102,6 +102,8 @@ class TestInbox:
         ).content.decode()  # fmt: skip
 
         assert "Template sent." in sent
+        page = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
+        assert "Template order_ready" in page  # the message says what it was
         assert graph.templates.sends[0].rendered == "Hello Aida, your order #42 is ready."
         chat = Chat.objects.get(pk=chat.pk)
         assert (chat.owner, chat.assigned_to_id) == (Owner.HUMAN, a.manager.pk)
