@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from inbox.conversations import templates
 from inbox.conversations.models import Channel, MessageTemplate
+from inbox.web.params import parse_id
 from inbox.web.settings.admin_pages import _administered_channel
 from integrations.whatsapp import template_sync
 
@@ -40,13 +41,8 @@ def choose_reengage(request: HttpRequest, channel_id: int) -> HttpResponse:
     chosen = request.POST.get("template", "")
     template = None
     if chosen:
-        template = (
-            templates.approved(channel)
-            .filter(
-                category=MessageTemplate.Category.UTILITY, pk=int(chosen) if chosen.isdigit() else 0
-            )
-            .first()
-        )
+        utility = templates.approved(channel).filter(category=MessageTemplate.Category.UTILITY)
+        template = utility.filter(pk=parse_id(chosen) or 0).first()
         if template is None:
             messages.error(request, "Choose an approved utility template of this channel.")
             return redirect("settings_channel", channel_id=channel.pk)
