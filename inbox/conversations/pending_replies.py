@@ -103,6 +103,7 @@ def send_pending(chat_id: int) -> outbound.SendOutcome | None:
             return None  # not back yet: kept
         author = pending.author
         pending.delete()
+        hooks.chat_changed(chat.pk)  # the inbox drops the "will be sent" box
         if author is None or chat.owner != Owner.HUMAN or chat.assigned_to_id != author.pk:
             _dropped(chat, author)
             return None
@@ -119,7 +120,6 @@ def _dropped(chat: Chat, author: User | None) -> None:
         chat.pk,
         f"{writer}'s answer kept for the customer's return was not sent: {who} has the chat now.",
     )
-    hooks.chat_changed(chat.pk)
     log.info("pending_reply.dropped", extra={"chat_id": chat.pk})
 
 

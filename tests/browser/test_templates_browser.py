@@ -99,6 +99,7 @@ def test_a_template_past_the_window_and_the_kept_answer_on_the_customers_return(
         message="the kept answer sent on the customer's return",
     )
     expect(messages).to_contain_text("Your order ships on Friday.")
+    expect(composer.locator("[data-pending-reply]")).to_have_count(0)  # pushed: no reload
     answer = Message.objects.get(chat=chat, text="Your order ships on Friday.")
     assert (answer.sent_by_id, answer.status) == (people["boris"].pk, Message.Status.SENT)
     assert csp_violations == []
