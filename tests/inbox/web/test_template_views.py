@@ -205,6 +205,9 @@ class TestApi:
 
         assert kept.status_code == 200
         assert pending_replies.current(chat.pk).text == "Friday."  # type: ignore[union-attr]
+        stranger = tenant("B").manager
+        assert _api(stranger, "delete", f"/chats/{chat.pk}/pending-reply").status_code == 404
+        assert pending_replies.current(chat.pk) is not None
         assert _api(a.manager, "delete", f"/chats/{chat.pk}/pending-reply").status_code == 200
         assert pending_replies.current(chat.pk) is None
 
