@@ -14,7 +14,15 @@ from django.test import Client
 from django.utils import timezone
 
 from inbox.conversations import pending_replies, window
-from inbox.conversations.models import Channel, Chat, Membership, Message, MessageTemplate, Owner
+from inbox.conversations.models import (
+    Channel,
+    Chat,
+    Membership,
+    Message,
+    MessageTemplate,
+    Owner,
+    Turn,
+)
 from inbox.web.api_tokens import create_token
 from integrations.whatsapp import template_sync
 from tests import factories
@@ -158,6 +166,27 @@ class TestApi:
             "text": "Hello {{1}}, your order {{2}} is ready.", "variables": ["1", "2"],
             "prefill": {"1": "Aida", "2": ""},
         }]  # fmt: skip
+
+    def test_a_named_quote_variable_is_prefilled_with_the_bots_last_quote(
+        self, a: Tenant, graph: GraphApiEmulator
+    ) -> None:
+        graph.templates.add(WABA, "quote_ready", parameter_format="NAMED",
+                            body="Hi {{customer_name}}, your quote: {{quote}}")  # fmt: skip
+        chat = _closed_chat(a)
+        reply = Message.objects.create(
+            chat=chat, channel=chat.channel, direction="out", author="bot", sent_by_bot=True,
+            text="2 oak tables: 900 USD.", status="read",
+        )  # fmt: skip
+        Turn.objects.create(
+            chat=chat, first_message_id=1, last_message_id=1, generated_at_version=1,
+            outcome=Turn.Outcome.ANSWERED, reply_message=reply,
+            decision={"explained": {"lines": [{"item": "oak table", "qty": 2}]}},
+        )  # fmt: skip
+
+        body = _api(a.manager, "get", f"/chats/{chat.pk}/templates").json()
+
+        (quote,) = [t for t in body if t["name"] == "quote_ready"]
+        assert quote["prefill"] == {"customer_name": "Aida", "quote": "2 oak tables: 900 USD."}
 
     def test_the_409_names_the_template_endpoint_and_sending_there_works(
         self, a: Tenant, graph: GraphApiEmulator
