@@ -124,6 +124,16 @@ class Channel(models.Model):
     )
     display_phone_number = models.CharField(max_length=32, blank=True)
     access_token = EncryptedTextField(blank=True, help_text="Cloud API access token.")
+    waba_id = models.CharField(
+        "WABA ID",
+        max_length=64,
+        blank=True,
+        help_text="WhatsApp Business Account ID (from Meta): its message templates are synced.",
+    )
+    # The approved UTILITY template sent when a manager answers after the 24-hour window closed
+    # ("we have an answer, reply to see it"); blank = none (inbox/conversations/pending_replies.py).
+    reengage_template_name = models.CharField(max_length=512, blank=True)
+    reengage_template_language = models.CharField(max_length=16, blank=True)
     # Linked-device bridge
     bridge_url = models.URLField(blank=True, help_text="Base URL of the bridge's HTTP API.")
     bridge_token = EncryptedTextField(
@@ -356,6 +366,7 @@ class Message(models.Model):
         REACTION = "reaction", "Reaction"
         UNSUPPORTED = "unsupported", "Unsupported"
         NOTE = "note", "Internal note"
+        TEMPLATE = "template", "Message template"
 
     class Status(models.TextChoices):
         RECEIVED = "received", "Received"
@@ -917,3 +928,13 @@ class OptOut(models.Model):
 
     def __str__(self) -> str:
         return f"opt-out #{self.pk} business #{self.business_id} ({self.source})"
+
+
+# The template store and the pending replies live in their own module (string foreign keys,
+# no import back here); imported here so Django registers them with the app.
+from inbox.conversations.template_models import (  # noqa: E402
+    MessageTemplate as MessageTemplate,
+)
+from inbox.conversations.template_models import (  # noqa: E402
+    PendingReply as PendingReply,
+)

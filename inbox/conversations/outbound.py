@@ -42,6 +42,7 @@ from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
 from inbox.conversations.transport_registry import transport_for
 from inbox.conversations.transports import (
     OutgoingMedia,
+    OutgoingTemplate,
     PermanentSendError,
     SendError,
     TransientSendError,
@@ -371,6 +372,8 @@ def _cancelled(message: Message) -> SendOutcome:
 
 
 def _send_once(transport: Transport, message: Message) -> str:
+    if message.kind == Message.Kind.TEMPLATE:
+        return _send_template(transport, message)
     if message.kind not in OUTBOUND_MEDIA_KINDS:
         return transport.send_text(
             message.chat, message.text, client_message_id=message.provider_message_id
@@ -384,6 +387,19 @@ def _send_once(transport: Transport, message: Message) -> str:
             message.media_ref = media_ref
             media = replace(media, media_ref=media_ref)
     return transport.send_media(message.chat, media, client_message_id=message.provider_message_id)
+
+
+def _send_template(transport: Transport, message: Message) -> str:
+    """A template message: its name, language and filled components are on the row's payload
+    (`templates.send`); only a transport with `send_template` (the Cloud API) can send one."""
+    spec = message.payload.get("template") if isinstance(message.payload, dict) else None
+    send = getattr(transport, "send_template", None)
+    if not isinstance(spec, dict) or send is None:
+        raise PermanentSendError("this channel cannot send message templates", code="no_template")
+    template = OutgoingTemplate(
+        str(spec.get("name", "")), str(spec.get("language", "")), list(spec.get("components", []))
+    )
+    return str(send(message.chat, template, client_message_id=message.provider_message_id))
 
 
 def _outgoing_media(message: Message) -> OutgoingMedia:

@@ -237,10 +237,12 @@ def idle_release(chat_id: int, *, now: datetime | None = None) -> Result:
 
 
 def idle_chat_ids(now: datetime | None = None) -> list[int]:
-    """HUMAN chats whose manager has been silent past their channel's idle-release hours."""
+    """HUMAN chats whose manager has been silent past their channel's idle-release hours (not
+    one with an answer kept for the customer's return: `pending_replies`)."""
     now = now or timezone.now()
     ids = []
-    candidates = Chat.objects.filter(owner=Owner.HUMAN).select_related("channel")
+    candidates = Chat.objects.filter(owner=Owner.HUMAN, pending__isnull=True)
+    candidates = candidates.select_related("channel")
     for chat in candidates.only(
         "id", "last_manager_at", "owner_changed_at", "created_at", "channel__idle_release_hours"
     ):

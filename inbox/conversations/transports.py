@@ -89,6 +89,16 @@ class OutgoingMedia:
     media_ref: str = ""
 
 
+@dataclass(frozen=True)
+class OutgoingTemplate:
+    """An approved WhatsApp message template on its way out: its name, language code and the
+    `components` with the filled parameters (inbox/conversations/templates.py)."""
+
+    name: str
+    language: str
+    components: list[dict[str, Any]]
+
+
 class Transport(Protocol):
     # True when this transport lets us choose the message id before sending (bridge, sandbox):
     # the id is recorded before the send, so the echo of our own message can never arrive first.

@@ -15,6 +15,7 @@ class SiteConfig(AppConfig):
         # Inside ready(): the apps these modules' models belong to must be loaded first.
         from inbox.conversations import hooks, transport_registry
         from inbox.conversations.models import Channel
+        from inbox.conversations.pending_replies import PendingReplyTrigger
         from inbox.web import crm_cards
         from inbox.web.live.dashboard_push import DashboardPush
         from inbox.web.live.notify import NotificationPush
@@ -35,4 +36,5 @@ class SiteConfig(AppConfig):
         hooks.subscribe(DashboardPush())
         hooks.subscribe(NotificationPush())
         hooks.subscribe(CrmSync())
+        hooks.subscribe(PendingReplyTrigger())
         crm_cards.register(contact_card.SYSTEM, contact_card.card)

@@ -44,11 +44,14 @@ app.conf.task_routes = {
     "assistant.replay": {"queue": "bulk"},
     "assistant.*": {"queue": "assistant"},
     "bitrix24.*": {"queue": "integrations"},
+    "whatsapp.*": {"queue": "integrations"},
     "inbox.*": {"queue": "default"},
 }
 app.autodiscover_tasks()
 app.autodiscover_tasks(["inbox.conversations"], related_name="attachments")
 app.autodiscover_tasks(["inbox.conversations"], related_name="manager_attachments")
+app.autodiscover_tasks(["inbox.conversations"], related_name="pending_replies")
+app.autodiscover_tasks(["integrations.whatsapp"], related_name="template_sync")
 app.autodiscover_tasks(["assistant.knowledge"], related_name="price_upload")
 app.autodiscover_tasks(["assistant.replay"], related_name="tasks")
 

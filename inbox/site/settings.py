@@ -238,6 +238,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "inbox.resume_stuck_transcriptions",
         "schedule": 300.0,
     },
+    # WhatsApp message templates of every Cloud API channel with a WABA id
+    # (integrations/whatsapp/template_sync.py); status webhooks update them in between.
+    "sync-message-templates": {
+        "task": "whatsapp.sync_templates",
+        "schedule": env_float("TEMPLATE_SYNC_SECONDS", 3600.0),
+    },
 }
 CELERY_TIMEZONE = "UTC"
 

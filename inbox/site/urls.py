@@ -12,6 +12,8 @@ from inbox.web import (
     password_reset,
     progress_views,
     status_views,
+    template_api,  # noqa: F401  (its operations join the API's router)
+    template_views,
     views,
     why_views,
 )
@@ -28,6 +30,7 @@ from inbox.web.settings import (
 )
 from inbox.web.settings.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
+from integrations.whatsapp import template_admin
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -45,6 +48,14 @@ urlpatterns = [
     path("inbox/chat/<int:chat_id>/history/", views.chat_history, name="chat_history"),
     path("inbox/chat/<int:chat_id>/reply/", views.reply, name="chat_reply"),
     path("inbox/chat/<int:chat_id>/note/", views.note, name="chat_note"),
+    path("inbox/chat/<int:chat_id>/templates/", template_views.picker, name="chat_templates"),
+    path("inbox/chat/<int:chat_id>/template/", template_views.send, name="chat_template_send"),
+    path("inbox/chat/<int:chat_id>/pending/", template_views.keep_pending, name="chat_pending"),
+    path(
+        "inbox/chat/<int:chat_id>/pending/cancel/",
+        template_views.cancel_pending,
+        name="chat_pending_cancel",
+    ),
     path(
         "inbox/chat/<int:chat_id>/messages/<int:message_id>/resend/",
         views.resend,
@@ -94,6 +105,16 @@ urlpatterns = [
         "inbox/settings/channels/<int:channel_id>/test-connection/",
         admin_pages.channel_test_connection,
         name="settings_channel_test",
+    ),
+    path(
+        "inbox/settings/channels/<int:channel_id>/templates/sync/",
+        template_admin.sync_now,
+        name="settings_channel_templates_sync",
+    ),
+    path(
+        "inbox/settings/channels/<int:channel_id>/templates/reengage/",
+        template_admin.choose_reengage,
+        name="settings_channel_reengage",
     ),
     path("inbox/settings/price-list/", admin_pages.price_list, name="settings_price_list"),
     path(

@@ -64,6 +64,7 @@ class ChannelAdminForm(WriteOnlySecrets):
             "phone_number_id",
             "display_phone_number",
             "access_token",
+            "waba_id",
             "bridge_url",
             "bridge_token",
             "gateway_instance",

@@ -112,6 +112,13 @@ class WindowClosedOut(Schema):
     error: Literal["window_closed"]
     detail: str
     window_closes_at: datetime | None
+    templates: str = Field(description="GET: the approved templates that can be sent instead.")
+    send_template: str = Field(
+        description='POST {"name", "language", "variables"}: the way out, an approved template.'
+    )
+    pending_reply: str = Field(
+        description='POST {"text"}: keep the answer; it is sent when the customer writes again.'
+    )
 
 
 class ChatOut(Schema):
@@ -448,7 +455,8 @@ def _act(request: HttpRequest, action: Any, chat_id: int, *args: Any, **kwargs: 
     summary="Send a manager reply (the chat becomes human-owned)",
     description="409 `window_closed`: the WhatsApp Cloud API customer-service window is closed "
     "(`window_open` is false on the chat); free text would fail with WhatsApp error 131047, "
-    "only an approved template can be sent.",
+    "only an approved template can be sent: `POST /api/v1/chats/{chat_id}/template` (the body "
+    "names it), or the answer kept for the customer's return (`POST …/pending-reply`).",
     tags=["actions"],
 )
 def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
@@ -461,7 +469,14 @@ def reply(request: HttpRequest, chat_id: Path[Id], body: TextIn) -> Any:
         closes = result.chat.window_closes_at
         return Status(
             409,
-            WindowClosedOut(error="window_closed", detail=result.error, window_closes_at=closes),
+            WindowClosedOut(
+                error="window_closed",
+                detail=result.error,
+                window_closes_at=closes,
+                templates=f"/api/v1/chats/{chat_id}/templates",
+                send_template=f"/api/v1/chats/{chat_id}/template",
+                pending_reply=f"/api/v1/chats/{chat_id}/pending-reply",
+            ),
         )
     return _result(result, request.user)
 

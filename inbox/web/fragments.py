@@ -63,6 +63,12 @@ def header(chat: Chat) -> Fragment:
     return _fragment(f"chat-header-{chat.pk}", html, scope="chat")
 
 
+def pending_reply(chat: Chat) -> Fragment:
+    """The answer kept for the customer's return, under the composer (empty once sent)."""
+    html = _render("inbox/_pending_reply.html", {"chat": chat}, chat.channel.business_id)
+    return _fragment(f"pending-{chat.pk}", html, scope="chat")
+
+
 def handoff(chat: Chat, current: Handoff | None) -> Fragment:
     html = _render(
         "inbox/_handoff_card.html", {"chat": chat, "handoff": current}, chat.channel.business_id
@@ -122,7 +128,7 @@ def draft(chat: Chat) -> Fragment:
 
 def for_chat(chat_id: int) -> list[Fragment]:
     """Everything that shows a chat's state: its list row and, where it is open, its header,
-    handoff card and ownership history."""
+    handoff card, ownership history and the answer kept for the customer's return."""
     chat = dashboard.chat_row(chat_id)
     if chat is None:
         return []
@@ -131,6 +137,7 @@ def for_chat(chat_id: int) -> list[Fragment]:
         header(chat),
         handoff(chat, dashboard.current_handoff(chat)),
         history(chat),
+        pending_reply(chat),
     ]
 
 

@@ -24,6 +24,7 @@ from inbox.conversations.transports import (
     MediaBlob,
     MediaError,
     OutgoingMedia,
+    OutgoingTemplate,
     PermanentSendError,
     SendError,
     TransientSendError,
@@ -50,6 +51,10 @@ EXPLANATIONS = {
     "100": "The Graph API rejected a parameter.",
     "130429": "WhatsApp's rate limit was hit.",
     "131056": "Too many messages to this customer in a short time.",
+    "132000": "The template's variables do not match it: sync the templates and try again.",
+    "132001": "WhatsApp does not know this template in this language: sync the templates.",
+    "132015": "The template is paused for low quality.",
+    "132016": "The template is disabled.",
 }
 
 
@@ -113,6 +118,17 @@ class CloudApiTransport:
             "type": "text",
             "text": {"preview_url": False, "body": text},
         }
+        return self._send(payload, client_message_id)
+
+    def send_template(
+        self, chat: Chat, template: OutgoingTemplate, *, client_message_id: str
+    ) -> str:
+        """`"type": "template"`: the template's name, language code and the filled
+        parameters; the only message WhatsApp delivers past the 24-hour window."""
+        body: dict[str, Any] = {"name": template.name, "language": {"code": template.language}}
+        if template.components:
+            body["components"] = template.components
+        payload = {**self._recipient(chat), "type": "template", "template": body}
         return self._send(payload, client_message_id)
 
     def upload_media(self, chat: Chat, media: OutgoingMedia) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from tests.emulators.graph_templates import TemplateBook, status_update_body
 from tests.emulators.http import EmulatorServer, parse_multipart
 
 VERSION = "v24.0"
@@ -322,6 +323,7 @@ class GraphApiEmulator:
         self._read_failures: list[_Failure] = []
         self._async_failures: dict[str, int] = {}
         self._reused_id = ""
+        self.templates = TemplateBook()  # graph_templates.py
         self._lock = threading.Lock()
         self._server: EmulatorServer | None = None
         self._threads: list[threading.Thread] = []
@@ -363,6 +365,7 @@ class GraphApiEmulator:
         """Forget sends and scripted failures (between tests sharing one emulator)."""
         with self._lock:
             self.sent.clear()
+            self.templates.sends.clear()
             self.uploads.clear()
             self.reads.clear()
             self._read_failures.clear()
@@ -374,8 +377,16 @@ class GraphApiEmulator:
             self._reused_id = ""
         self.auto_statuses = False
 
-    def register_number(self, phone_number_id: str, token: str) -> None:
+    def register_number(self, phone_number_id: str, token: str, *, waba_id: str = "") -> None:
         self._tokens[phone_number_id] = token
+        if waba_id:
+            self.templates.link(waba_id, phone_number_id)
+
+    def template_status(self, waba_id: str, name: str, language: str, event: str,
+                        reason: str = "NONE") -> int:  # fmt: skip
+        """Change a template's status and post Meta's `message_template_status_update`."""
+        template = self.templates.set_status(waba_id, name, language, event)
+        return self.deliver(status_update_body(waba_id, template, event, reason))
 
     def add_media(self, media_id: str, content: bytes, mime_type: str) -> str:
         """Store an attachment; returns its sha256 as the webhook carries it (base64)."""
@@ -548,7 +559,9 @@ class GraphApiEmulator:
                 headers,
             )
         kind = body.get("type")
-        if body.get("messaging_product") != "whatsapp" or kind not in ("text", "image", "document"):
+        if body.get("messaging_product") != "whatsapp" or kind not in (
+            "text", "image", "document", "template"
+        ):  # fmt: skip
             return 400, _error(100, "Invalid parameter")
         to = str(body.get("to", ""))
         user_id = "" if to else str(body.get("recipient", ""))
@@ -558,7 +571,12 @@ class GraphApiEmulator:
         if BSUID.match(to) or (not to and not BSUID.match(user_id)):
             return 400, _error(100, "Invalid parameter: to / recipient")
         media_id = caption = filename = text = ""
-        if kind == "text":
+        if kind == "template":
+            checked = self.templates.check_send(phone_number_id, body)
+            if isinstance(checked, tuple):
+                return 400, _error(checked[0], checked[1])
+            text = checked
+        elif kind == "text":
             text = body.get("text", {}).get("body", "")
             if not isinstance(text, str) or not text or len(text) > 4096:
                 return 400, _error(100, "Param text['body'] is invalid")
@@ -704,6 +722,15 @@ class GraphApiEmulator:
             "id": media_id,
         }
 
+    def handle_templates(self, handler: _Handler, waba_id: str) -> tuple[int, Any]:
+        if not self._authorised(handler, None):
+            return 401, _error(190, ERROR_TITLES[190], subcode=463)
+        if not self.templates.has_waba(waba_id):
+            return 400, _error(
+                100, f"Unsupported get request. Object with ID '{waba_id}' does not exist"
+            )
+        return self.templates.handle_list(self.base_url, handler.path, waba_id)
+
     def handle_download(self, handler: _Handler, token: str) -> tuple[int, bytes, str]:
         if not self._authorised(handler, None):
             return 401, b"", "text/plain"
@@ -730,6 +757,7 @@ def _error(code: int, message: str, subcode: int | None = None) -> dict[str, Any
 _SEND = re.compile(rf"^/{VERSION}/(\d+)/messages$")
 _UPLOAD = re.compile(rf"^/{VERSION}/(\d+)/media$")
 _MEDIA = re.compile(rf"^/{VERSION}/(\d+)$")
+_TEMPLATES = re.compile(rf"^/{VERSION}/(\d+)/message_templates$")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -778,6 +806,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(content)))
             self.end_headers()
             self.wfile.write(content)
+            return
+        listing = _TEMPLATES.match(self.path.split("?")[0])
+        if listing:
+            self._json(*self.emulator.handle_templates(self, listing.group(1)))
             return
         match = _MEDIA.match(self.path.split("?")[0])
         if not match:

@@ -82,6 +82,7 @@ def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
             "gateway": gateway_setup.setup_for(saved),
             "connect": channel_add.connect_box(saved),
             "can_test": channel.kind in gateway_setup.GATEWAY_KINDS,
+            "templates": list(channel.templates.all()),
         },
     )
 

@@ -123,7 +123,11 @@ def connect_box(channel: Channel) -> ConnectBox | None:
     """The Cloud API and bridge channels' box (the gateways have their own, gateway_setup)."""
     base = settings.PUBLIC_BASE_URL
     if channel.kind == Channel.Kind.CLOUD_API:
-        return ConnectBox(f"{base}/webhooks/whatsapp/", settings.WHATSAPP_VERIFY_TOKEN, "messages")
+        return ConnectBox(
+            f"{base}/webhooks/whatsapp/",
+            settings.WHATSAPP_VERIFY_TOKEN,
+            "messages, message_template_status_update",
+        )
     if channel.kind == Channel.Kind.BRIDGE:
         return ConnectBox(f"{base}/webhooks/bridge/{channel.pk}/", "", "")
     return None

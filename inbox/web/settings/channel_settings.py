@@ -35,7 +35,7 @@ DAYS = [
 
 # The transport fields each kind's page shows, in order.
 TRANSPORT_FIELDS: dict[str, tuple[str, ...]] = {
-    Channel.Kind.CLOUD_API: ("phone_number_id", "display_phone_number", "access_token"),
+    Channel.Kind.CLOUD_API: ("phone_number_id", "display_phone_number", "access_token", "waba_id"),
     Channel.Kind.BRIDGE: ("bridge_url", "bridge_token"),
     Channel.Kind.EVOLUTION: ("bridge_url", "bridge_token", "gateway_instance"),
     Channel.Kind.WAHA: ("bridge_url", "bridge_token", "gateway_instance"),

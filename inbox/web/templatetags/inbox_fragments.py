@@ -5,8 +5,8 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString
 
-from inbox.conversations import window
-from inbox.conversations.models import Chat, Message
+from inbox.conversations import pending_replies, window
+from inbox.conversations.models import Chat, Message, PendingReply
 from inbox.web import jinja
 
 register = template.Library()
@@ -37,3 +37,9 @@ def window_closed(chat: Chat) -> bool:
 @register.simple_tag
 def window_closed_detail() -> str:
     return window.CLOSED_DETAIL
+
+
+@register.filter
+def pending_reply(chat: Chat) -> PendingReply | None:
+    """The answer kept for the customer's return (`pending_replies`), shown under the composer."""
+    return pending_replies.current(chat.pk)

@@ -118,7 +118,7 @@ def test_every_url_denies_or_hides_another_business(
                 body_in = {
                     "text": "hello", "user_id": a.manager.pk, "assignee": a.manager.pk,
                     "until": (timezone.now() + timedelta(hours=1)).isoformat(),
-                    "category": "wrong_amount",
+                    "category": "wrong_amount", "name": "order_ready", "language": "en_US",
                 }  # fmt: skip
                 response = client.post(url, body_in, content_type="application/json")
             else:

@@ -26,6 +26,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--access-token", default="", help="Cloud API access token (stored encrypted)"
         )
+        parser.add_argument(
+            "--waba-id", default="", help="WhatsApp Business Account ID (its templates are synced)"
+        )
         parser.add_argument("--bridge-url", default="", help="bridge HTTP API base URL")
         parser.add_argument(
             "--bridge-token", default="", help="bridge bearer token (stored encrypted)"
@@ -93,6 +96,7 @@ class Command(BaseCommand):
                 phone_number_id=o["phone_number_id"],
                 display_phone_number=o["display_phone_number"],
                 access_token=o["access_token"],
+                waba_id=o["waba_id"],
                 bridge_url=o["bridge_url"],
                 bridge_token=o["bridge_token"],
                 gateway_instance=o["instance"] or o["session"],

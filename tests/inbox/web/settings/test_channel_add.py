@@ -54,8 +54,9 @@ def test_a_cloud_api_number_needs_its_id_and_token_and_then_shows_where_meta_pos
     a = tenant("A")
     form = _client(a.admin).get(f"{NEW}?kind=cloud_api").context["form"]
     assert list(form.fields) == [
-        "name", "language", "phone_number_id", "display_phone_number", "access_token",
+        "name", "language", "phone_number_id", "display_phone_number", "access_token", "waba_id",
     ]  # fmt: skip
+    assert not form.fields["waba_id"].required  # only templates need it
 
     refused = _add(a, "cloud_api", name="Main", phone_number_id="106540352299999")
     assert refused.status_code == 200
@@ -68,8 +69,10 @@ def test_a_cloud_api_number_needs_its_id_and_token_and_then_shows_where_meta_pos
         phone_number_id="106540352299999",
         display_phone_number="+7 701 555 0000",
         access_token="EAAG-secret-token",
+        waba_id="102290129340398",
     )
     channel = Channel.objects.get(phone_number_id="106540352299999")
+    assert channel.waba_id == "102290129340398"
     assert added.url == f"/inbox/settings/channels/{channel.pk}/"
     assert (channel.business, channel.kind, channel.name) == (
         a.business, "cloud_api", "+7 701 555 0000",
@@ -78,6 +81,7 @@ def test_a_cloud_api_number_needs_its_id_and_token_and_then_shows_where_meta_pos
     page = _client(a.admin).get(added.url).content.decode()
     assert "https://inbox.example.com/webhooks/whatsapp/" in page
     assert "verify-me-3f9a" in page
+    assert "messages, message_template_status_update" in page
     assert "EAAG-secret-token" not in page  # write-only, as on the edit page
 
     again = _add(a, "cloud_api", phone_number_id="106540352299999", access_token="t")
