@@ -119,6 +119,21 @@ def clear(business_id: int, customer_key: str, actor: User) -> bool:
     return bool(cleared)
 
 
+def platform_resumed(business_id: int, customer_key: str) -> bool:
+    """The customer resumed the business's marketing messages in WhatsApp: WhatsApp's own
+    opt-out ends. One they asked for in the chat, or a manager recorded, stays until a manager
+    clears it. False when there was none."""
+    cleared = OptOut.objects.filter(
+        business_id=business_id,
+        customer_key=customer_key,
+        source=OptOut.Source.PLATFORM,
+        cleared_at__isnull=True,
+    ).update(cleared_at=timezone.now())
+    if cleared:
+        log.info("opt_out.platform_resumed", extra={"business_id": business_id})
+    return bool(cleared)
+
+
 def from_status(event: StatusEvent, message: Message | None) -> bool:
     """WhatsApp refused our message because the customer stopped the business's messages
     (failed, 131050): record it for the chat's customer. True when newly recorded."""

@@ -35,7 +35,7 @@ from inbox.conversations.models import Channel
 from inbox.platform import logs, metrics
 from inbox.platform.logs import correlation_id
 from inbox.upkeep import alerts
-from integrations.whatsapp import bridge, cloud_events, template_sync
+from integrations.whatsapp import bridge, cloud_events, template_sync, user_preferences
 from integrations.whatsapp.gateways import evolution as gateway_evolution
 from integrations.whatsapp.gateways import evolution_events, waha, waha_events
 
@@ -302,6 +302,10 @@ async def cloud_api(scope: Scope, receive: Receive, send: Send) -> None:
     if template_changes:  # a template approved, paused, disabled…: the store follows
         apply = _in_thread(template_sync.apply_status_changes_quietly)
         await sync_to_async(apply, thread_sensitive=False)(template_changes)
+    preferences = user_preferences.changes(payload, channels)
+    if preferences:  # a customer stopped or resumed marketing messages in WhatsApp
+        apply_preferences = _in_thread(user_preferences.apply_quietly)
+        await sync_to_async(apply_preferences, thread_sensitive=False)(preferences)
     if normalised.skipped:
         log.info(
             "webhook.skipped", extra={"transport": "cloud_api", "what": normalised.skipped[:10]}
