@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from inbox.platform.fields import EncryptedTextField
 
@@ -43,6 +44,16 @@ class Business(models.Model):
         default=default_business_language,
         blank=True,
         help_text="The assistant's language where a channel names none (e.g. en, ru).",
+    )
+    # The inbox's language for this business's members who chose none (Membership.ui_language)
+    # and for the fragments pushed over the websocket (inbox/web/local_language.py). Apart
+    # from `language`: a Russian-speaking team may run an assistant that answers in Kazakh.
+    ui_language = models.CharField(
+        "inbox language",
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default="en",
+        help_text="The language of the inbox for members who have not chosen their own.",
     )
     retention_days = models.PositiveIntegerField(
         null=True,
@@ -215,6 +226,9 @@ class Membership(models.Model):
     # audit); blank = the user's first/last name, else the username. Per membership, so the
     # admin of one business renames no one in another (inbox/conversations/team.py).
     display_name = models.CharField(max_length=80, blank=True)
+    # The inbox's language this member chose ("My profile"); blank = the business's
+    # `ui_language` (inbox/web/local_language.py).
+    ui_language = models.CharField(max_length=8, choices=settings.LANGUAGES, blank=True)
 
     class Meta:
         constraints = [
@@ -226,17 +240,17 @@ class Membership(models.Model):
 
 
 class Owner(models.TextChoices):
-    BOT = "bot", "Bot"
-    PENDING_HUMAN = "pending_human", "Waiting for a human"
-    HUMAN = "human", "Human"
+    BOT = "bot", _("Bot")
+    PENDING_HUMAN = "pending_human", _("Waiting for a human")
+    HUMAN = "human", _("Human")
 
 
 class ChatStatus(models.TextChoices):
     """Where a chat stands in the managers' work, apart from who speaks (`Owner`)."""
 
-    OPEN = "open", "Open"
-    SNOOZED = "snoozed", "Snoozed"
-    RESOLVED = "resolved", "Resolved"
+    OPEN = "open", _("Open")
+    SNOOZED = "snoozed", _("Snoozed")
+    RESOLVED = "resolved", _("Resolved")
 
 
 class Chat(models.Model):
@@ -537,23 +551,23 @@ class HandoffReason(models.TextChoices):
     reads. A business may add reasons of its own (AssistantSettings.handoff_reasons), so
     `Handoff.reason` stays a free code and `label_for` falls back to the code's words."""
 
-    ASKS_FOR_HUMAN = "asks_for_human", "Customer asked for a person"
-    READY_TO_BUY = "ready_to_buy", "Ready to buy"
-    NON_STANDARD_TERMS = "non_standard_terms", "Asks for special terms"
-    COMPLAINT = "complaint", "Complaint"
-    OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base", "Outside the price list"
-    AMBIGUOUS = "ambiguous", "Several items match"
-    LATE = "late", "Answer would be late"
-    GUARDRAIL = "guardrail", "Reply blocked by a guardrail"
-    MODEL_ERROR = "model_error", "Assistant's answer was invalid"
-    MODEL_UNAVAILABLE = "model_unavailable", "Assistant unavailable"
-    MODEL_MISCONFIGURED = "model_misconfigured", "Model server refuses the configuration"
-    VOICE_UNCLEAR = "voice_unclear", "Voice note unclear"
-    TRANSCRIPTION_FAILED = "transcription_failed", "Voice note could not be transcribed"
-    SEND_FAILED = "send_failed", "Bot reply could not be sent"
-    SEND_UNKNOWN = "send_unknown", "Bot reply may not have been sent"
-    TURN_FAILED = "turn_failed", "Assistant failed on this chat"
-    WINDOW_CLOSED = "window_closed", "WhatsApp window closed: template only"
+    ASKS_FOR_HUMAN = "asks_for_human", _("Customer asked for a person")
+    READY_TO_BUY = "ready_to_buy", _("Ready to buy")
+    NON_STANDARD_TERMS = "non_standard_terms", _("Asks for special terms")
+    COMPLAINT = "complaint", _("Complaint")
+    OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base", _("Outside the price list")
+    AMBIGUOUS = "ambiguous", _("Several items match")
+    LATE = "late", _("Answer would be late")
+    GUARDRAIL = "guardrail", _("Reply blocked by a guardrail")
+    MODEL_ERROR = "model_error", _("Assistant's answer was invalid")
+    MODEL_UNAVAILABLE = "model_unavailable", _("Assistant unavailable")
+    MODEL_MISCONFIGURED = "model_misconfigured", _("Model server refuses the configuration")
+    VOICE_UNCLEAR = "voice_unclear", _("Voice note unclear")
+    TRANSCRIPTION_FAILED = "transcription_failed", _("Voice note could not be transcribed")
+    SEND_FAILED = "send_failed", _("Bot reply could not be sent")
+    SEND_UNKNOWN = "send_unknown", _("Bot reply may not have been sent")
+    TURN_FAILED = "turn_failed", _("Assistant failed on this chat")
+    WINDOW_CLOSED = "window_closed", _("WhatsApp window closed: template only")
 
     @classmethod
     def label_for(cls, code: str) -> str:

@@ -12,6 +12,7 @@ from datetime import datetime, time, timedelta
 
 from django.contrib.auth.models import User
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, lifecycle, status
 from inbox.web.actions import ActionResult, ChatNotFound, reload_chat
@@ -19,7 +20,7 @@ from inbox.web.actions import ActionResult, ChatNotFound, reload_chat
 log = logging.getLogger(__name__)
 
 # The snooze choices of the inbox page: a label and how to compute the end from now.
-SNOOZE_CHOICES = [("1h", "1 hour"), ("3h", "3 hours"), ("tomorrow", "Tomorrow 9:00")]
+SNOOZE_CHOICES = [("1h", _("1 hour")), ("3h", _("3 hours")), ("tomorrow", _("Tomorrow 9:00"))]
 MAX_SNOOZE = timedelta(days=365)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from django.db import transaction
 from django.urls import reverse
+from django.utils.translation import gettext_noop
 
 from inbox.conversations import access, delivery_errors, hooks
 from inbox.conversations.models import Chat, Handoff, HandoffReason, Membership, Message
@@ -33,9 +34,9 @@ FIELDS: dict[Kind, str] = {
     "message": "notify_my_messages",
 }
 LABELS: dict[Kind, str] = {
-    "waiting": "New waiting chat",
-    "assigned": "Assigned to me",
-    "message": "Message in my chat",
+    "waiting": gettext_noop("New waiting chat"),
+    "assigned": gettext_noop("Assigned to me"),
+    "message": gettext_noop("Message in my chat"),
 }
 BODY_LIMIT = 120
 

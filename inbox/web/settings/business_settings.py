@@ -8,6 +8,7 @@ whether a resolved chat goes back to the bot or waits for a human (`inbox.conver
 
 from __future__ import annotations
 
+from typing import Any
 from zoneinfo import available_timezones
 
 from django import forms
@@ -20,13 +21,14 @@ from django.views.decorators.http import require_http_methods
 from assistant.language import SUPPORTED
 from inbox.conversations import opt_outs
 from inbox.conversations.models import Business
+from inbox.web import local_language
 from inbox.web.administered import administered_business
 
 
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language", "resolve_returns_to", "opt_out_keywords"]
+        fields = ["timezone", "language", "ui_language", "resolve_returns_to", "opt_out_keywords"]
         labels = {"opt_out_keywords": "Opt-out words"}
         widgets = {"opt_out_keywords": forms.Textarea(attrs={"rows": 4})}
 
@@ -35,6 +37,14 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         if name not in available_timezones():
             raise forms.ValidationError("An IANA time zone name, e.g. Europe/Moscow or UTC.")
         return name
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A form posted without it (an older page, the API of a script) keeps the language.
+        self.fields["ui_language"].required = False
+
+    def clean_ui_language(self) -> str:
+        return str(self.cleaned_data.get("ui_language") or self.instance.ui_language)
 
     def clean_language(self) -> str:
         code = str(self.cleaned_data["language"]).strip().lower()
@@ -61,6 +71,7 @@ def business_settings(request: HttpRequest) -> HttpResponse:
     form = BusinessSettingsForm(request.POST or None, instance=business)
     if request.method == "POST" and form.is_valid():
         form.save()
+        local_language.forget(business.pk)
         messages.success(request, f"Saved the settings of {business.name}.")
         return redirect(f"{request.path}?business={business.pk}")
     return render(

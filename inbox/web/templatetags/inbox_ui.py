@@ -7,6 +7,10 @@ from typing import Any
 
 from django import template
 from django.urls import reverse
+from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, delivery_status, names
 from inbox.conversations.models import Chat, HandoffReason, Membership, Message
@@ -14,17 +18,17 @@ from inbox.web import dashboard
 
 register = template.Library()
 
-KIND_PREVIEW: dict[str, str] = {
-    Message.Kind.VOICE: "🎤 Voice note",
-    Message.Kind.AUDIO: "🎵 Audio",
-    Message.Kind.IMAGE: "📷 Photo",
-    Message.Kind.DOCUMENT: "📄 Document",
-    Message.Kind.VIDEO: "🎬 Video",
-    Message.Kind.STICKER: "Sticker",
-    Message.Kind.LOCATION: "📍 Location",
-    Message.Kind.CONTACTS: "👤 Contact",
-    Message.Kind.REACTION: "Reaction",
-    Message.Kind.UNSUPPORTED: "Unsupported message",
+KIND_PREVIEW: dict[str, str | Promise] = {
+    Message.Kind.VOICE: format_lazy("🎤 {}", _("Voice note")),
+    Message.Kind.AUDIO: format_lazy("🎵 {}", _("Audio")),
+    Message.Kind.IMAGE: format_lazy("📷 {}", _("Photo")),
+    Message.Kind.DOCUMENT: format_lazy("📄 {}", _("Document")),
+    Message.Kind.VIDEO: format_lazy("🎬 {}", _("Video")),
+    Message.Kind.STICKER: _("Sticker"),
+    Message.Kind.LOCATION: format_lazy("📍 {}", _("Location")),
+    Message.Kind.CONTACTS: format_lazy("👤 {}", _("Contact")),
+    Message.Kind.REACTION: _("Reaction"),
+    Message.Kind.UNSUPPORTED: _("Unsupported message"),
 }
 
 
@@ -33,14 +37,14 @@ def author_label(message: Message) -> str:
     """Who wrote it, as a manager reads it: the customer's name, the assistant, which manager,
     or a manager writing from the phone."""
     if message.author == Message.Author.CUSTOMER:
-        return message.chat.customer_name or message.chat.customer_phone or "Customer"
+        return message.chat.customer_name or message.chat.customer_phone or gettext("Customer")
     if message.author == Message.Author.BOT:
-        return "Assistant"
+        return gettext("Assistant")
     if message.author == Message.Author.PHONE:
-        return "Manager from the phone"
+        return gettext("Manager from the phone")
     if message.author == Message.Author.MANAGER:
-        return names.display_name(message.sent_by, message.channel.business_id, "Manager")
-    return "System"
+        return names.display_name(message.sent_by, message.channel.business_id, gettext("Manager"))
+    return gettext("System")
 
 
 @register.filter
@@ -65,8 +69,8 @@ def preview(message: Message | None) -> str:
     if message is None:
         return ""
     if message.payload.get("revoked"):
-        return "Message deleted"
-    label = KIND_PREVIEW.get(message.kind, "")
+        return gettext("Message deleted")
+    label = str(KIND_PREVIEW.get(message.kind, ""))
     text = message.content
     body = f"{label}: {text}" if label and text else (label or text)
     if message.author != Message.Author.CUSTOMER:
