@@ -8,17 +8,40 @@ files are build output (git ignores them): `make venv` (so `make run` and `make 
 test session (tests/conftest.py) and the Docker image build them, and a `.mo` older than its
 `.po` is rebuilt, so a translation is never stale.
 
-    python -m inbox.site.locale_build        # compile every stale catalogue
+    python -m inbox.site.locale_build            # compile every stale catalogue
+    python -m inbox.site.locale_build --extract  # add newly marked strings to every .po
+
+`--extract` stands in for `makemessages`, which cannot read the Jinja2 templates' `_()` calls:
+it collects `{% translate %}`/`{% blocktranslate %}` (templates/), `_("...")` (jinja_templates/)
+and the gettext calls of our Python packages, keeps every translation already written, and
+leaves a new string's msgstr empty (English is shown until someone translates it).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import struct
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-LOCALE_DIR = Path(__file__).resolve().parents[2] / "locale"
+ROOT = Path(__file__).resolve().parents[2]
+LOCALE_DIR = ROOT / "locale"
+SOURCES = ("templates", "jinja_templates", "inbox", "assistant", "integrations")
+GETTEXT_CALLS = frozenset({"_", "gettext", "gettext_lazy", "gettext_noop"})
+PLURAL_FORMS = {
+    "ru": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
+    "(n%100<10 || n%100>=20) ? 1 : 2);",
+    "kk": "nplurals=2; plural=(n != 1);",
+}
+_STRING = r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
+_TRANSLATE = re.compile(
+    r"\{%\s*translate\s+(?:" + _STRING + r")(?:\s+context\s+(?:" + _STRING + r"))?"
+)
+_BLOCK = re.compile(r"\{%\s*blocktranslate\b[^%]*%\}(.*?)\{%\s*endblocktranslate\s*%\}", re.S)
+_CALL = re.compile(r"\b_\(\s*(?:" + _STRING + r")")
+_VARIABLE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
 class POError(ValueError):
@@ -117,6 +140,106 @@ def compile_all(locale_dir: Path = LOCALE_DIR, *, force: bool = False) -> list[P
     return written
 
 
+Key = tuple[str, str]  # (msgctxt, msgid)
+
+
+def _literal(double: str | None, single: str | None) -> str:
+    text = double if double is not None else (single or "")
+    return text.replace('\\"', '"').replace("\\'", "'").replace("\\\\", "\\")
+
+
+def template_strings(text: str) -> list[Key]:
+    """The msgids of a template, Django's or Jinja2's, in order of appearance."""
+    found: list[tuple[int, Key]] = []
+    for m in _TRANSLATE.finditer(text):
+        found.append(
+            (m.start(), (_literal(m[3], m[4]) if m[3] or m[4] else "", _literal(m[1], m[2])))
+        )
+    for m in _BLOCK.finditer(text):
+        body = _VARIABLE.sub(r"%(\1)s", m[1].replace("%", "%%"))
+        found.append((m.start(), ("", body)))
+    for m in _CALL.finditer(text):
+        found.append((m.start(), ("", _literal(m[1], m[2]))))
+    return [key for _, key in sorted(found)]
+
+
+def python_strings(text: str) -> list[Key]:
+    """The literal first arguments of gettext calls in a Python module."""
+    keys: list[Key] = []
+    for node in ast.walk(ast.parse(text)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in GETTEXT_CALLS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            keys.append(("", node.args[0].value))
+    return keys
+
+
+def extract(root: Path = ROOT) -> dict[Key, list[str]]:
+    """Every marked string of the project, with the files it appears in."""
+    where: dict[Key, list[str]] = {}
+    for folder in SOURCES:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix == ".html":
+                keys = template_strings(path.read_text(encoding="utf-8"))
+            elif path.suffix == ".py" and "migrations" not in path.parts:
+                text = path.read_text(encoding="utf-8")
+                keys = python_strings(text) if "django.utils.translation" in text else []
+            else:
+                continue
+            for key in keys:
+                if key[1]:
+                    where.setdefault(key, []).append(str(path.relative_to(root)))
+    return where
+
+
+def _quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def write_po(path: Path, language: str, entries: Iterable[tuple[Key, list[str], str]]) -> None:
+    lines = [
+        'msgid ""',
+        'msgstr ""',
+        '"Project-Id-Version: whatsapp-inbox\\n"',
+        '"Language-Team: none\\n"',
+        '"MIME-Version: 1.0\\n"',
+        '"Content-Transfer-Encoding: 8bit\\n"',
+        '"Content-Type: text/plain; charset=UTF-8\\n"',
+        f'"Language: {language}\\n"',
+        f'"Plural-Forms: {PLURAL_FORMS.get(language, "nplurals=2; plural=(n != 1);")}\\n"',
+    ]
+    for (context, msgid), files, msgstr in entries:
+        lines.append("")
+        lines += [f"#: {name}" for name in sorted(set(files))]
+        if "%(" in msgid:
+            lines.append("#, python-format")
+        if context:
+            lines.append(f"msgctxt {_quote(context)}")
+        lines += [f"msgid {_quote(msgid)}", f"msgstr {_quote(msgstr)}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def update_catalogues(locale_dir: Path = LOCALE_DIR) -> None:
+    """Every .po gets the project's marked strings; translations already written are kept."""
+    marked = extract()
+    for po in sorted(locale_dir.glob("*/LC_MESSAGES/django.po")):
+        known = parse(po.read_text(encoding="utf-8"))
+        entries = []
+        for (context, msgid), files in marked.items():
+            key = f"{context}\x04{msgid}" if context else msgid
+            entries.append(((context, msgid), files, known.get(key, "")))
+        write_po(po, po.parent.parent.name, entries)
+
+
 if __name__ == "__main__":
+    if "--extract" in sys.argv:
+        update_catalogues()
     for path in compile_all(force="--force" in sys.argv):
         print(f"compiled {path.relative_to(LOCALE_DIR.parent)}")
