@@ -33,4 +33,4 @@ def duration(seconds: float | None) -> str:
 @register.filter
 def percent(share: float | None) -> str:
     """In the active language's number format (12.5% in English, 12,5% in Russian)."""
-    return "–" if share is None else f"{formats.number_format(share * 100, 1)}%"
+    return "–" if share is None else f"{formats.number_format(round(share * 100, 1), 1)}%"
