@@ -456,23 +456,23 @@ class Message(models.Model):
 class OwnershipCause(models.TextChoices):
     """Why `Chat.owner` changed: the transitions of `inbox/conversations/ownership.py`."""
 
-    REQUEST_HUMAN = "request_human", "Assistant handed over"
-    TAKE_OVER = "take_over", "Manager took over"
-    MANAGER_REPLIED = "manager_replied", "Manager replied"
-    RELEASE = "release", "Released to the bot"
-    IDLE_RELEASE = "idle_release", "Released: no manager message"
-    RESOLVED = "resolved", "Resolved: returned to the bot"
-    RESOLVED_UNASSIGNED = "resolved_unassigned", "Resolved: waits for a human"
+    REQUEST_HUMAN = "request_human", _("Assistant handed over")
+    TAKE_OVER = "take_over", _("Manager took over")
+    MANAGER_REPLIED = "manager_replied", _("Manager replied")
+    RELEASE = "release", _("Released to the bot")
+    IDLE_RELEASE = "idle_release", _("Released: no manager message")
+    RESOLVED = "resolved", _("Resolved: returned to the bot")
+    RESOLVED_UNASSIGNED = "resolved_unassigned", _("Resolved: waits for a human")
 
 
 class StatusCause(models.TextChoices):
     """Why `Chat.status` changed: the changes of `inbox/conversations/status.py`."""
 
-    RESOLVE = "resolve", "Resolved"
-    SNOOZE = "snooze", "Snoozed"
-    REOPEN = "reopen", "Reopened"
-    SNOOZE_ENDED = "snooze_ended", "Snooze ended"
-    CUSTOMER_WROTE = "customer_wrote", "Customer wrote"
+    RESOLVE = "resolve", _("Resolved")
+    SNOOZE = "snooze", _("Snoozed")
+    REOPEN = "reopen", _("Reopened")
+    SNOOZE_ENDED = "snooze_ended", _("Snooze ended")
+    CUSTOMER_WROTE = "customer_wrote", _("Customer wrote")
 
 
 # Every cause a `ChatTransition` row may carry, grouped as the admin's filter shows them.

@@ -24,6 +24,9 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
+from django.utils.html import json_script
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext, gettext_noop
 
 from inbox.conversations import access
 from inbox.conversations.models import Business
@@ -34,6 +37,33 @@ COOKIE_MAX_AGE = 365 * 24 * 3600
 # A push renders several fragments per event: the language is read once per business a minute.
 CACHE_SECONDS = 60.0
 _languages: dict[int, tuple[float, str]] = {}
+
+
+# The words the inbox's scripts write into the page (static/inbox/*.js read them, by their
+# English text, from the page's "inbox-words" JSON; a word missing there stays English).
+SCRIPT_WORDS = (
+    gettext_noop("Live"),
+    gettext_noop("Reconnecting…"),
+    gettext_noop("waiting %(since)s"),
+    gettext_noop("%(n)s min"),
+    gettext_noop("%(hours)s h %(minutes)s min"),
+    gettext_noop("Waiting for a human"),
+    gettext_noop("A customer"),
+    gettext_noop("Open chat"),
+    gettext_noop("Take over from %(name)s?"),
+    gettext_noop("another manager"),
+    gettext_noop("Also viewing: %(names)s"),
+    gettext_noop("%(names)s is typing…"),
+    gettext_noop("%(names)s are typing…"),
+)
+
+
+def script_words() -> SafeString:
+    """The scripts' words in the active language, as a JSON data block (not executed, so the
+    Content-Security-Policy allows it); nothing for English, the scripts' own words."""
+    words = {english: gettext(english) for english in SCRIPT_WORDS}
+    translated = {english: word for english, word in words.items() if word != english}
+    return json_script(translated, "inbox-words") if translated else SafeString("")
 
 
 def _known(code: str | None) -> str:

@@ -39,11 +39,16 @@ def test_a_russian_manager_s_inbox_has_no_english_in_menu_header_and_composer(
     header = page.locator(f"#chat-header-{chat_id}")
     composer = page.locator(f"#composer-{chat_id}")
     sync_api.expect(header).to_be_visible()
+    # The scripts' words too (static/inbox/live.js reads them from the page).
+    sync_api.expect(page.locator("#live-status")).to_have_text("На связи")
     assert page.locator("html").get_attribute("lang") == "ru"
 
     texts = [
         page.locator("nav.topnav").inner_text(),
         page.locator(".menu-label").inner_text(),
+        page.locator("#live-status").inner_text(),
+        page.locator(".sound-toggle").inner_text(),
+        page.locator(f"#history-{chat_id} summary").inner_text(),
         page.locator(".topbar-right button[type=submit]").inner_text(),  # log out
         header.locator(".chat-sub a").inner_text(),
         header.locator("[data-owner-badge]").inner_text(),

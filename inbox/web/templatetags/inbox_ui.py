@@ -8,13 +8,14 @@ from typing import Any
 from django import template
 from django.urls import reverse
 from django.utils.functional import Promise
+from django.utils.safestring import SafeString
 from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, delivery_status, names
 from inbox.conversations.models import Chat, HandoffReason, Membership, Message
-from inbox.web import dashboard
+from inbox.web import dashboard, local_language
 
 register = template.Library()
 
@@ -170,3 +171,9 @@ def findings(details: Any) -> list[str]:
 def undeliverable(chat: Chat) -> bool:
     """WhatsApp said this customer cannot receive messages, and they have not written since."""
     return delivery_status.undeliverable(chat)
+
+
+@register.simple_tag
+def script_words() -> SafeString:
+    """The inbox scripts' words in the reader's language (inbox/web/local_language.py)."""
+    return local_language.script_words()
