@@ -128,7 +128,7 @@ class MemberLanguageMiddleware:
         user = getattr(request, "user", None)
         signed_in = user is not None and user.is_authenticated
         code = language_of(user) if signed_in else _visitor_language(request)  # type: ignore[arg-type]
-        request.LANGUAGE_CODE = code  # type: ignore[attr-defined]
+        request.LANGUAGE_CODE = code
         with translation.override(code):
             response = self.get_response(request)
         response.headers.setdefault("Content-Language", code)
