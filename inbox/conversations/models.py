@@ -80,8 +80,8 @@ class Business(models.Model):
     )
 
     class ResolveReturnsTo(models.TextChoices):
-        BOT = "bot", "The bot answers the customer's next message"
-        UNASSIGNED = "unassigned", "The chat waits for a human, nobody assigned"
+        BOT = "bot", _("The bot answers the customer's next message")
+        UNASSIGNED = "unassigned", _("The chat waits for a human, nobody assigned")
 
     resolve_returns_to = models.CharField(
         "a resolved chat goes back to",

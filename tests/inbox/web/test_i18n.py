@@ -204,3 +204,26 @@ def test_dates_and_numbers_follow_the_language() -> None:
     factories.customer_message(chat, "ещё", kind=Message.Kind.VOICE)
     html = client.get("/inbox/reports/").content.decode()
     assert "100,0%" in html or "50,0%" in html  # the voice share, with a decimal comma
+
+
+def test_the_admin_sets_the_business_default_for_the_team() -> None:
+    admin_client, chat, _ = _member("ru", role=Membership.Role.ADMIN)
+    business = chat.channel.business
+    manager = factories.manager(business)
+    page = admin_client.get(f"/inbox/settings/business/?business={business.pk}").content.decode()
+    assert "Часовой пояс, язык и стоп-слова" in page
+    assert "Язык входящих" in page
+    response = admin_client.post(
+        f"/inbox/settings/business/?business={business.pk}",
+        {"timezone": "UTC", "language": "en", "ui_language": "kk", "resolve_returns_to": "bot"},
+        follow=True,
+    )
+    assert "сохранены" in response.content.decode()  # the admin's own choice: Russian
+    business.refresh_from_db()
+    assert business.ui_language == "kk"
+    member = Client()
+    member.force_login(manager)
+    assert ">Чаттар</a>" in member.get("/inbox/").content.decode()
+    message = Message.objects.get(chat=chat)
+    chat.last_message = message  # type: ignore[attr-defined]
+    assert ">Бот<" in fragments.row(chat)["html"]
