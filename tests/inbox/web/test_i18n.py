@@ -226,4 +226,4 @@ def test_the_admin_sets_the_business_default_for_the_team() -> None:
     assert ">Чаттар</a>" in member.get("/inbox/").content.decode()
     message = Message.objects.get(chat=chat)
     chat.last_message = message  # type: ignore[attr-defined]
-    assert ">Бот<" in fragments.row(chat)["html"]
+    assert "Оқылмаған хабарлар" in fragments.row(chat)["html"]  # pushed in the new default
