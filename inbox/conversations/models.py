@@ -649,10 +649,10 @@ class MessageFlag(models.Model):
     to fix the price list, the rules or the prompt. Written by `inbox.conversations.flags`."""
 
     class Category(models.TextChoices):
-        WRONG_ITEM = "wrong_item", "Wrong item"
-        WRONG_AMOUNT = "wrong_amount", "Wrong amount"
-        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", "Should have handed off"
-        BAD_WORDING = "bad_wording", "Bad wording"
+        WRONG_ITEM = "wrong_item", _("Wrong item")
+        WRONG_AMOUNT = "wrong_amount", _("Wrong amount")
+        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", _("Should have handed off")
+        BAD_WORDING = "bad_wording", _("Bad wording")
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="flags")
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="message_flags")
