@@ -197,8 +197,8 @@ class Membership(models.Model):
     or all channels of the business when none are assigned."""
 
     class Role(models.TextChoices):
-        ADMIN = "admin", "Business admin"
-        MANAGER = "manager", "Manager"
+        ADMIN = "admin", _("Business admin")
+        MANAGER = "manager", _("Manager")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
