@@ -4,9 +4,11 @@ the business chose it (inbox/web/local_language.py, locale/, inbox/site/locale_b
 from __future__ import annotations
 
 import gettext
+import io
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 
 from inbox.conversations.models import Channel, Handoff, Membership, Message
@@ -227,3 +229,16 @@ def test_the_admin_sets_the_business_default_for_the_team() -> None:
     message = Message.objects.get(chat=chat)
     chat.last_message = message  # type: ignore[attr-defined]
     assert "Оқылмаған хабарлар" in fragments.row(chat)["html"]  # pushed in the new default
+
+
+def test_the_demo_shop_speaks_russian(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "demo-admin")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "demo-password-for-tests")
+    call_command("seed_demo", stdout=io.StringIO())
+    membership = Membership.objects.select_related("business").get(user__username="demo-admin")
+    assert (membership.business.language, membership.business.ui_language) == ("ru", "ru")
+    assert membership.ui_language == "ru"
+    assert membership.business.channels.get().language == "ru"
+    client = Client()
+    client.force_login(membership.user)
+    assert ">Чаты</a>" in client.get("/inbox/").content.decode()
