@@ -322,11 +322,11 @@ class Message(models.Model):
         INTERNAL = "internal", "Internal note"
 
     class Author(models.TextChoices):
-        CUSTOMER = "customer", "Customer"
-        BOT = "bot", "Assistant"
-        MANAGER = "manager", "Manager (inbox)"
-        PHONE = "phone", "Manager (from the phone)"
-        SYSTEM = "system", "System"
+        CUSTOMER = "customer", _("Customer")
+        BOT = "bot", _("Assistant")
+        MANAGER = "manager", _("Manager (inbox)")
+        PHONE = "phone", _("Manager (from the phone)")
+        SYSTEM = "system", _("System")
 
     class Kind(models.TextChoices):
         TEXT = "text", "Text"
@@ -344,15 +344,15 @@ class Message(models.Model):
         NOTE = "note", "Internal note"
 
     class Status(models.TextChoices):
-        RECEIVED = "received", "Received"
-        PENDING = "pending", "Queued"
-        SENDING = "sending", "Sending"
-        SENT = "sent", "Sent"
-        DELIVERED = "delivered", "Delivered"
-        READ = "read", "Read"
-        PLAYED = "played", "Played"
-        FAILED = "failed", "Failed"
-        UNKNOWN = "unknown", "Outcome unknown"
+        RECEIVED = "received", _("Received")
+        PENDING = "pending", _("Queued")
+        SENDING = "sending", _("Sending")
+        SENT = "sent", _("Sent")
+        DELIVERED = "delivered", _("Delivered")
+        READ = "read", _("Read")
+        PLAYED = "played", _("Played")
+        FAILED = "failed", _("Failed")
+        UNKNOWN = "unknown", _("Outcome unknown")
 
     class TranscriptStatus(models.TextChoices):
         NONE = "", "No transcript"
