@@ -242,3 +242,6 @@ def test_the_demo_shop_speaks_russian(monkeypatch: pytest.MonkeyPatch) -> None:
     client = Client()
     client.force_login(membership.user)
     assert ">Чаты</a>" in client.get("/inbox/").content.decode()
+    sandbox = client.get("/inbox/sandbox/", follow=True).content.decode()
+    assert "Вы — клиент." in sandbox
+    assert "Начать заново" in sandbox
