@@ -11,7 +11,8 @@ cookie this middleware sets), else the browser's Accept-Language among ours, els
 Websocket fragments are rendered once per business and sent to every member's tab, without a
 request: `fragments.py` renders them in the business's default language
 (`business_language`), so one rendering serves the whole team. A member whose own choice
-differs reads pushed rows in the team's language until the page is next loaded.
+differs reads pushed rows in the team's language until the page is next loaded. A change of
+the default reaches the pushes within `CACHE_SECONDS` (at once in the process that saved it).
 """
 
 from __future__ import annotations
