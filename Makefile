@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# The translations' .mo files are build output (inbox/site/locale_build.py, no gettext needed).
 venv: $(STAMP)
+	@$(PY) -m inbox.site.locale_build
 
 run: venv
 	@if [ "$(LLM)" = "local" ]; then \

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 import pytest
 
 from inbox.platform.redis import get_redis
+from inbox.site import locale_build
 from tests.processes import ProcessGroup, database_url_for_subprocesses
+
+# The Russian and Kazakh pages read compiled catalogues (.mo, build output): a test run started
+# without `make test` builds the stale ones too.
+locale_build.compile_all()
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +33,10 @@ def _clean_redis() -> Iterator[None]:
 def _fresh_team_names() -> None:
     """A business id may come back in a later test: no display name is remembered across."""
     from inbox.conversations import names
+    from inbox.web import local_language
 
     names.forget_all()
+    local_language.forget_all()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from inbox.platform.fields import EncryptedTextField
 
@@ -43,6 +44,16 @@ class Business(models.Model):
         default=default_business_language,
         blank=True,
         help_text="The assistant's language where a channel names none (e.g. en, ru).",
+    )
+    # The inbox's language for this business's members who chose none (Membership.ui_language)
+    # and for the fragments pushed over the websocket (inbox/web/local_language.py). Apart
+    # from `language`: a Russian-speaking team may run an assistant that answers in Kazakh.
+    ui_language = models.CharField(
+        "inbox language",
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default="en",
+        help_text="The language of the inbox for members who have not chosen their own.",
     )
     retention_days = models.PositiveIntegerField(
         null=True,
@@ -69,8 +80,8 @@ class Business(models.Model):
     )
 
     class ResolveReturnsTo(models.TextChoices):
-        BOT = "bot", "The bot answers the customer's next message"
-        UNASSIGNED = "unassigned", "The chat waits for a human, nobody assigned"
+        BOT = "bot", _("The bot answers the customer's next message")
+        UNASSIGNED = "unassigned", _("The chat waits for a human, nobody assigned")
 
     resolve_returns_to = models.CharField(
         "a resolved chat goes back to",
@@ -216,8 +227,8 @@ class Membership(models.Model):
     or all channels of the business when none are assigned."""
 
     class Role(models.TextChoices):
-        ADMIN = "admin", "Business admin"
-        MANAGER = "manager", "Manager"
+        ADMIN = "admin", _("Business admin")
+        MANAGER = "manager", _("Manager")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
@@ -245,6 +256,9 @@ class Membership(models.Model):
     # audit); blank = the user's first/last name, else the username. Per membership, so the
     # admin of one business renames no one in another (inbox/conversations/team.py).
     display_name = models.CharField(max_length=80, blank=True)
+    # The inbox's language this member chose ("My profile"); blank = the business's
+    # `ui_language` (inbox/web/local_language.py).
+    ui_language = models.CharField(max_length=8, choices=settings.LANGUAGES, blank=True)
 
     class Meta:
         constraints = [
@@ -256,17 +270,17 @@ class Membership(models.Model):
 
 
 class Owner(models.TextChoices):
-    BOT = "bot", "Bot"
-    PENDING_HUMAN = "pending_human", "Waiting for a human"
-    HUMAN = "human", "Human"
+    BOT = "bot", _("Bot")
+    PENDING_HUMAN = "pending_human", _("Waiting for a human")
+    HUMAN = "human", _("Human")
 
 
 class ChatStatus(models.TextChoices):
     """Where a chat stands in the managers' work, apart from who speaks (`Owner`)."""
 
-    OPEN = "open", "Open"
-    SNOOZED = "snoozed", "Snoozed"
-    RESOLVED = "resolved", "Resolved"
+    OPEN = "open", _("Open")
+    SNOOZED = "snoozed", _("Snoozed")
+    RESOLVED = "resolved", _("Resolved")
 
 
 class Chat(models.Model):
@@ -346,11 +360,11 @@ class Message(models.Model):
         INTERNAL = "internal", "Internal note"
 
     class Author(models.TextChoices):
-        CUSTOMER = "customer", "Customer"
-        BOT = "bot", "Assistant"
-        MANAGER = "manager", "Manager (inbox)"
-        PHONE = "phone", "Manager (from the phone)"
-        SYSTEM = "system", "System"
+        CUSTOMER = "customer", _("Customer")
+        BOT = "bot", _("Assistant")
+        MANAGER = "manager", _("Manager (inbox)")
+        PHONE = "phone", _("Manager (from the phone)")
+        SYSTEM = "system", _("System")
 
     class Kind(models.TextChoices):
         TEXT = "text", "Text"
@@ -369,15 +383,15 @@ class Message(models.Model):
         TEMPLATE = "template", "Message template"
 
     class Status(models.TextChoices):
-        RECEIVED = "received", "Received"
-        PENDING = "pending", "Queued"
-        SENDING = "sending", "Sending"
-        SENT = "sent", "Sent"
-        DELIVERED = "delivered", "Delivered"
-        READ = "read", "Read"
-        PLAYED = "played", "Played"
-        FAILED = "failed", "Failed"
-        UNKNOWN = "unknown", "Outcome unknown"
+        RECEIVED = "received", _("Received")
+        PENDING = "pending", _("Queued")
+        SENDING = "sending", _("Sending")
+        SENT = "sent", _("Sent")
+        DELIVERED = "delivered", _("Delivered")
+        READ = "read", _("Read")
+        PLAYED = "played", _("Played")
+        FAILED = "failed", _("Failed")
+        UNKNOWN = "unknown", _("Outcome unknown")
 
     class TranscriptStatus(models.TextChoices):
         NONE = "", "No transcript"
@@ -481,23 +495,23 @@ class Message(models.Model):
 class OwnershipCause(models.TextChoices):
     """Why `Chat.owner` changed: the transitions of `inbox/conversations/ownership.py`."""
 
-    REQUEST_HUMAN = "request_human", "Assistant handed over"
-    TAKE_OVER = "take_over", "Manager took over"
-    MANAGER_REPLIED = "manager_replied", "Manager replied"
-    RELEASE = "release", "Released to the bot"
-    IDLE_RELEASE = "idle_release", "Released: no manager message"
-    RESOLVED = "resolved", "Resolved: returned to the bot"
-    RESOLVED_UNASSIGNED = "resolved_unassigned", "Resolved: waits for a human"
+    REQUEST_HUMAN = "request_human", _("Assistant handed over")
+    TAKE_OVER = "take_over", _("Manager took over")
+    MANAGER_REPLIED = "manager_replied", _("Manager replied")
+    RELEASE = "release", _("Released to the bot")
+    IDLE_RELEASE = "idle_release", _("Released: no manager message")
+    RESOLVED = "resolved", _("Resolved: returned to the bot")
+    RESOLVED_UNASSIGNED = "resolved_unassigned", _("Resolved: waits for a human")
 
 
 class StatusCause(models.TextChoices):
     """Why `Chat.status` changed: the changes of `inbox/conversations/status.py`."""
 
-    RESOLVE = "resolve", "Resolved"
-    SNOOZE = "snooze", "Snoozed"
-    REOPEN = "reopen", "Reopened"
-    SNOOZE_ENDED = "snooze_ended", "Snooze ended"
-    CUSTOMER_WROTE = "customer_wrote", "Customer wrote"
+    RESOLVE = "resolve", _("Resolved")
+    SNOOZE = "snooze", _("Snoozed")
+    REOPEN = "reopen", _("Reopened")
+    SNOOZE_ENDED = "snooze_ended", _("Snooze ended")
+    CUSTOMER_WROTE = "customer_wrote", _("Customer wrote")
 
 
 # Every cause a `ChatTransition` row may carry, grouped as the admin's filter shows them.
@@ -576,25 +590,25 @@ class HandoffReason(models.TextChoices):
     reads. A business may add reasons of its own (AssistantSettings.handoff_reasons), so
     `Handoff.reason` stays a free code and `label_for` falls back to the code's words."""
 
-    ASKS_FOR_HUMAN = "asks_for_human", "Customer asked for a person"
-    READY_TO_BUY = "ready_to_buy", "Ready to buy"
-    NON_STANDARD_TERMS = "non_standard_terms", "Asks for special terms"
-    COMPLAINT = "complaint", "Complaint"
-    OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base", "Outside the price list"
-    AMBIGUOUS = "ambiguous", "Several items match"
-    LATE = "late", "Answer would be late"
-    GUARDRAIL = "guardrail", "Reply blocked by a guardrail"
-    MODEL_ERROR = "model_error", "Assistant's answer was invalid"
-    MODEL_UNAVAILABLE = "model_unavailable", "Assistant unavailable"
-    MODEL_MISCONFIGURED = "model_misconfigured", "Model server refuses the configuration"
-    VOICE_UNCLEAR = "voice_unclear", "Voice note unclear"
-    TRANSCRIPTION_FAILED = "transcription_failed", "Voice note could not be transcribed"
-    SEND_FAILED = "send_failed", "Bot reply could not be sent"
-    SEND_UNKNOWN = "send_unknown", "Bot reply may not have been sent"
-    TURN_FAILED = "turn_failed", "Assistant failed on this chat"
-    WINDOW_CLOSED = "window_closed", "WhatsApp window closed: template only"
-    REJECTED_DRAFT = "rejected_draft", "A manager rejected the bot's draft"
-    APPROVAL_TIMEOUT = "approval_timeout", "Bot's draft not approved in time"
+    ASKS_FOR_HUMAN = "asks_for_human", _("Customer asked for a person")
+    READY_TO_BUY = "ready_to_buy", _("Ready to buy")
+    NON_STANDARD_TERMS = "non_standard_terms", _("Asks for special terms")
+    COMPLAINT = "complaint", _("Complaint")
+    OUTSIDE_KNOWLEDGE_BASE = "outside_knowledge_base", _("Outside the price list")
+    AMBIGUOUS = "ambiguous", _("Several items match")
+    LATE = "late", _("Answer would be late")
+    GUARDRAIL = "guardrail", _("Reply blocked by a guardrail")
+    MODEL_ERROR = "model_error", _("Assistant's answer was invalid")
+    MODEL_UNAVAILABLE = "model_unavailable", _("Assistant unavailable")
+    MODEL_MISCONFIGURED = "model_misconfigured", _("Model server refuses the configuration")
+    VOICE_UNCLEAR = "voice_unclear", _("Voice note unclear")
+    TRANSCRIPTION_FAILED = "transcription_failed", _("Voice note could not be transcribed")
+    SEND_FAILED = "send_failed", _("Bot reply could not be sent")
+    SEND_UNKNOWN = "send_unknown", _("Bot reply may not have been sent")
+    TURN_FAILED = "turn_failed", _("Assistant failed on this chat")
+    WINDOW_CLOSED = "window_closed", _("WhatsApp window closed: template only")
+    REJECTED_DRAFT = "rejected_draft", _("A manager rejected the bot's draft")
+    APPROVAL_TIMEOUT = "approval_timeout", _("Bot's draft not approved in time")
 
     @classmethod
     def label_for(cls, code: str) -> str:
@@ -720,10 +734,10 @@ class MessageFlag(models.Model):
     to fix the price list, the rules or the prompt. Written by `inbox.conversations.flags`."""
 
     class Category(models.TextChoices):
-        WRONG_ITEM = "wrong_item", "Wrong item"
-        WRONG_AMOUNT = "wrong_amount", "Wrong amount"
-        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", "Should have handed off"
-        BAD_WORDING = "bad_wording", "Bad wording"
+        WRONG_ITEM = "wrong_item", _("Wrong item")
+        WRONG_AMOUNT = "wrong_amount", _("Wrong amount")
+        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", _("Should have handed off")
+        BAD_WORDING = "bad_wording", _("Bad wording")
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="flags")
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="message_flags")

@@ -25,7 +25,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
@@ -170,13 +170,16 @@ def password_link_path(user: User) -> str:
 
 
 def send_invitation(membership: Membership, link: str) -> None:
-    """Mail the set-password link through Django's email backend."""
+    """Mail the set-password link through Django's email backend. The mail is English (the new
+    member has chosen no language yet), whatever the inviting admin reads the inbox in."""
     user = membership.user
+    with translation.override("en"):
+        role = str(membership.get_role_display()).lower()
     send_mail(
         f"You are invited to the {membership.business.name} inbox",
         f"Hello {user.get_username()},\n\n"
         f"{membership.business.name} added you to its WhatsApp inbox as "
-        f"{membership.get_role_display().lower()}. Choose your password here (the link works "
+        f"{role}. Choose your password here (the link works "
         f"once):\n\n{link}\n\nThen log in with the username {user.get_username()}.\n",
         None,
         [user.email],

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from inbox.conversations.models import Channel, Chat
 
@@ -33,8 +34,9 @@ WARN_BEFORE = timedelta(hours=1)
 _CLOUD_API = Channel.Kind.CLOUD_API.value
 _LONG_AGO = datetime.min.replace(tzinfo=UTC)
 
-# What a manager (and the API) is told when free text is refused.
-CLOSED_DETAIL = (
+# What a manager (and the API) is told when free text is refused; the inbox page shows it in
+# the manager's language (`gettext(CLOSED_DETAIL)`), the API in English.
+CLOSED_DETAIL = gettext_noop(
     "WhatsApp's 24-hour customer-service window is closed (the customer has not written since): "
     "only an approved template can be sent to this customer now (free text would fail with "
     "WhatsApp error 131047). Internal notes still work."
@@ -90,13 +92,14 @@ def describe(chat: Chat, now: datetime | None = None) -> Window:
     left = closes - (now or timezone.now())
     stored = chat.window_closes_at
     if left <= timedelta(0):
-        return Window("closed", stored, "WhatsApp window closed: template only")
+        return Window("closed", stored, gettext("WhatsApp window closed: template only"))
     state: WindowState = "closing" if left < WARN_BEFORE else "open"
-    return Window(state, stored, f"Window closes in {_duration(left)}")
+    return Window(state, stored, gettext("Window closes in %(left)s") % {"left": _duration(left)})
 
 
 def _duration(left: timedelta) -> str:
+    """In the active language (the inbox's words; English in a worker)."""
     minutes = max(1, int(left.total_seconds() // 60))
     if minutes < 60:
-        return f"{minutes} min"
-    return f"{minutes // 60} h"
+        return gettext("%(n)s min") % {"n": minutes}
+    return gettext("%(n)s h") % {"n": minutes // 60}

@@ -131,6 +131,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "inbox.web.local_time.BusinessTimeMiddleware",
+    "inbox.web.local_language.MemberLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -305,6 +306,10 @@ if not DEBUG and not TESTING:
 
 # --- i18n, static, media --------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
+# The inbox's languages (docs/i18n.md): English is the source text; a member or business that
+# chooses ru or kk reads locale/<code>/LC_MESSAGES/django.po (built by inbox/site/locale_build.py).
+LANGUAGES = [("en", "English"), ("ru", "Русский"), ("kk", "Қазақша")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

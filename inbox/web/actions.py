@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils.translation import gettext
 
 from inbox.conversations import (
     access,
@@ -61,6 +62,10 @@ class ActionResult:
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+def _not_delivered(why: str) -> str:
+    return gettext("Not delivered: %(why)s") % {"why": why}
 
 
 def visible_or_none(user: User, chat_id: int) -> Chat | None:
@@ -110,7 +115,7 @@ def take_over(user: User, chat_id: int) -> ActionResult:
             if result.changed:
                 assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
     except ownership.InvalidTransition:
-        return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
+        return ActionResult(_reload(chat.pk), False, notice=gettext("The chat changed meanwhile."))
     chat = _reload(chat.pk)
     if result.changed:
         log.info("inbox.taken_over", extra={"chat_id": chat.pk, "user_id": user.pk})
@@ -119,8 +124,14 @@ def take_over(user: User, chat_id: int) -> ActionResult:
         assignment.assign(chat.pk, user.pk, only_if_unassigned=True)
         return ActionResult(_reload(chat.pk), True)
     if chat.assigned_to_id == user.pk:
-        return ActionResult(chat, False, notice=f"Already handled by {_holder(chat)}.")
-    return ActionResult(chat, False, notice=f"Too late: {_holder(chat)} took this chat first.")
+        return ActionResult(
+            chat, False, notice=gettext("Already handled by %(name)s.") % {"name": _holder(chat)}
+        )
+    return ActionResult(
+        chat,
+        False,
+        notice=gettext("Too late: %(name)s took this chat first.") % {"name": _holder(chat)},
+    )
 
 
 def other_holder(user: User, chat: Chat) -> User | None:
@@ -137,19 +148,19 @@ def release(user: User, chat_id: int) -> ActionResult:
     try:
         result = ownership.release(chat.pk, manager=user)
     except ownership.InvalidTransition:
-        return ActionResult(_reload(chat.pk), False, notice="The chat changed meanwhile.")
+        return ActionResult(_reload(chat.pk), False, notice=gettext("The chat changed meanwhile."))
     if result.changed:
         assignment.unassign(chat.pk)
         log.info("inbox.released", extra={"chat_id": chat.pk, "user_id": user.pk})
         return ActionResult(_reload(chat.pk), True)
-    return ActionResult(_reload(chat.pk), False, notice="The bot already has this chat.")
+    return ActionResult(_reload(chat.pk), False, notice=gettext("The bot already has this chat."))
 
 
 def assign(user: User, chat_id: int, assignee_id: int | None) -> ActionResult:
     """Give the chat to a manager of its business who can see its channel (None: nobody)."""
     chat = _chat(user, chat_id)
     if assignee_id is not None and not access.can_be_assigned(assignee_id, chat):
-        return ActionResult(chat, False, error="That person cannot work on this chat.")
+        return ActionResult(chat, False, error=gettext("That person cannot work on this chat."))
     if chat.assigned_to_id == assignee_id:
         return ActionResult(chat, False)
     assignment.assign(chat.pk, assignee_id)
@@ -206,7 +217,7 @@ def reply(
     if refused is not None:
         return refused
     if not _first_use(user, chat.pk, "reply", key):
-        return ActionResult(_reload(chat.pk), False, notice="This reply was already sent.")
+        return ActionResult(_reload(chat.pk), False, notice=gettext("This reply was already sent."))
     _take_from_holder(user, chat, ask_holder)
     outcome = outbound.send_manager_reply(chat.pk, text, manager=user, source="inbox")
     chat = _reload(chat.pk)
@@ -216,14 +227,14 @@ def reply(
         return _window_closed(chat)
     if not outcome.sent:
         return ActionResult(
-            chat, True, error=f"Not delivered: {outcome.error or outcome.reason}",
+            chat, True, error=_not_delivered(outcome.error or outcome.reason),
             message_id=outcome.message_id,
         )  # fmt: skip
     return ActionResult(chat, True, message_id=outcome.message_id)
 
 
 def _window_closed(chat: Chat) -> ActionResult:
-    return ActionResult(chat, False, error=window.CLOSED_DETAIL, window_closed=True)
+    return ActionResult(chat, False, error=gettext(window.CLOSED_DETAIL), window_closed=True)
 
 
 def _ask_holder_first(
@@ -236,7 +247,10 @@ def _ask_holder_first(
         return None
     name = names.display_name(holder, chat.channel.business_id)
     return ActionResult(
-        chat, False, error=f"{name} has this chat. Take over from {name}?", ask_take_from=holder
+        chat,
+        False,
+        error=gettext("%(name)s has this chat. Take over from %(name)s?") % {"name": name},
+        ask_take_from=holder,
     )
 
 
@@ -274,7 +288,11 @@ def send_attachment(
         return ActionResult(chat, False, error=problem)
     if (upload.size or 0) > manager_attachments.max_bytes():
         limit = manager_attachments.max_bytes() // (1024 * 1024)
-        return ActionResult(chat, False, error=f"The file is too large: at most {limit} MB.")
+        return ActionResult(
+            chat,
+            False,
+            error=gettext("The file is too large: at most %(limit)s MB.") % {"limit": limit},
+        )
     try:
         checked = manager_attachments.check(
             upload.read(), upload.name or "", channel_kind=chat.channel.kind
@@ -287,7 +305,7 @@ def send_attachment(
     if refused is not None:
         return refused
     if not _first_use(user, chat.pk, "attachment", key):
-        return ActionResult(_reload(chat.pk), False, notice="This file was already sent.")
+        return ActionResult(_reload(chat.pk), False, notice=gettext("This file was already sent."))
     _take_from_holder(user, chat, ask_holder)
     message = manager_attachments.send(chat.pk, checked, caption, manager=user, source="inbox")
     if chat.assigned_to_id is None:
@@ -310,7 +328,7 @@ def resend_message(user: User, chat_id: int, message_id: int) -> ActionResult:
         chat = _reload(chat.pk)
     log.info("inbox.resent", extra={"chat_id": chat.pk, "user_id": user.pk})
     if not outcome.sent:
-        return ActionResult(chat, True, error=f"Not delivered: {outcome.error or outcome.reason}",
+        return ActionResult(chat, True, error=_not_delivered(outcome.error or outcome.reason),
                             message_id=outcome.message_id)  # fmt: skip
     return ActionResult(chat, True, message_id=outcome.message_id)
 
@@ -322,7 +340,7 @@ def note(user: User, chat_id: int, text: str, *, key: str = "") -> ActionResult:
     if problem:
         return ActionResult(chat, False, error=problem)
     if not _first_use(user, chat.pk, "note", key):
-        return ActionResult(chat, False, notice="This note was already added.")
+        return ActionResult(chat, False, notice=gettext("This note was already added."))
     message = outbound.add_internal_note(chat.pk, text, author=user)
     return ActionResult(chat, True, message_id=message.pk)
 

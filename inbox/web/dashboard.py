@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.fields import IntegerField
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, drafts, reading, search
 from inbox.conversations.access import User
@@ -36,15 +37,15 @@ MAX_OFFSET = 10**9  # a list offset past this is a typo or a probe: the first pa
 MESSAGES_SHOWN = 50
 # A turn still "running" after this long crashed; its indicator is not shown forever.
 TURN_INDICATOR_MAX_AGE = timedelta(minutes=5)
-STATES = [(Owner.PENDING_HUMAN, "Waiting"), (Owner.HUMAN, "Human"), (Owner.BOT, "Bot")]
+STATES = [(Owner.PENDING_HUMAN, _("Waiting")), (Owner.HUMAN, _("Human")), (Owner.BOT, _("Bot"))]
 # Whose chats: everyone's, the manager's own, nobody's yet.
-VIEWS = [("all", "All"), ("mine", "Mine"), ("unassigned", "Unassigned")]
+VIEWS = [("all", _("All")), ("mine", _("Mine")), ("unassigned", _("Unassigned"))]
 # Which work: the list opens on Open chats; "any" shows every status.
 STATUSES = [
-    (ChatStatus.OPEN, "Open"),
-    (ChatStatus.SNOOZED, "Snoozed"),
-    (ChatStatus.RESOLVED, "Resolved"),
-    ("any", "Any status"),
+    (ChatStatus.OPEN, _("Open")),
+    (ChatStatus.SNOOZED, _("Snoozed")),
+    (ChatStatus.RESOLVED, _("Resolved")),
+    ("any", _("Any status")),
 ]
 
 

@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from inbox.conversations import access, drafts, window
 from inbox.conversations.models import Chat, Handoff, Message
 from inbox.web import dashboard, jinja
+from inbox.web.local_language import business_words
 from inbox.web.local_time import business_time
 
 
@@ -36,14 +37,15 @@ def _fragment(element_id: str, html: str, *, scope: str, container: str = "") ->
 
 
 def _render(template: str, context: dict[str, object], business_id: int) -> str:
-    """Times in the fragment are the business's local times (inbox/web/local_time.py)."""
-    with business_time(business_id):
+    """Times in the fragment are the business's local times (inbox/web/local_time.py), words
+    in the business's inbox language (inbox/web/local_language.py): one rendering per team."""
+    with business_time(business_id), business_words(business_id):
         return render_to_string(template, context)
 
 
 def _render_jinja(template: str, business_id: int, **context: object) -> str:
     """The chat row and the message: Jinja2 templates (inbox/web/jinja.py), the hot path."""
-    with business_time(business_id):
+    with business_time(business_id), business_words(business_id):
         return jinja.render(template, **context)
 
 

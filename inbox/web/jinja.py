@@ -8,9 +8,11 @@ includes) live in `jinja_templates/inbox/`; pages written in Django's language i
 with the `chat_row` and `message_item` tags (`inbox_fragments`), so a page and a push render
 the same HTML.
 
-Autoescaping is on, as in Django's templates: customer text is always text. Values Django's
-filters mark safe (`linebreaksbr`) carry `__html__`, which Jinja2 respects. Times are converted
-to the current zone (the business's, `local_time.business_time`) as Django's templates do.
+Words are marked `{{ _("...") }}` (the i18n extension with Django's gettext), so the rows speak
+the active language. Autoescaping is on, as in Django's templates: customer text is always
+text. Values Django's filters mark safe (`linebreaksbr`) carry `__html__`, which Jinja2
+respects. Times are converted to the current zone (the business's, `local_time.business_time`)
+as Django's templates do.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from django.template import defaultfilters, engines
 from django.template.backends.jinja2 import Jinja2
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 from jinja2 import Environment, Undefined
@@ -97,7 +99,12 @@ def environment(**options: Any) -> Environment:
     template keeps its last newline, as Django's do, so a page renders the same HTML as before."""
     options.pop("autoescape", None)
     options["keep_trailing_newline"] = True
-    env = Environment(autoescape=True, **options)
+    env = Environment(autoescape=True, extensions=["jinja2.ext.i18n"], **options)
+    # `{{ _("Text") }}` is Django's gettext, so the active language (inbox/web/local_language.py)
+    # translates it from the same catalogues as `{% translate %}` in Django's templates.
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        translation.gettext, translation.ngettext, newstyle=True
+    )
     env.globals["url"] = _url
     env.filters.update(
         assignee_name=inbox_ui.assignee_name,

@@ -3,8 +3,8 @@
 Pages: `BusinessTimeMiddleware` activates the zone of the user's business for the request (a
 user of several businesses gets the first by name; the reports page uses its own business's
 zone throughout). Websocket fragments are rendered without a request: `fragments.py` renders
-each one inside `business_time(business_id)`. The UI has no translations, so
-`Business.language` is not activated here; it is the assistant's default language.
+each one inside `business_time(business_id)`. The inbox's language is activated the same way
+by `local_language.py` (`Business.language` is the assistant's, not the inbox's).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from datetime import datetime, time, timedelta
 
 from django.contrib.auth.models import User
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, lifecycle, status
 from inbox.web.actions import ActionResult, ChatNotFound, reload_chat
@@ -19,8 +21,11 @@ from inbox.web.actions import ActionResult, ChatNotFound, reload_chat
 log = logging.getLogger(__name__)
 
 # The snooze choices of the inbox page: a label and how to compute the end from now.
-SNOOZE_CHOICES = [("1h", "1 hour"), ("3h", "3 hours"), ("tomorrow", "Tomorrow 9:00")]
+SNOOZE_CHOICES = [("1h", _("1 hour")), ("3h", _("3 hours")), ("tomorrow", _("Tomorrow 9:00"))]
 MAX_SNOOZE = timedelta(days=365)
+CHANGED = gettext_noop("The chat changed meanwhile.")
+ALREADY_OPEN = gettext_noop("The chat is already open.")
+BAD_TIME = gettext_noop("Choose a time in the future, within a year.")
 
 
 def snooze_end(choice: str, business_timezone: str, now: datetime | None = None) -> datetime | None:
@@ -52,11 +57,13 @@ def resolve(user: User, chat_id: int) -> ActionResult:
     try:
         result = lifecycle.resolve(chat_id, manager=user)
     except status.InvalidStatusChange:
-        return ActionResult(reload_chat(chat_id), False, notice="The chat changed meanwhile.")
+        return ActionResult(
+            reload_chat(chat_id), False, notice=gettext("The chat changed meanwhile.")
+        )
     if not result.changed:
-        return ActionResult(reload_chat(chat_id), False, notice="Already resolved.")
+        return ActionResult(reload_chat(chat_id), False, notice=gettext("Already resolved."))
     log.info("inbox.resolved", extra={"chat_id": chat_id, "user_id": user.pk})
-    return ActionResult(reload_chat(chat_id), True, notice="Resolved.")
+    return ActionResult(reload_chat(chat_id), True, notice=gettext("Resolved."))
 
 
 def snooze(user: User, chat_id: int, until: datetime | None) -> ActionResult:
@@ -64,12 +71,16 @@ def snooze(user: User, chat_id: int, until: datetime | None) -> ActionResult:
     now = timezone.now()
     if until is None or until <= now or until > now + MAX_SNOOZE:
         return ActionResult(
-            reload_chat(chat_id), False, error="Choose a time in the future, within a year."
+            reload_chat(chat_id),
+            False,
+            error=gettext("Choose a time in the future, within a year."),
         )
     try:
         result = status.snooze(chat_id, until=until, manager=user)
     except status.InvalidStatusChange:
-        return ActionResult(reload_chat(chat_id), False, notice="The chat changed meanwhile.")
+        return ActionResult(
+            reload_chat(chat_id), False, notice=gettext("The chat changed meanwhile.")
+        )
     log.info("inbox.snoozed", extra={"chat_id": chat_id, "user_id": user.pk})
     return ActionResult(reload_chat(chat_id), result.changed)
 
@@ -79,7 +90,11 @@ def reopen(user: User, chat_id: int) -> ActionResult:
     try:
         result = status.reopen(chat_id, manager=user)
     except status.InvalidStatusChange:
-        return ActionResult(reload_chat(chat_id), False, notice="The chat is already open.")
+        return ActionResult(
+            reload_chat(chat_id), False, notice=gettext("The chat is already open.")
+        )
     if not result.changed:
-        return ActionResult(reload_chat(chat_id), False, notice="The chat is already open.")
+        return ActionResult(
+            reload_chat(chat_id), False, notice=gettext("The chat is already open.")
+        )
     return ActionResult(reload_chat(chat_id), True)

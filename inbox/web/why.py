@@ -10,20 +10,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext, gettext_noop
+
 from inbox.conversations.access import User
 from inbox.conversations.flags import bot_message
 from inbox.conversations.models import HandoffReason, Message, MessageFlag, Turn
 
 # The intents a reading may hold that are no handoff reason, in a manager's words.
+# Marked for translation here, translated where read (the panel and the API speak the reader's
+# language; plain strings, so the API's JSON holds text).
 INTENT_LABELS = {
-    "price_question": "Asks a price",
-    "rules_question": "Asks about terms (delivery, payment, …)",
-    "greeting": "Greeting",
+    "price_question": gettext_noop("Asks a price"),
+    "rules_question": gettext_noop("Asks about terms (delivery, payment, …)"),
+    "greeting": gettext_noop("Greeting"),
 }
 ACTION_LABELS = {
-    "answer": "Answered",
-    "clarify": "Asked the customer to clarify",
-    "handoff": "Handed the chat to a person",
+    "answer": gettext_noop("Answered"),
+    "clarify": gettext_noop("Asked the customer to clarify"),
+    "handoff": gettext_noop("Handed the chat to a person"),
 }
 
 
@@ -46,8 +50,8 @@ def facts_of(message: Message, turn: Turn | None) -> dict[str, Any]:
         "chat_id": message.chat_id,
         "recorded": turn is not None,
         "asked": asked_in(turn) if turn is not None else [],
-        "outcome": turn.get_outcome_display() if turn is not None else "",
-        "action": ACTION_LABELS.get(turn.action, turn.action) if turn is not None else "",
+        "outcome": str(turn.get_outcome_display()) if turn is not None else "",
+        "action": _action_label(turn.action) if turn is not None else "",
         "reason": HandoffReason.label_for(turn.reason) if turn and turn.reason else "",
         "backend": backend_label(turn.backend) if turn is not None else "",
         "model": str(explained.get("model") or ""),
@@ -87,7 +91,7 @@ def flag_out(flag: MessageFlag) -> dict[str, Any]:
     return {
         "id": flag.pk,
         "category": flag.category,
-        "category_label": flag.get_category_display(),
+        "category_label": str(flag.get_category_display()),
         "note": flag.note,
         "flagged_by": flag.flagged_by.get_username() if flag.flagged_by else "",
         "created_at": flag.created_at,
@@ -96,16 +100,24 @@ def flag_out(flag: MessageFlag) -> dict[str, Any]:
 
 def backend_label(backend: str) -> str:
     if backend == "catalogue":
-        return "Catalogue assistant (the price list and rules, no model)"
+        return gettext("Catalogue assistant (the price list and rules, no model)")
     if backend.startswith("llm:"):
-        return f"Language model ({backend.removeprefix('llm:')} endpoint)"
+        return gettext("Language model (%(name)s endpoint)") % {
+            "name": backend.removeprefix("llm:")
+        }
     if backend == "fallback":
-        return "No model answered (fallback)"
-    return backend or "Not recorded"
+        return gettext("No model answered (fallback)")
+    return backend or gettext("Not recorded")
 
 
 def intent_label(intent: str) -> str:
-    return INTENT_LABELS.get(intent) or HandoffReason.label_for(intent)
+    if intent in INTENT_LABELS:
+        return gettext(INTENT_LABELS[intent])
+    return HandoffReason.label_for(intent)
+
+
+def _action_label(action: str) -> str:
+    return gettext(ACTION_LABELS[action]) if action in ACTION_LABELS else action
 
 
 def _items(lines: list[dict[str, str]], decision: dict[str, Any]) -> list[dict[str, str]]:

@@ -5,6 +5,15 @@
  */
 (function () {
   "use strict";
+  // Words in the reader's language, from the page (inbox/web/local_language.py SCRIPT_WORDS).
+  var WORDS = (function () {
+    try { return JSON.parse(document.getElementById("inbox-words").textContent); } catch (e) { return {}; }
+  })();
+  function word(text, values) {
+    var out = WORDS[text] || text;
+    Object.keys(values || {}).forEach(function (key) { out = out.split("%(" + key + ")s").join(values[key]); });
+    return out;
+  }
   var root = document.getElementById("inbox");
   if (!root || !root.dataset.chatId) return;
   var me = root.dataset.userId || "";
@@ -39,13 +48,13 @@
   function holder() {
     var header = document.getElementById("chat-header-" + chatId);
     if (!header || !header.dataset.holderId || header.dataset.holderId === me) return null;
-    return { id: header.dataset.holderId, name: header.dataset.holderName || "another manager" };
+    return { id: header.dataset.holderId, name: header.dataset.holderName || word("another manager") };
   }
 
   function ask(form, who) {
     var box = form.closest(".composer").querySelector("[data-takeover-ask]");
     box.dataset.holderId = who.id;
-    box.querySelector("[data-takeover-question]").textContent = "Take over from " + who.name + "?";
+    box.querySelector("[data-takeover-question]").textContent = word("Take over from %(name)s?", { name: who.name });
     box.hidden = false;
     box.querySelector("[data-action='take-over-and-send']").focus();
   }

@@ -7,6 +7,15 @@
  */
 (function () {
   "use strict";
+  // Words in the reader's language, from the page (inbox/web/local_language.py SCRIPT_WORDS).
+  var WORDS = (function () {
+    try { return JSON.parse(document.getElementById("inbox-words").textContent); } catch (e) { return {}; }
+  })();
+  function word(text, values) {
+    var out = WORDS[text] || text;
+    Object.keys(values || {}).forEach(function (key) { out = out.split("%(" + key + ")s").join(values[key]); });
+    return out;
+  }
   var root = document.getElementById("inbox");
   if (!root) return;
 
@@ -60,14 +69,14 @@
     var ws = socket = new WebSocket(scheme + location.host + root.dataset.wsPath);
     ws.onopen = function () {
       retry = 0; state.connected = true; state.openedAt = performance.now();
-      setStatus("live", "Live");
+      setStatus("live", word("Live"));
       resyncAll();
     };
     ws.onmessage = function (e) { handle(JSON.parse(e.data)); };
     ws.onclose = function () {
       if (ws !== socket) return;
       state.connected = false;
-      setStatus("offline", "Reconnecting…");
+      setStatus("offline", word("Reconnecting…"));
       schedule();
     };
   }
@@ -281,8 +290,8 @@
     var now = Date.now();
     (scope.querySelectorAll ? scope : document).querySelectorAll("[data-waiting-since]").forEach(function (el) {
       var minutes = Math.max(0, Math.floor((now - new Date(el.dataset.waitingSince)) / 60000));
-      el.textContent = "waiting " + (minutes < 60 ? minutes + " min" :
-        Math.floor(minutes / 60) + " h " + (minutes % 60) + " min");
+      el.textContent = word("waiting %(since)s", { since: minutes < 60 ? word("%(n)s min", { n: minutes }) :
+        word("%(hours)s h %(minutes)s min", { hours: Math.floor(minutes / 60), minutes: minutes % 60 }) });
     });
   }
 
@@ -300,12 +309,12 @@
       toast.setAttribute("role", "alert");
       var title = document.createElement("span");
       title.className = "toast-title";
-      title.textContent = "Waiting for a human";
+      title.textContent = word("Waiting for a human");
       var body = document.createElement("div");
-      body.textContent = (ev.data.customer || "A customer") + (ev.data.reason ? " · " + ev.data.reason.replace(/_/g, " ") : "");
+      body.textContent = (ev.data.customer || word("A customer")) + (ev.data.reason ? " · " + ev.data.reason.replace(/_/g, " ") : "");
       var link = document.createElement("a");
       link.href = "/inbox/chat/" + Number(ev.chat) + "/";
-      link.textContent = "Open chat";
+      link.textContent = word("Open chat");
       toast.appendChild(title); toast.appendChild(body); toast.appendChild(link);
       box.appendChild(toast);
       setTimeout(function () { toast.remove(); }, 15000);

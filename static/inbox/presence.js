@@ -5,6 +5,15 @@
  */
 (function () {
   "use strict";
+  // Words in the reader's language, from the page (inbox/web/local_language.py SCRIPT_WORDS).
+  var WORDS = (function () {
+    try { return JSON.parse(document.getElementById("inbox-words").textContent); } catch (e) { return {}; }
+  })();
+  function word(text, values) {
+    var out = WORDS[text] || text;
+    Object.keys(values || {}).forEach(function (key) { out = out.split("%(" + key + ")s").join(values[key]); });
+    return out;
+  }
   var root = document.getElementById("inbox");
   if (!root || !root.dataset.chatId) return;
   var me = Number(root.dataset.userId);
@@ -29,8 +38,8 @@
       .map(function (id) { return typing[id].name; });
     box.textContent = "";
     box.hidden = !others.length && !typers.length;
-    if (others.length) box.appendChild(line("presence-viewers", "Also viewing: " + others.join(", ")));
-    if (typers.length) box.appendChild(line("presence-typing", typers.join(", ") + (typers.length > 1 ? " are" : " is") + " typing…"));
+    if (others.length) box.appendChild(line("presence-viewers", word("Also viewing: %(names)s", { names: others.join(", ") })));
+    if (typers.length) box.appendChild(line("presence-typing", word(typers.length > 1 ? "%(names)s are typing…" : "%(names)s is typing…", { names: typers.join(", ") })));
   }
 
   document.addEventListener("inbox:presence", function (e) {

@@ -9,6 +9,15 @@
  */
 (function () {
   "use strict";
+  // Words in the reader's language, from the page (inbox/web/local_language.py SCRIPT_WORDS).
+  var WORDS = (function () {
+    try { return JSON.parse(document.getElementById("inbox-words").textContent); } catch (e) { return {}; }
+  })();
+  function word(text, values) {
+    var out = WORDS[text] || text;
+    Object.keys(values || {}).forEach(function (key) { out = out.split("%(" + key + ")s").join(values[key]); });
+    return out;
+  }
   var root = document.getElementById("inbox");
   var live = window.inboxLive;
   if (!root || !live) return;
@@ -78,7 +87,7 @@
     body.textContent = bodyText;
     var link = document.createElement("a");
     link.href = "/inbox/chat/" + Number(chat) + "/";
-    link.textContent = "Open chat";
+    link.textContent = word("Open chat");
     item.appendChild(title); item.appendChild(body); item.appendChild(link);
     box.appendChild(item);
     setTimeout(function () { item.remove(); }, 15000);

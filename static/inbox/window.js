@@ -6,11 +6,15 @@
   "use strict";
   var WARN_MS = 3600 * 1000;
   var TICK_MS = 15000;
-  var CLOSED = "WhatsApp window closed: template only";
+  // The words come from the badge (data-text-*), rendered in the inbox's language.
+  function words(badge, name, fallback) {
+    return badge.dataset[name] || fallback;
+  }
 
-  function duration(ms) {
+  function duration(badge, ms) {
     var minutes = Math.max(1, Math.floor(ms / 60000));
-    return minutes < 60 ? minutes + " min" : Math.floor(minutes / 60) + " h";
+    if (minutes < 60) return words(badge, "textMin", "{n} min").replace("{n}", minutes);
+    return words(badge, "textH", "{n} h").replace("{n}", Math.floor(minutes / 60));
   }
 
   function lock(chatId, closed) {
@@ -32,7 +36,9 @@
       var at = raw ? Date.parse(raw) : NaN;
       var left = isNaN(at) ? 0 : at - Date.now();
       var state = left <= 0 ? "closed" : left < WARN_MS ? "closing" : "open";
-      badge.textContent = state === "closed" ? CLOSED : "Window closes in " + duration(left);
+      badge.textContent = state === "closed"
+        ? words(badge, "textClosed", "WhatsApp window closed: template only")
+        : words(badge, "textOpen", "Window closes in {left}").replace("{left}", duration(badge, left));
       badge.classList.remove("window-open", "window-closing", "window-closed");
       badge.classList.add("window-" + state);
       badge.dataset.windowState = state;

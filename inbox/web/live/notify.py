@@ -7,7 +7,8 @@ Each manager turns the three kinds on per business (`Membership.notify_*`, the p
 `inbox/web/notification_views.py`). The recipients are decided here, on the server, from the
 preferences and `inbox.conversations.access`, and each gets a `notify` message on their own
 user group; the consumer checks the business and channel once more before it forwards one. The
-browser shows it with the Notification API (`static/inbox/notify.js`).
+browser shows it with the Notification API (`static/inbox/notify.js`). Like the pushed
+fragments, a notification is worded in the business's inbox language (`business_words`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import Any, Literal
 
 from django.db import transaction
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_noop
 
 from inbox.conversations import access, delivery_errors, hooks
 from inbox.conversations.models import Chat, Handoff, HandoffReason, Membership, Message
 from inbox.web import contact
 from inbox.web.live.realtime import send_to_users
+from inbox.web.local_language import business_words
 from inbox.web.templatetags.inbox_ui import preview
 
 # "failed" is not a preference: a message that did not arrive is always worth telling.
@@ -33,9 +36,9 @@ FIELDS: dict[Kind, str] = {
     "message": "notify_my_messages",
 }
 LABELS: dict[Kind, str] = {
-    "waiting": "New waiting chat",
-    "assigned": "Assigned to me",
-    "message": "Message in my chat",
+    "waiting": gettext_noop("New waiting chat"),
+    "assigned": gettext_noop("Assigned to me"),
+    "message": gettext_noop("Message in my chat"),
 }
 BODY_LIMIT = 120
 
@@ -92,8 +95,11 @@ def chat_waiting(handoff_id: int) -> None:
         return
     chat = handoff.chat
     users = recipients("waiting", chat)
-    _send("waiting", chat, users, f"Waiting for a human: {contact.customer_label(chat)}",
-          HandoffReason.label_for(handoff.reason))  # fmt: skip
+    with business_words(chat.channel.business_id):
+        title = gettext("Waiting for a human: %(customer)s") % {
+            "customer": contact.customer_label(chat)
+        }
+        _send("waiting", chat, users, title, HandoffReason.label_for(handoff.reason))
 
 
 def chat_assigned(chat_id: int, assignee_id: int) -> None:
@@ -101,13 +107,11 @@ def chat_assigned(chat_id: int, assignee_id: int) -> None:
     if chat is None or chat.assigned_to_id != assignee_id:
         return  # reassigned again before the commit reached us
     users = recipients("assigned", chat, [assignee_id])
-    _send(
-        "assigned",
-        chat,
-        users,
-        f"Assigned to you: {contact.customer_label(chat)}",
-        chat.channel.name,
-    )
+    with business_words(chat.channel.business_id):
+        title = gettext("Assigned to you: %(customer)s") % {
+            "customer": contact.customer_label(chat)
+        }
+        _send("assigned", chat, users, title, chat.channel.name)
 
 
 def my_chat_message(message: Message, chat: Chat) -> None:
@@ -116,7 +120,9 @@ def my_chat_message(message: Message, chat: Chat) -> None:
     users = recipients("message", chat, [chat.assigned_to_id])
     if not users:
         return
-    _send("message", chat, users, contact.customer_label(chat), preview(message) or "New message")
+    with business_words(chat.channel.business_id):
+        body = preview(message) or gettext("New message")
+        _send("message", chat, users, contact.customer_label(chat), body)
 
 
 def failure_recipients(chat: Chat) -> list[int]:

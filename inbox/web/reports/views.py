@@ -10,6 +10,7 @@ import csv
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from inbox.conversations.models import Business, Channel, HandoffReason
@@ -54,12 +55,12 @@ def report_page(request: HttpRequest) -> HttpResponse:
             "channel_id": period.channel_ids[0] if request.GET.get("channel") else None,
             "reasons_chart": charts.bar_chart(
                 [(HandoffReason.label_for(r), n) for r, n in built.reasons],
-                label="Handoffs by reason",
+                label=gettext("Handoffs by reason"),
             ),
             "days_chart": charts.line_chart(
                 days,
                 {HandoffReason.label_for(r): counts for r, counts in built.by_day.items()},
-                label="Handoffs per day, one line per reason",
+                label=gettext("Handoffs per day, one line per reason"),
             ),
             "day_rows": [
                 (day, [values[i] for values in built.by_day.values()]) for i, day in enumerate(days)

@@ -8,6 +8,7 @@ whether a resolved chat goes back to the bot or waits for a human (`inbox.conver
 
 from __future__ import annotations
 
+from typing import Any
 from zoneinfo import available_timezones
 
 from django import forms
@@ -15,31 +16,70 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from assistant.language import SUPPORTED
 from inbox.conversations import opt_outs
 from inbox.conversations.models import Business
+from inbox.web import local_language
 from inbox.web.administered import administered_business
 
 
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language", "resolve_returns_to", "opt_out_keywords"]
-        labels = {"opt_out_keywords": "Opt-out words"}
+        fields = ["timezone", "language", "ui_language", "resolve_returns_to", "opt_out_keywords"]
+        # The model's words, marked here so the page reads in the admin's language.
+        labels = {
+            "timezone": _("Timezone"),
+            "language": _("Language"),
+            "ui_language": _("Inbox language"),
+            "resolve_returns_to": _("A resolved chat goes back to"),
+            "opt_out_keywords": _("Opt-out words"),
+        }
+        help_texts = {
+            "timezone": _(
+                "IANA name (e.g. Europe/Moscow): working hours, reports, the silent-number "
+                "alert and every time a manager sees are in this time zone."
+            ),
+            "language": _("The assistant's language where a channel names none (e.g. en, ru)."),
+            "ui_language": _(
+                "The language of the inbox for members who have not chosen their own."
+            ),
+            "resolve_returns_to": _(
+                "When a manager resolves a chat, their hold on it ends: who has it when the "
+                "customer writes again."
+            ),
+            "opt_out_keywords": _(
+                'Messages that mean "stop writing to me", one per line (any case); '
+                "empty = the built-in English, Russian and Kazakh list."
+            ),
+        }
         widgets = {"opt_out_keywords": forms.Textarea(attrs={"rows": 4})}
 
     def clean_timezone(self) -> str:
         name = str(self.cleaned_data["timezone"]).strip()
         if name not in available_timezones():
-            raise forms.ValidationError("An IANA time zone name, e.g. Europe/Moscow or UTC.")
+            raise forms.ValidationError(_("An IANA time zone name, e.g. Europe/Moscow or UTC."))
         return name
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A form posted without it (an older page, the API of a script) keeps the language.
+        self.fields["ui_language"].required = False
+
+    def clean_ui_language(self) -> str:
+        return str(self.cleaned_data.get("ui_language") or self.instance.ui_language)
 
     def clean_language(self) -> str:
         code = str(self.cleaned_data["language"]).strip().lower()
         if code and code not in SUPPORTED:
-            raise forms.ValidationError(f"One of: {', '.join(sorted(SUPPORTED))}.")
+            raise forms.ValidationError(
+                gettext("One of: %(codes)s.") % {"codes": ", ".join(sorted(SUPPORTED))}
+            )
         return code
 
     def clean_opt_out_keywords(self) -> str:
@@ -49,7 +89,7 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         ]
         kept = [line[:100] for line in lines if line]
         if len(kept) > 100:
-            raise forms.ValidationError("At most 100 words or phrases, one per line.")
+            raise forms.ValidationError(_("At most 100 words or phrases, one per line."))
         return "\n".join(kept)
 
 
@@ -61,7 +101,10 @@ def business_settings(request: HttpRequest) -> HttpResponse:
     form = BusinessSettingsForm(request.POST or None, instance=business)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Saved the settings of {business.name}.")
+        local_language.forget(business.pk)
+        with translation.override(local_language.language_of(request.user)):
+            saved = gettext("Saved the settings of %(name)s.") % {"name": business.name}
+        messages.success(request, saved)
         return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from inbox.conversations import names, online, team
@@ -41,19 +42,22 @@ class ChannelChoices(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
 
 
 class MemberFields(forms.Form):
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.MANAGER)
+    role = forms.ChoiceField(
+        label=_("Role"), choices=Membership.Role.choices, initial=Membership.Role.MANAGER
+    )
     channels = ChannelChoices(
         queryset=Channel.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Managers: none ticked = every channel.",
+        label=_("Channels"),
+        help_text=_("Managers: none ticked = every channel."),
     )
     chat_cap = forms.IntegerField(
-        label="Chat cap",
+        label=_("Chat cap"),
         required=False,
         min_value=0,
         max_value=team.MAX_CHAT_CAP,
-        help_text="Most open chats auto-assignment gives them; empty = no cap.",
+        help_text=_("Most open chats auto-assignment gives them; empty = no cap."),
     )
 
     def __init__(self, *args: Any, business: Business, **kwargs: Any) -> None:
@@ -67,23 +71,25 @@ class MemberRow(MemberFields):
     """A member's row: their settings and the name this business shows of them."""
 
     display_name = forms.CharField(
-        label="Display name",
+        label=_("Display name"),
         required=False,
         max_length=names.MAX_LENGTH,
-        help_text="What the team and customers read; empty = their own name.",
+        help_text=_("What the team and customers read; empty = their own name."),
     )
     field_order = ["display_name", "role", "channels", "chat_cap"]
 
 
 class InviteForm(MemberFields):
     # The User model's own rule, so a name with markup is a form error on the page.
-    username = forms.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
-    email = forms.EmailField()
+    username = forms.CharField(
+        label=_("Username"), max_length=150, validators=[UnicodeUsernameValidator()]
+    )
+    email = forms.EmailField(label=_("Email"))
     delivery = forms.ChoiceField(
-        label="How",
+        label=_("How"),
         choices=[
-            ("email", "Email them a link to set their password"),
-            ("link", "Show me the one-time link to hand over myself"),
+            ("email", _("Email them a link to set their password")),
+            ("link", _("Show me the one-time link to hand over myself")),
         ],
         initial="email",
         widget=forms.RadioSelect,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import template
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 
 from inbox.conversations import pending_replies, window
 from inbox.conversations.models import Chat, Message, PendingReply
@@ -36,7 +37,7 @@ def window_closed(chat: Chat) -> bool:
 
 @register.simple_tag
 def window_closed_detail() -> str:
-    return window.CLOSED_DETAIL
+    return gettext(window.CLOSED_DETAIL)
 
 
 @register.filter

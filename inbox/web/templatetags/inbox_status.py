@@ -11,4 +11,5 @@ register = template.Library()
 
 @register.simple_tag
 def snooze_choices() -> list[tuple[str, str]]:
-    return list(status_actions.SNOOZE_CHOICES)
+    """In the reader's language."""
+    return [(value, str(label)) for value, label in status_actions.SNOOZE_CHOICES]

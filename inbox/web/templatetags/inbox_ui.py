@@ -7,24 +7,29 @@ from typing import Any
 
 from django import template
 from django.urls import reverse
+from django.utils.functional import Promise
+from django.utils.safestring import SafeString
+from django.utils.text import format_lazy
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations import access, delivery_status, drafts, names
 from inbox.conversations.models import Chat, Draft, HandoffReason, Membership, Message
-from inbox.web import dashboard
+from inbox.web import dashboard, local_language
 
 register = template.Library()
 
-KIND_PREVIEW: dict[str, str] = {
-    Message.Kind.VOICE: "🎤 Voice note",
-    Message.Kind.AUDIO: "🎵 Audio",
-    Message.Kind.IMAGE: "📷 Photo",
-    Message.Kind.DOCUMENT: "📄 Document",
-    Message.Kind.VIDEO: "🎬 Video",
-    Message.Kind.STICKER: "Sticker",
-    Message.Kind.LOCATION: "📍 Location",
-    Message.Kind.CONTACTS: "👤 Contact",
-    Message.Kind.REACTION: "Reaction",
-    Message.Kind.UNSUPPORTED: "Unsupported message",
+KIND_PREVIEW: dict[str, str | Promise] = {
+    Message.Kind.VOICE: format_lazy("🎤 {}", _("Voice note")),
+    Message.Kind.AUDIO: format_lazy("🎵 {}", _("Audio")),
+    Message.Kind.IMAGE: format_lazy("📷 {}", _("Photo")),
+    Message.Kind.DOCUMENT: format_lazy("📄 {}", _("Document")),
+    Message.Kind.VIDEO: format_lazy("🎬 {}", _("Video")),
+    Message.Kind.STICKER: _("Sticker"),
+    Message.Kind.LOCATION: format_lazy("📍 {}", _("Location")),
+    Message.Kind.CONTACTS: format_lazy("👤 {}", _("Contact")),
+    Message.Kind.REACTION: _("Reaction"),
+    Message.Kind.UNSUPPORTED: _("Unsupported message"),
 }
 
 
@@ -34,14 +39,16 @@ def author_label(message: Message) -> str:
     or a manager writing from the phone."""
     if message.author == Message.Author.CUSTOMER:
         chat = message.chat
-        return chat.customer_name or chat.customer_phone or chat.customer_username or "Customer"
+        return (
+            chat.customer_name or chat.customer_phone or chat.customer_username or gettext("Customer")
+        )
     if message.author == Message.Author.BOT:
-        return "Assistant"
+        return gettext("Assistant")
     if message.author == Message.Author.PHONE:
-        return "Manager from the phone"
+        return gettext("Manager from the phone")
     if message.author == Message.Author.MANAGER:
-        return names.display_name(message.sent_by, message.channel.business_id, "Manager")
-    return "System"
+        return names.display_name(message.sent_by, message.channel.business_id, gettext("Manager"))
+    return gettext("System")
 
 
 @register.filter
@@ -66,8 +73,8 @@ def preview(message: Message | None) -> str:
     if message is None:
         return ""
     if message.payload.get("revoked"):
-        return "Message deleted"
-    label = KIND_PREVIEW.get(message.kind, "")
+        return gettext("Message deleted")
+    label = str(KIND_PREVIEW.get(message.kind, ""))
     text = message.content
     body = f"{label}: {text}" if label and text else (label or text)
     if message.author != Message.Author.CUSTOMER:
@@ -180,3 +187,9 @@ def findings(details: Any) -> list[str]:
 def undeliverable(chat: Chat) -> bool:
     """WhatsApp said this customer cannot receive messages, and they have not written since."""
     return delivery_status.undeliverable(chat)
+
+
+@register.simple_tag
+def script_words() -> SafeString:
+    """The inbox scripts' words in the reader's language (inbox/web/local_language.py)."""
+    return local_language.script_words()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django import template
+from django.utils import formats
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -16,12 +18,19 @@ def duration(seconds: float | None) -> str:
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
-        return f"{hours} h {minutes:02d} min"
+        return gettext("%(hours)s h %(minutes)s min") % {
+            "hours": hours,
+            "minutes": f"{minutes:02d}",
+        }
     if minutes:
-        return f"{minutes} min {secs:02d} s"
-    return f"{secs} s"
+        return gettext("%(minutes)s min %(seconds)s s") % {
+            "minutes": minutes,
+            "seconds": f"{secs:02d}",
+        }
+    return gettext("%(seconds)s s") % {"seconds": secs}
 
 
 @register.filter
 def percent(share: float | None) -> str:
-    return "–" if share is None else f"{share * 100:.1f}%"
+    """In the active language's number format (12.5% in English, 12,5% in Russian)."""
+    return "–" if share is None else f"{formats.number_format(round(share * 100, 1), 1)}%"

@@ -1,4 +1,7 @@
-"""Demo data for `make run`: a business, a sandbox channel, a price list and an admin login."""
+"""Demo data for `make run`: a business, a sandbox channel, a price list and an admin login.
+
+The demo shop speaks Russian: its assistant's language, its inbox's default and its admin's
+inbox are Russian (DEMO_LANGUAGE); each member may choose another on "My profile"."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from assistant.demo import ensure_demo_assistant
 from inbox.conversations.models import Business, Channel, Membership
 
 DEMO_BUSINESS = "Demo Furniture"
+DEMO_LANGUAGE = "ru"
 
 
 class Command(BaseCommand):
@@ -22,18 +26,23 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         with transaction.atomic():
-            business, _ = Business.objects.get_or_create(name=DEMO_BUSINESS)
+            business, _ = Business.objects.get_or_create(
+                name=DEMO_BUSINESS,
+                defaults={"language": DEMO_LANGUAGE, "ui_language": DEMO_LANGUAGE},
+            )
             channel, _ = Channel.objects.get_or_create(
                 business=business,
                 kind=Channel.Kind.SANDBOX,
-                defaults={"name": "Sandbox", "language": "en"},
+                defaults={"name": "Sandbox", "language": DEMO_LANGUAGE},
             )
             if ensure_demo_assistant(business):
                 self.stdout.write("[seed] demo price list and assistant settings")
             username, password, created = self._admin_user()
             user = get_user_model().objects.get(username=username)
             Membership.objects.get_or_create(
-                user=user, business=business, defaults={"role": Membership.Role.ADMIN}
+                user=user,
+                business=business,
+                defaults={"role": Membership.Role.ADMIN, "ui_language": DEMO_LANGUAGE},
             )
         self.stdout.write(f"[seed] business '{business.name}', sandbox channel #{channel.pk}")
         if created or password:
