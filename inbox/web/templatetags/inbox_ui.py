@@ -39,9 +39,8 @@ def author_label(message: Message) -> str:
     or a manager writing from the phone."""
     if message.author == Message.Author.CUSTOMER:
         chat = message.chat
-        return (
-            chat.customer_name or chat.customer_phone or chat.customer_username or gettext("Customer")
-        )
+        shown = chat.customer_name or chat.customer_phone or chat.customer_username
+        return shown or gettext("Customer")
     if message.author == Message.Author.BOT:
         return gettext("Assistant")
     if message.author == Message.Author.PHONE:
