@@ -80,7 +80,6 @@ class Case:
     )  # rule amounts that are wrong here (free delivery agreed)
     summary_must: tuple[str, ...] = ()  # facts a right handoff summary carries
 
-
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(parse_allowed(p) for p in self.expected_prices)
