@@ -152,6 +152,7 @@ def decide_with_model(
             repr(exc)[:500],
         )
     decision = model_reading.applied(completion.decision, turn, knowledge, config)
+    decision = model_reading.summarised(decision, turn, knowledge)
     return decision, f"llm:{completion.endpoint}", ""
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from assistant.decision import summary
 from assistant.decision.composer import (
     TOTAL_RE,
     applying_terms,
@@ -52,7 +53,6 @@ from assistant.knowledge.fees import NamedFee, named_fees
 from assistant.knowledge.matching import (
     analyse,
     content_tokens,
-    format_quantity,
     normalise,
     segments,
 )
@@ -90,6 +90,7 @@ class _Reading:
     """What `decide` reads from one turn before it decides: the message, what it asks for, the
     rule sentences and items it is about, and what the business lets the assistant hand off."""
 
+    turn: TurnInput
     lang: str
     message: str
     last_bot: HistoryEntry | None
@@ -137,6 +138,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     if intent == HandoffReason.NON_STANDARD_TERMS and rule and rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them
     return _Reading(
+        turn=turn,
         lang=language_for(turn),
         message=message,
         last_bot=last_bot,
@@ -167,7 +169,7 @@ def _intent(r: _Reading) -> Decision | None:
     reply = handoff_message(r.intent, r.lang)
     if r.quotes and r.intent == HandoffReason.READY_TO_BUY:
         reply += "\n" + quote_lines(r.quotes, r.lang)
-    return _handoff(r.intent, reply, r.quotes, r.lang, r.facts)
+    return _handoff(r, r.intent, reply)
 
 
 def _agreed_for_another_quantity(r: _Reading) -> Decision | None:
@@ -286,7 +288,7 @@ def _handoff_asked(r: _Reading, reason: str) -> Decision | None:
     if reason not in r.codes:
         return None
     reply = handoff_message(reason, r.lang)
-    return _handoff(reason, reply, r.quotes, r.lang, r.facts, asked=r.message)
+    return _handoff(r, reason, reply)
 
 
 # A question about an order already placed ("когда привезут мой шкаф?", "order status").
@@ -373,15 +375,15 @@ def _wants_every_option(message: str, options: list[KnowledgeItem]) -> bool:
     return count == len(options) and len(options) <= MAX_OPTIONS
 
 
-def _handoff(
-    reason: str, reply: str, quotes: list[Quote], lang: str, facts: Facts, asked: str = ""
-) -> Decision:
+def _handoff(r: _Reading, reason: str, reply: str) -> Decision:
+    """A handoff whose card keeps the request (`assistant.decision.summary`)."""
+    wanted = summary.with_agreements(summary.from_quotes(r.quotes), r.agreed, r.knowledge)
     return Decision(
         action=Action.HANDOFF,
         reason=reason,
-        summary=_summary(reason, quotes, lang, asked),
+        summary=summary.offline(reason, r.turn, wanted, city=r.facts.city),
         reply_to_customer=reply,
-        facts=facts,
+        facts=r.facts,
     )
 
 
@@ -393,38 +395,6 @@ def _options(items: list[KnowledgeItem], lang: str) -> str:
         shown.append(text("answer.more", lang, count=str(len(items) - MAX_OPTIONS)))
     joined = ", ".join(shown[:-1]) + f" {text('word.or', lang)} " + shown[-1]
     return text("clarify.ambiguous", lang, options=joined)
-
-
-# What a handoff's summary for the manager opens with, per language and reason.
-SUMMARIES: dict[str, dict[str, str]] = {
-    "en": {
-        HandoffReason.ASKS_FOR_HUMAN: "The customer asks for a manager.",
-        HandoffReason.READY_TO_BUY: "The customer wants to buy.",
-        HandoffReason.NON_STANDARD_TERMS: "The customer asks about special terms "
-        "(discount, credit, wholesale or custom).",
-        HandoffReason.COMPLAINT: "The customer complains or is unhappy.",
-        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "The question is not answered by the price list.",
-    },
-    "ru": {
-        HandoffReason.ASKS_FOR_HUMAN: "Клиент просит менеджера.",
-        HandoffReason.READY_TO_BUY: "Клиент хочет купить.",
-        HandoffReason.NON_STANDARD_TERMS: "Клиент спрашивает об особых условиях "
-        "(скидка, рассрочка, опт или заказ).",
-        HandoffReason.COMPLAINT: "Клиент жалуется или недоволен.",
-        HandoffReason.OUTSIDE_KNOWLEDGE_BASE: "На вопрос нет ответа в прайс-листе.",
-    },
-}
-
-
-def _summary(reason: str, quotes: list[Quote], lang: str, asked: str = "") -> str:
-    summary = SUMMARIES[lang if lang in ("en", "ru") else "en"].get(reason, "")
-    if quotes:
-        summary += " " + "; ".join(f"{format_quantity(q.qty)} × {q.item.name}" for q in quotes)
-        summary += "."
-        summary += "".join(f" «{q.agreed.words[:200]}»" for q in quotes if q.agreed)
-    if asked:
-        summary += f" «{asked[:300]}»"
-    return summary.strip()
 
 
 def _facts(turn: TurnInput, quotes: list[Quote]) -> Facts:

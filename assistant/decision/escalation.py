@@ -24,6 +24,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from assistant.decision import summary as card
 from assistant.decision.guardrails import GuardrailResult
 from assistant.decision.replies import handoff_message, is_text, language_for, text
 from assistant.models import SYSTEM_HANDOFF_REASONS, AssistantSettings
@@ -58,7 +59,7 @@ def window_closed(turn: TurnInput, closes_at: datetime | None) -> Decision:
     return Decision(
         action=Action.HANDOFF,
         reason=HandoffReason.WINDOW_CLOSED,
-        summary=summary,
+        summary=card.offline(HandoffReason.WINDOW_CLOSED, turn, detail=summary),
         reply_to_customer="",
         facts=Facts(),
     )
@@ -76,8 +77,8 @@ def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
         and last_bot.speaker == "bot"
         and is_text(last_bot.text, "clarify.voice")
     ):
-        summary = f"Voice message not understood twice (confidence {confidence:.2f})."
-        return _handoff(turn, HandoffReason.VOICE_UNCLEAR, summary, decision.facts)
+        summary = f"({confidence:.2f})"
+        return _handoff(turn, HandoffReason.VOICE_UNCLEAR, summary, decision.facts, lead=True)
     return Decision(
         action=Action.CLARIFY,
         reason=HandoffReason.VOICE_UNCLEAR,
@@ -112,16 +113,30 @@ def guarded(
     see of a blocked reply (the reply itself and the findings)."""
     if verdict.allowed:
         return decision, {}
-    summary = decision.summary or "The assistant's reply was blocked by a guardrail."
+    blocked = "The assistant's reply was blocked by a guardrail."
     details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
-    return _handoff(turn, HandoffReason.GUARDRAIL, summary, decision.facts), details
+    handoff = _handoff(turn, HandoffReason.GUARDRAIL, blocked, decision.facts)
+    if decision.summary.strip():
+        wanted = card.from_facts(decision.facts)
+        kept = card.checked(f"{blocked} {decision.summary.strip()}", handoff.summary, wanted)
+        handoff = handoff.model_copy(update={"summary": kept})
+    return handoff, details
 
 
-def _handoff(turn: TurnInput, reason: str, summary: str, facts: Facts | None = None) -> Decision:
+def _handoff(
+    turn: TurnInput, reason: str, summary: str, facts: Facts | None = None, lead: bool = False
+) -> Decision:
+    """A system handoff whose card keeps the customer's request (`summary.offline`): the
+    reason's own sentence (`summary`) first, or after the reason's lead where `lead`."""
+    facts = facts or Facts()
+    wanted = card.from_facts(facts)
+    if lead:
+        first = card.request(reason, turn).rstrip(".")
+        summary = f"{first} {summary}."
     return Decision(
         action=Action.HANDOFF,
         reason=reason,
-        summary=summary,
+        summary=card.offline(reason, turn, wanted, city=facts.city, detail=summary),
         reply_to_customer=handoff_message(reason, language_for(turn)),
-        facts=facts or Facts(),
+        facts=facts,
     )

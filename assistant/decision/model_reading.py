@@ -14,12 +14,14 @@ wrongly. So here, after a valid model answer and before `escalation.normalise`:
   wrote `{quote}` (appended to an answer without one). An SKU not in the list is not quoted.
 
 A decision without a reading is returned unchanged. The guardrail remains the last proof.
+A handoff's summary is the model's, checked by `summarised` to name the items it read.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 
+from assistant.decision import summary
 from assistant.decision.composer import applying_terms, order_with_charges, quote_lines
 from assistant.decision.intents import detect_intent, rules_give_the_terms
 from assistant.decision.reading import Quote, agreed_for_another_quantity, find, with_agreement
@@ -86,6 +88,25 @@ def applied(
     if not decided.reply_to_customer.strip():
         decided = _nothing_to_quote(decided, set(config.reason_codes()), lang)
     return _with_facts(decided, quotes)
+
+
+def summarised(decision: Decision, turn: TurnInput, knowledge: Knowledge) -> Decision:
+    """A handoff's card (`assistant.decision.summary`): the model's summary when it names every
+    item of its reading (by SKU or name), else with the offline request appended; the offline
+    summary when the model wrote none. Without a reading, the items code finds in the message
+    are the ones it must name."""
+    if decision.action != Action.HANDOFF:
+        return decision
+    if decision.reading is not None:
+        quotes = quotes_for(decision.reading, turn, knowledge)
+    else:
+        quotes = find(" ".join(e.text for e in turn.pending), knowledge).quotes
+    found = summary.from_quotes(quotes)
+    agreed = agreements(turn.history, knowledge) if knowledge.items else []
+    wanted = summary.with_agreements(found, agreed, knowledge)
+    fallback = summary.offline(decision.reason, turn, wanted, city=decision.facts.city)
+    kept = summary.checked(decision.summary, fallback, found)
+    return decision.model_copy(update={"summary": kept})
 
 
 def item_for(wanted: WantedItem, knowledge: Knowledge) -> KnowledgeItem | None:

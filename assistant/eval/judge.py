@@ -165,3 +165,41 @@ def judge(
     wrong = tuple(a for a in amounts if a.key not in ok)
     missing = tuple(k for k in required_keys if k not in present)
     return Verdict(amounts, wrong, missing)
+
+
+# A number in a summary or a fact, grouped or not ("84 990", "84990", "2.5", "10%").
+_NUMBER_RE = re.compile(r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:[.,]\d+)?|\d+(?:[.,]\d+)?")
+
+
+def _numbers(text: str) -> set[Decimal]:
+    found = set()
+    for raw in _NUMBER_RE.findall(text):
+        digits = re.sub(r"[ \u00a0\u202f]", "", raw).replace(",", ".")
+        try:
+            found.add(Decimal(digits).normalize())
+        except InvalidOperation:
+            continue
+    return found
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().replace("ё", "е").split())
+
+
+def summary_misses(summary: str, facts: Iterable[str]) -> list[str]:
+    """The facts a handoff summary does not carry: a fact is found case-insensitively as
+    written, and its numbers by value ("84 990" is 84990; "10%" needs 10 and the sign)."""
+    text = _folded(summary)
+    numbers = _numbers(summary)
+    missing = []
+    for fact in facts:
+        wanted = _numbers(fact)
+        words = _folded(_NUMBER_RE.sub(" ", fact).replace("%", " "))
+        if wanted:
+            ok = wanted <= numbers and ("%" not in fact or "%" in summary)
+            ok = ok and all(w in text for w in words.split())
+        else:
+            ok = words in text
+        if not ok:
+            missing.append(fact)
+    return missing

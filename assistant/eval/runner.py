@@ -9,6 +9,10 @@
 - wrong amounts: amounts (>= 100, or any percentage) in a reply that a right reply for the case
   could not contain, read by the eval's own judge (`assistant.eval.judge`), never by the
   guardrail it is meant to check; the wrong-amount rate is the share of replies with one;
+- summary: share of handoff cases with `summary_must` (the facts a right handoff summary
+  carries: items, numbers, a city, "refund"…) whose summary carries all of them, read by the
+  judge (`judge.summary_misses`: case-insensitive, numbers by value); a case not handed off
+  misses;
 - latency p50 / p95 of the whole decision;
 - all of it per category ("negation", "multi_item", "voice", …) and per business.
 
@@ -34,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.decision import brain
-from assistant.eval.judge import Verdict, judge, name_numbers, parse_allowed
+from assistant.eval.judge import Verdict, judge, name_numbers, parse_allowed, summary_misses
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
 from assistant.llm.resilience import NullGuard
@@ -74,6 +78,7 @@ class Case:
     forbidden: frozenset[str] = (
         frozenset()
     )  # rule amounts that are wrong here (free delivery agreed)
+    summary_must: tuple[str, ...] = ()  # facts a right handoff summary carries
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -104,6 +109,8 @@ class CaseResult:
     unlisted: list[str] = field(default_factory=list)  # wrong and in no list or rule at all
     missing: list[str] = field(default_factory=list)  # required amounts the reply lacks
     prices_ok: bool | None = None
+    summary: str = ""  # the handoff summary a manager reads on the card
+    summary_missing: list[str] = field(default_factory=list)  # `summary_must` facts it lacks
     latency_ms: float = 0.0
     error: str = ""
 
@@ -117,6 +124,14 @@ class CaseResult:
             if not handed_off or reason in (ANY_REASON, self.reason):
                 return True
         return False
+
+    @property
+    def summary_ok(self) -> bool | None:
+        """Handed off with a summary that carries every fact of `summary_must` (None: the
+        case scores no summary)."""
+        if not self.case.summary_must:
+            return None
+        return self.action == Action.HANDOFF and not self.summary_missing
 
     @property
     def action_ok(self) -> bool:
@@ -177,6 +192,12 @@ class Report:
         scored = [r for r in self.results if r.prices_ok is not None]
         return self._share(sum(bool(r.prices_ok) for r in scored), len(scored))
 
+    @property
+    def summary_score(self) -> float:
+        """Share of the cases with `summary_must` handed off with all those facts."""
+        scored = [r for r in self.results if r.summary_ok is not None]
+        return self._share(sum(bool(r.summary_ok) for r in scored), len(scored))
+
     def latency_percentile(self, q: float) -> float:
         values = sorted(r.latency_ms for r in self.results)
         if not values:
@@ -196,6 +217,8 @@ class Report:
             "wrong_amounts": self.wrong_amounts,
             "wrong_amount_rate": round(self.wrong_amount_rate, 4),
             "wrong_unlisted": self.wrong_unlisted,
+            "summary": round(self.summary_score, 4),
+            "summary_cases": sum(r.summary_ok is not None for r in self.results),
         }
 
     def by(self, keys: Callable[[CaseResult], Iterable[str]]) -> dict[str, dict[str, Any]]:
@@ -338,6 +361,7 @@ def _case(n: int, c: dict[str, Any], biz: Knowledge, threshold: float) -> Case:
         c.get("language", ""),
         c.get("note", ""),
         frozenset(parse_allowed(a) for a in expected.get("forbidden", [])),
+        tuple(str(f) for f in expected.get("summary_must", [])),
     )
 
 
@@ -411,6 +435,7 @@ def run(
             action=decision.action.value,
             reason=decision.reason,
             reply=decision.reply_to_customer,
+            summary=decision.summary,
             backend=result.backend,
             latency_ms=result.latency_ms,
             error=result.model_error,
@@ -429,6 +454,8 @@ def run(
         out.missing = list(verdict.missing)
         if case.expected_prices:
             out.prices_ok = not verdict.missing
+        if case.summary_must:
+            out.summary_missing = summary_misses(decision.summary, case.summary_must)
         if progress:
             progress(out)
         return out

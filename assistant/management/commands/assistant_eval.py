@@ -21,6 +21,7 @@ ROWS = (
     ("wrong-amount rate", "wrong_amount_rate", "{:.3f}"),
     ("wrong amounts", "wrong_amounts", "{}"),
     ("  of which in no list", "wrong_unlisted", "{}"),
+    ("summary (handoff facts)", "summary", "{:.3f}"),
     ("latency p50 (ms)", "latency_p50_ms", "{:.1f}"),
     ("latency p95 (ms)", "latency_p95_ms", "{:.1f}"),
     ("no answer (model down)", "no_answer", "{}"),
@@ -175,7 +176,7 @@ class Command(BaseCommand):
 
     def _misses(self, report: Report) -> None:
         for r in report.results:
-            if r.ok:
+            if r.ok and r.summary_ok is not False:
                 continue
             expected = f"{r.case.expected_action}/{r.case.expected_reason or '-'}"
             self.stdout.write(
@@ -183,6 +184,7 @@ class Command(BaseCommand):
                 f"got {r.action}/{r.reason or '-'}"
                 f"{' WRONG AMOUNT ' + '; '.join(r.invented) if r.invented else ''}"
                 f"{' MISSING ' + ', '.join(r.missing) if r.missing else ''}"
+                f"{' SUMMARY LACKS ' + ', '.join(r.summary_missing) if r.summary_missing else ''}"
             )
 
     def _thresholds(self, report: Report, options: dict[str, Any]) -> list[str]:
