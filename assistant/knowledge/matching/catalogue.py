@@ -584,15 +584,18 @@ class Catalogue:
                 last_line = None
                 continue
             tokens = analyse(part)
+            # A stray word beside the thing named ("teeth whitening") names nothing; nor does
+            # its number hide the count ("3 дивана бостон" is no "Sofa Milano 3-seat").
+            groups = [
+                g for n, g in enumerate(groups) if not n or max(m.coverage for m in g) >= 0.6
+            ]
             taken: set[int] = set()
             for group in groups:
                 for m in group:
                     taken |= set(m.number_positions)
                     if m.by_sku:
                         taken |= set(m.positions)
-            for number, group in enumerate(groups):
-                if number and max(m.coverage for m in group) < 0.6:
-                    continue  # a stray word beside the thing named ("teeth whitening")
+            for group in groups:
                 if len(group) == 1 and group[0].index in seen:
                     continue  # named twice ("the table … and that table"): one line
                 lines.append((group, self._quantity(part, group, tokens, taken)))

@@ -38,9 +38,10 @@ def test_a_discount_request_keeps_its_size_the_item_and_the_quantity_with_its_un
 
 
 def test_a_percentage_is_never_shown_as_a_quantity():
-    # The reading takes the 20 of "20%" for the count here; the card does not repeat it.
     d = decide("скидка 20% на 3 дивана бостон будет?")
-    assert d.summary.startswith("Клиент просит особые условия: Диван угловой Бостон; скидка 20%.")
+    assert d.summary.startswith(
+        "Клиент просит особые условия: 3 шт × Диван угловой Бостон; скидка 20%."
+    )
     assert "20 шт" not in d.summary
     assert "«скидка 20% на 3 дивана бостон будет?»" in d.summary
 

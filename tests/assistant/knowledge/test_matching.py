@@ -91,6 +91,9 @@ def test_a_word_of_one_language_means_what_it_means_there():
             [(["Oak dining table 180"], 1), (["Oak dining chair"], 6)],
         ),
         ("bar stool x3", [(["Bar stool"], 3)]),
+        # The "3" is the count, though another item's name ("Sofa Milano 3-seat") has one too.
+        ("хочу 3 дивана бостон", [(["Диван угловой Бостон"], 3)]),
+        ("скидка 20% на 3 дивана бостон будет?", [(["Диван угловой Бостон"], 3)]),
     ],
 )
 def test_each_quantity_belongs_to_the_item_it_stands_next_to(text, expected):
