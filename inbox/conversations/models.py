@@ -80,6 +80,20 @@ class Business(models.Model):
         help_text="When a manager resolves a chat, their hold on it ends: who has it when the "
         "customer writes again.",
     )
+    # The follow-up ladder after an unanswered quote (inbox/upkeep/followups.py): off when empty.
+    followup_steps = models.CharField(
+        "follow-up after (hours)",
+        max_length=64,
+        blank=True,
+        help_text="Hours after the bot's quote with no reply from the customer, e.g. '2, 24'; "
+        "empty = no follow-ups.",
+    )
+    followup_texts = models.TextField(
+        "follow-up texts",
+        blank=True,
+        help_text="One line per step, in the business's language; empty = a short built-in "
+        "nudge in the customer's language.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -666,7 +680,11 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["reason", "started_at"], name="turn_report_reason")]
+        indexes = [
+            models.Index(fields=["reason", "started_at"], name="turn_report_reason"),
+            # The follow-up ladder's search: answered turns finished in a step's range.
+            models.Index(fields=["outcome", "finished_at"], name="turn_followup_due"),
+        ]
 
     def __str__(self) -> str:
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
@@ -937,4 +955,7 @@ from inbox.conversations.template_models import (  # noqa: E402
 )
 from inbox.conversations.template_models import (  # noqa: E402
     PendingReply as PendingReply,
+)
+from inbox.conversations.followup_models import (  # noqa: E402
+    Followup as Followup,
 )
