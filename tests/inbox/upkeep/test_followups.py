@@ -290,3 +290,15 @@ def test_steps_are_checked_on_the_way_in() -> None:
     for bad in ("24, 2", "0.1", "two", "1, 2, 3, 4", "500"):
         with pytest.raises(ValueError):
             followups.parse_steps(bad)
+
+
+def test_beat_runs_the_followups_every_five_minutes(settings: Any) -> None:
+    entry = settings.CELERY_BEAT_SCHEDULE["send-followups"]
+    assert (entry["task"], entry["schedule"]) == ("inbox.send_followups", 300.0)
+    assert tasks.send_followups.name == "inbox.send_followups"
+
+
+def test_a_kazakh_customer_gets_the_kazakh_nudge(channel: Channel) -> None:
+    chat, _turn = _quoted(channel, hours_ago=3, text="Екі үстел қанша тұрады?")
+
+    assert followups.text_for(chat, 1) == followups.DEFAULT_TEXTS["kk"]
