@@ -35,6 +35,7 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
 )
@@ -515,23 +516,31 @@ class Followups:
 
 
 def followups(period: Period) -> Followups:
-    rows = Followup.objects.filter(
-        chat__channel_id__in=period.channel_ids,
-        created_at__gte=period.start,
-        created_at__lt=period.end,
-    )
-    counts = dict(rows.values_list("outcome").annotate(n=Count("id")).values_list("outcome", "n"))
+    """One query: the range's rows counted by outcome, and their chats, with whether the
+    customer wrote after the nudge."""
     replied = Message.objects.filter(
         chat_id=OuterRef("chat_id"),
         direction=Message.Direction.INBOUND,
         created_at__gt=OuterRef("created_at"),
     )
-    sent = rows.filter(outcome=Followup.Outcome.SENT)
-    leads = sent.values("chat_id").distinct().count()
-    answered = sent.filter(Exists(replied)).values("chat_id").distinct().count()
+    sent = Q(outcome=Followup.Outcome.SENT)
+    found = (
+        Followup.objects.filter(
+            chat__channel_id__in=period.channel_ids,
+            created_at__gte=period.start,
+            created_at__lt=period.end,
+        )
+        .annotate(replied=Exists(replied))
+        .aggregate(
+            sent=Count("id", filter=sent),
+            skipped=Count("id", filter=Q(outcome=Followup.Outcome.SKIPPED)),
+            leads=Count("chat_id", filter=sent, distinct=True),
+            answered=Count("chat_id", filter=sent & Q(replied=True), distinct=True),
+        )
+    )
     return Followups(
-        sent=counts.get(Followup.Outcome.SENT, 0),
-        skipped=counts.get(Followup.Outcome.SKIPPED, 0),
-        leads=leads,
-        answered=answered,
+        sent=found["sent"],
+        skipped=found["skipped"],
+        leads=found["leads"],
+        answered=found["answered"],
     )

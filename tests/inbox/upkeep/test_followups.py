@@ -189,6 +189,28 @@ class TestStops:
         assert followups.send_due(timezone.now()) == 0
         assert graph.sent == []
 
+    def test_an_answer_to_the_first_nudge_ends_the_ladder(
+        self, graph: GraphApiEmulator, channel: Channel
+    ) -> None:
+        chat, turn = _quoted(channel, hours_ago=2.1)
+        assert followups.send_due(timezone.now()) == 1
+        _customer_writes(chat, "Да, беру")
+
+        assert _verdict(turn, timezone.now() + timedelta(hours=22)).reason == "customer_wrote"
+        assert followups.send_due(timezone.now() + timedelta(hours=22)) == 0
+        assert len(graph.sent_to(CUSTOMER)) == 1
+
+    def test_a_person_taking_the_chat_after_the_first_nudge_ends_the_ladder(
+        self, graph: GraphApiEmulator, channel: Channel
+    ) -> None:
+        chat, _turn = _quoted(channel, hours_ago=2.1)
+        Chat.objects.filter(pk=chat.pk).update(window_closes_at=timezone.now() + timedelta(days=2))
+        assert followups.send_due(timezone.now()) == 1
+        ownership.take_over(chat.pk, manager=factories.manager(channel.business))
+
+        assert followups.send_due(timezone.now() + timedelta(hours=22)) == 0
+        assert len(graph.sent_to(CUSTOMER)) == 1
+
     def test_a_handed_off_chat_is_never_touched_even_back_with_the_bot(
         self, graph: GraphApiEmulator, channel: Channel
     ) -> None:
