@@ -3,11 +3,11 @@
 
 When a step is due is decided above (`inbox/upkeep/followups.py`); here it goes out like a bot
 reply: under the chat's row lock the bot must still own the chat, the chat be open, nothing
-changed since the step was judged due (`Chat.version`, and no message after the one seen) and
-WhatsApp still take messages for the customer. Inside the 24-hour window the nudge is free text;
-outside it only an approved template may go (`templates.refusal` says whether this one may: an
-opted-out customer gets none), else the step is recorded as skipped. The row is written in the
-same transaction as the message, so a step never goes twice.
+changed since the step was judged due (`Chat.version`, and no message after the one seen), the
+customer not be on the opt-out register (a nudge is unprompted) and WhatsApp still take messages
+for them. Inside the 24-hour window the nudge is free text; outside it only an approved template
+may go (`templates.refusal` says whether this one may), else the step is recorded as skipped.
+The row is written in the same transaction as the message, so a step never goes twice.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from inbox.conversations import delivery_status, templates, window
+from inbox.conversations import delivery_status, opt_outs, templates, window
 from inbox.conversations.models import (
     Chat,
     ChatStatus,
@@ -61,6 +61,8 @@ def send(step: Step, template: MessageTemplate | None, values: dict[str, str]) -
         moved = _moved_on(chat, step)
         if moved:
             return Result(None, moved)
+        if opt_outs.refusal(chat.channel.business_id, chat.customer_key) is not None:
+            return _skipped(chat, step, "opted_out")  # a nudge is unprompted: never to them
         if delivery_status.undeliverable(chat):
             return _skipped(chat, step, "undeliverable")
         if window.is_open(chat):
@@ -106,10 +108,9 @@ def _moved_on(chat: Chat, step: Step) -> str:
 
 
 def _template_problem(template: MessageTemplate, chat: Chat) -> str:
-    problem = templates.refusal(template, chat)
-    if not problem:
-        return ""
-    return "opted_out" if "opted out" in problem else "template_refused"
+    """ "template_refused" when this template may not go to the chat now (not approved, not a
+    Cloud API number), else ""."""
+    return "template_refused" if templates.refusal(template, chat) else ""
 
 
 def _record_template(chat: Chat, template: MessageTemplate, values: dict[str, str]) -> Message:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from inbox.conversations import followups as core_followups
 from inbox.conversations import ingest, lifecycle, opt_outs, ownership, status, window
 from inbox.conversations.events import InboundEvent
 from inbox.conversations.models import (
@@ -324,3 +325,24 @@ def test_a_kazakh_customer_gets_the_kazakh_nudge(channel: Channel) -> None:
     chat, _turn = _quoted(channel, hours_ago=3, text="Екі үстел қанша тұрады?")
 
     assert followups.text_for(chat, 1) == followups.DEFAULT_TEXTS["kk"]
+
+
+def test_an_opt_out_between_the_judgement_and_the_send_still_stops_it(
+    graph: GraphApiEmulator, channel: Channel
+) -> None:
+    chat, turn = _quoted(channel, hours_ago=3)
+    verdict = _verdict(turn)
+    assert verdict.step == 1
+    opt_outs.record(channel.business_id, CUSTOMER, OptOut.Source.KEYWORD)
+
+    result = core_followups.send(
+        core_followups.Step(
+            chat_id=chat.pk, quote_message_id=turn.reply_message_id or 0, step=1, text="Hi?",
+            version=Chat.objects.get(pk=chat.pk).version, last_message_id=turn.reply_message_id or 0,
+        ),
+        None,
+        {},
+    )  # fmt: skip
+
+    assert result.reason == "opted_out"
+    assert graph.sent == []
