@@ -948,14 +948,14 @@ class OptOut(models.Model):
         return f"opt-out #{self.pk} business #{self.business_id} ({self.source})"
 
 
-# The template store and the pending replies live in their own module (string foreign keys,
-# no import back here); imported here so Django registers them with the app.
+# The template store, the pending replies and the follow-ups live in their own modules (string
+# foreign keys, no import back here); imported here so Django registers them with the app.
+from inbox.conversations.followup_models import (  # noqa: E402
+    Followup as Followup,
+)
 from inbox.conversations.template_models import (  # noqa: E402
     MessageTemplate as MessageTemplate,
 )
 from inbox.conversations.template_models import (  # noqa: E402
     PendingReply as PendingReply,
-)
-from inbox.conversations.followup_models import (  # noqa: E402
-    Followup as Followup,
 )
