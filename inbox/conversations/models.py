@@ -91,6 +91,20 @@ class Business(models.Model):
         help_text="When a manager resolves a chat, their hold on it ends: who has it when the "
         "customer writes again.",
     )
+    # The follow-up ladder after an unanswered quote (inbox/upkeep/followups.py): off when empty.
+    followup_steps = models.CharField(
+        "follow-up after (hours)",
+        max_length=64,
+        blank=True,
+        help_text="Hours after the bot's quote with no reply from the customer, e.g. '2, 24'; "
+        "empty = no follow-ups.",
+    )
+    followup_texts = models.TextField(
+        "follow-up texts",
+        blank=True,
+        help_text="One line per step, in the business's language; empty = a short built-in "
+        "nudge in the customer's language.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -680,7 +694,11 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["reason", "started_at"], name="turn_report_reason")]
+        indexes = [
+            models.Index(fields=["reason", "started_at"], name="turn_report_reason"),
+            # The follow-up ladder's search: answered turns finished in a step's range.
+            models.Index(fields=["outcome", "finished_at"], name="turn_followup_due"),
+        ]
 
     def __str__(self) -> str:
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
@@ -944,8 +962,11 @@ class OptOut(models.Model):
         return f"opt-out #{self.pk} business #{self.business_id} ({self.source})"
 
 
-# The template store and the pending replies live in their own module (string foreign keys,
-# no import back here); imported here so Django registers them with the app.
+# The template store, the pending replies and the follow-ups live in their own modules (string
+# foreign keys, no import back here); imported here so Django registers them with the app.
+from inbox.conversations.followup_models import (  # noqa: E402
+    Followup as Followup,
+)
 from inbox.conversations.template_models import (  # noqa: E402
     MessageTemplate as MessageTemplate,
 )

@@ -235,6 +235,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "settle-stuck-sends": {"task": "inbox.settle_stuck_sends", "schedule": 60.0},
     "wake-snoozed-chats": {"task": "inbox.wake_snoozed_chats", "schedule": 60.0},
     "expire-drafts": {"task": "inbox.expire_drafts", "schedule": 60.0},
+    "send-followups": {"task": "inbox.send_followups", "schedule": 300.0},
     "resume-stuck-transcriptions": {
         "task": "inbox.resume_stuck_transcriptions",
         "schedule": 300.0,

@@ -8,7 +8,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from inbox.conversations import debounce, outbound, ownership, status, turns, voice
-from inbox.upkeep import alerts, approvals, retention
+from inbox.upkeep import alerts, approvals, followups, retention
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +106,10 @@ def expire_drafts() -> int:
     """Every minute: bot drafts no one approved within the channel's limit go to a person,
     and the customer is told one will confirm (inbox/upkeep/approvals.py)."""
     return approvals.expire_overdue(timezone.now())
+
+
+@shared_task(name="inbox.send_followups", ignore_result=True, time_limit=240)
+def send_followups() -> int:
+    """Every five minutes: the follow-up steps due after unanswered quotes go out
+    (inbox/upkeep/followups.py)."""
+    return followups.send_due(timezone.now())

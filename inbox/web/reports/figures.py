@@ -6,7 +6,8 @@ Sources: `Message` (conversations, voice notes, manager replies), `ChatTransitio
 owned the chat: bot-only means no transition to a human in the range and no manager message),
 `Handoff` (reasons, the clock for the first human reply), `Turn` (questions outside the
 knowledge base), `Draft` (supervised replies: approved as is, edited, rejected, how long to
-approve). Days are the business's days (`Business.timezone`); the range is
+approve), `Followup` (the nudges after an unanswered quote, and the leads that answered one).
+Days are the business's days (`Business.timezone`); the range is
 [first day 00:00, day after the last 00:00) in that zone.
 
 The page reads each source once over an indexed range (migrations 0011_reports and
@@ -30,9 +31,11 @@ from django.db import connection
 from django.db.models import (
     Count,
     DurationField,
+    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
 )
@@ -44,6 +47,7 @@ from inbox.conversations.models import (
     Channel,
     ChatTransition,
     Draft,
+    Followup,
     Handoff,
     HandoffReason,
     Message,
@@ -494,4 +498,49 @@ def approvals(period: Period) -> Approvals:
         rejected=counts[Draft.State.REJECTED],
         expired=counts[Draft.State.EXPIRED],
         time_to_approve=_waits(seconds, sent),
+    )
+
+
+@dataclass(frozen=True)
+class Followups:
+    """The follow-up nudges sent in the range, and the leads (chats) that wrote after one."""
+
+    sent: int
+    skipped: int  # past the window with no template to send
+    leads: int  # chats that were sent a nudge
+    answered: int  # of those, chats whose customer wrote after a nudge
+
+    @property
+    def answered_share(self) -> float | None:
+        return self.answered / self.leads if self.leads else None
+
+
+def followups(period: Period) -> Followups:
+    """One query: the range's rows counted by outcome, and their chats, with whether the
+    customer wrote after the nudge."""
+    replied = Message.objects.filter(
+        chat_id=OuterRef("chat_id"),
+        direction=Message.Direction.INBOUND,
+        created_at__gt=OuterRef("created_at"),
+    )
+    sent = Q(outcome=Followup.Outcome.SENT)
+    found = (
+        Followup.objects.filter(
+            chat__channel_id__in=period.channel_ids,
+            created_at__gte=period.start,
+            created_at__lt=period.end,
+        )
+        .annotate(replied=Exists(replied))
+        .aggregate(
+            sent=Count("id", filter=sent),
+            skipped=Count("id", filter=Q(outcome=Followup.Outcome.SKIPPED)),
+            leads=Count("chat_id", filter=sent, distinct=True),
+            answered=Count("chat_id", filter=sent & Q(replied=True), distinct=True),
+        )
+    )
+    return Followups(
+        sent=found["sent"],
+        skipped=found["skipped"],
+        leads=found["leads"],
+        answered=found["answered"],
     )

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 from inbox.web.reports.figures import (
     Approvals,
+    Followups,
     ManagerRow,
     Period,
     Questions,
     Summary,
     Waits,
     approvals,
+    followups,
     handoffs,
     handoffs_by_day,
     handoffs_by_reason,
@@ -38,6 +40,7 @@ class Report:
     managers: list[ManagerRow]
     questions: Questions
     approvals: Approvals
+    followups: Followups
 
 
 def build(period: Period) -> Report:
@@ -53,6 +56,7 @@ def build(period: Period) -> Report:
         managers=managers(period, found),
         questions=outside_knowledge_base(period),
         approvals=approvals(period),
+        followups=followups(period),
     )
 
 
@@ -74,6 +78,16 @@ def _approval_rows(found: Approvals) -> list[list[str]]:
         ["drafts_rejected", str(found.rejected)],
         ["drafts_expired", str(found.expired)],
         ["time_to_approve_p50_s", _seconds(found.time_to_approve.p50)],
+    ]
+
+
+def _followup_rows(found: Followups) -> list[list[str]]:
+    return [
+        ["followups_sent", str(found.sent)],
+        ["followups_skipped", str(found.skipped)],
+        ["followup_leads", str(found.leads)],
+        ["followup_leads_answered", str(found.answered)],
+        ["followup_answered_share", _share(found.answered_share)],
     ]
 
 
@@ -104,6 +118,7 @@ def table(name: str, period: Period) -> list[list[str]]:
             ["unclear_voice_rate", _share(s.unclear_voice_rate)],
             ["guardrail_blocks", str(s.guardrail_blocks)],
             *_approval_rows(approvals(period)),
+            *_followup_rows(followups(period)),
         ]
     if name == "reasons":
         return [["reason", "handoffs"]] + [[r, str(n)] for r, n in handoffs_by_reason(period)]

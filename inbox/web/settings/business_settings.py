@@ -1,9 +1,10 @@
-"""A business admin sets the business's time zone, language and opt-out words (not only in the
-Django admin).
+"""A business admin sets the business's time zone, language, opt-out words and follow-up
+ladder (not only in the Django admin).
 
 The time zone is what working hours, the silent-number alert, the reports and every time a
 manager sees are read in; the language is the assistant's where a channel names none; and
-whether a resolved chat goes back to the bot or waits for a human (`inbox.conversations.lifecycle`).
+whether a resolved chat goes back to the bot or waits for a human (`inbox.conversations.lifecycle`);
+the follow-ups after an unanswered quote are `inbox.upkeep.followups`'s.
 """
 
 from __future__ import annotations
@@ -25,13 +26,22 @@ from assistant.language import SUPPORTED
 from inbox.conversations import opt_outs
 from inbox.conversations.models import Business
 from inbox.web import local_language
+from inbox.upkeep import followups
 from inbox.web.administered import administered_business
 
 
 class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
-        fields = ["timezone", "language", "ui_language", "resolve_returns_to", "opt_out_keywords"]
+        fields = [
+            "timezone",
+            "language",
+            "ui_language",
+            "resolve_returns_to",
+            "opt_out_keywords",
+            "followup_steps",
+            "followup_texts",
+        ]
         # The model's words, marked here so the page reads in the admin's language.
         labels = {
             "timezone": _("Timezone"),
@@ -39,6 +49,8 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             "ui_language": _("Inbox language"),
             "resolve_returns_to": _("A resolved chat goes back to"),
             "opt_out_keywords": _("Opt-out words"),
+            "followup_steps": _("Follow-up after (hours)"),
+            "followup_texts": _("Follow-up texts"),
         }
         help_texts = {
             "timezone": _(
@@ -58,7 +70,10 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
                 "empty = the built-in English, Russian and Kazakh list."
             ),
         }
-        widgets = {"opt_out_keywords": forms.Textarea(attrs={"rows": 4})}
+        widgets = {
+            "opt_out_keywords": forms.Textarea(attrs={"rows": 4}),
+            "followup_texts": forms.Textarea(attrs={"rows": 3}),
+        }
 
     def clean_timezone(self) -> str:
         name = str(self.cleaned_data["timezone"]).strip()
@@ -92,6 +107,25 @@ class BusinessSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
             raise forms.ValidationError(_("At most 100 words or phrases, one per line."))
         return "\n".join(kept)
 
+    def clean_followup_steps(self) -> str:
+        value = str(self.cleaned_data["followup_steps"]).strip()
+        try:
+            hours = followups.parse_steps(value)
+        except ValueError as exc:
+            message = str(exc) if "step" in str(exc).lower() else "Hours, e.g. 2, 24."
+            raise forms.ValidationError(message) from exc
+        return ", ".join(f"{h:g}" for h in hours)
+
+    def clean_followup_texts(self) -> str:
+        lines = [
+            " ".join(line.split())[:1000]
+            for line in str(self.cleaned_data["followup_texts"]).splitlines()
+        ]
+        kept = [line for line in lines if line]
+        if len(kept) > followups.MAX_STEPS:
+            raise forms.ValidationError(f"At most {followups.MAX_STEPS} lines, one per step.")
+        return "\n".join(kept)
+
 
 @login_required
 @require_http_methods(["GET", "POST"])
@@ -114,5 +148,6 @@ def business_settings(request: HttpRequest) -> HttpResponse:
             "business": business,
             "businesses": page.businesses,
             "default_opt_out_words": opt_outs.DEFAULT_KEYWORDS,
+            "default_followup_texts": followups.DEFAULT_TEXTS,
         },
     )
