@@ -586,9 +586,7 @@ class Catalogue:
             tokens = analyse(part)
             # A stray word beside the thing named ("teeth whitening") names nothing; nor does
             # its number hide the count ("3 дивана бостон" is no "Sofa Milano 3-seat").
-            groups = [
-                g for n, g in enumerate(groups) if not n or max(m.coverage for m in g) >= 0.6
-            ]
+            groups = [g for n, g in enumerate(groups) if not n or max(m.coverage for m in g) >= 0.6]
             taken: set[int] = set()
             for group in groups:
                 for m in group:

@@ -25,8 +25,8 @@ from django.views.decorators.http import require_http_methods
 from assistant.language import SUPPORTED
 from inbox.conversations import opt_outs
 from inbox.conversations.models import Business
-from inbox.web import local_language
 from inbox.upkeep import followups
+from inbox.web import local_language
 from inbox.web.administered import administered_business
 
 
