@@ -213,7 +213,7 @@ def test_the_admin_sets_the_business_default_for_the_team() -> None:
     business = chat.channel.business
     manager = factories.manager(business)
     page = admin_client.get(f"/inbox/settings/business/?business={business.pk}").content.decode()
-    assert "Часовой пояс, язык и стоп-слова" in page
+    assert "Часовой пояс, язык, слова отписки и напоминания" in page
     assert "Язык входящих" in page
     response = admin_client.post(
         f"/inbox/settings/business/?business={business.pk}",

@@ -336,10 +336,10 @@ def test_the_page_reads_each_source_once(history, django_assert_max_num_queries)
     reasons, the days and the first replies (they were five queries), the customers' messages
     in one pass (migration 0012_reports_speed, bench/reports_bench.py)."""
     client = client_for(history["admin"])
-    # Warm-up; 21 queries then, 11 of them the figures (one the follow-ups), 2 the menu's count
-    # of drafts to approve.
+    # Warm-up; 22 queries then, 11 of them the figures (one the follow-ups), 2 the menu's count
+    # of drafts to approve, 1 the member's language.
     client.get("/inbox/reports/", RANGE)
-    with django_assert_max_num_queries(21) as captured:
+    with django_assert_max_num_queries(22) as captured:
         response = client.get("/inbox/reports/", RANGE)
     assert response.context["report"].summary.handoffs == 3
     handoff_reads = [q for q in captured.captured_queries if '"inbox_handoff"' in q["sql"]]
