@@ -51,12 +51,13 @@ from assistant.knowledge.price_rows import (
     normalise_header,
 )
 from assistant.knowledge.price_versions import (
+    add_item,
     apply_price_list,
     replace_item,
     restore_version,
     update_aliases,
 )
-from assistant.models import Availability, PriceItem, PriceListVersion, split_aliases
+from assistant.models import Availability, PriceItem, PriceList, PriceListVersion, split_aliases
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -66,10 +67,12 @@ __all__ = [
     "ParsedRow",
     "Progress",
     "RowError",
+    "add_alias",
     "apply_price_list",
     "edit_item",
     "item_fields",
     "item_key",
+    "new_item",
     "parse_availability",
     "parse_price_file",
     "parse_table",
@@ -269,6 +272,39 @@ def edit_item(item: PriceItem, price: str, aliases: str, user: Any = None) -> Pr
         row = replace(row, currency=item.currency)
     kept = replace(row, availability=item.availability, availability_note=item.availability_note)
     return replace_item(item, kept, user)
+
+
+def new_item(
+    price_list: PriceList, name: str, price: str, aliases: str = "", user: Any = None
+) -> PriceListVersion:
+    """Add an item the list was missing (from the weekly review): its cells are read and
+    checked as an uploaded row is (`_parse_row`; a bare number takes the list's usual
+    currency), and the list becomes a new version. Raises ImportRejected, writing nothing."""
+    current = price_list.current_version
+    fallback = (
+        current.items.values_list("currency", flat=True).first() if current is not None else None
+    )
+    cells = ["", name, price, "", "", "", "", aliases]
+    columns = {column: i for i, column in enumerate(EDIT_COLUMNS)}
+    row, problems = _parse_row(0, cells, columns, fallback or "")
+    if row is None:
+        raise ImportRejected([RowError(0, p.message) for p in problems])
+    return add_item(price_list, row, user)
+
+
+def add_alias(item: PriceItem, words: str, user: Any = None) -> PriceListVersion:
+    """Teach the list the customer's words for `item` (from the weekly review): the words join
+    its aliases, and the change goes through `edit_item` (checked, a new version)."""
+    words = " ".join(words.split())
+    if not words:
+        raise ImportRejected([RowError(0, "the words are empty")])
+    known = split_aliases(item.aliases)
+    if (
+        words.casefold() in {a.casefold() for a in known}
+        or words.casefold() == item.name.casefold()
+    ):
+        raise ImportRejected([RowError(0, f"“{words}” is already a name of “{item.name}”")])
+    return edit_item(item, str(item.price), ", ".join([*known, words]), user)
 
 
 def parse_availability(text: str) -> tuple[str, str]:
