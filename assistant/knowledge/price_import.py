@@ -41,6 +41,8 @@ from assistant.knowledge.price_files import (
     read_xlsx,
 )
 from assistant.knowledge.price_rows import (
+    MANAGER_ONLY_NOTE,
+    MANAGER_ONLY_NOTES,
     ImportPreview,
     ImportRejected,
     ItemFields,
@@ -77,6 +79,7 @@ __all__ = [
     "parse_price_file",
     "parse_table",
     "restore_version",
+    "set_manager_only",
     "update_aliases",
 ]
 
@@ -305,6 +308,15 @@ def add_alias(item: PriceItem, words: str, user: Any = None) -> PriceListVersion
     ):
         raise ImportRejected([RowError(0, f"“{words}” is already a name of “{item.name}”")])
     return edit_item(item, str(item.price), ", ".join([*known, words]), user)
+
+
+def set_manager_only(item: PriceItem, user: Any = None) -> PriceListVersion:
+    """Mark `item` "manager only" (its availability note): the assistant then hands every
+    question about it to a person (`KnowledgeItem.manager_only`). A new version."""
+    if item.availability_note.strip().casefold() in MANAGER_ONLY_NOTES:
+        raise ImportRejected([RowError(0, f"“{item.name}” is already manager only")])
+    row = ParsedRow(line=0, **item_fields(item), aliases=item.aliases)
+    return replace_item(item, replace(row, availability_note=MANAGER_ONLY_NOTE), user)
 
 
 def parse_availability(text: str) -> tuple[str, str]:

@@ -90,6 +90,11 @@ urlpatterns = [
     path("inbox/review/", admin_pages.review, name="review"),
     path("inbox/review/fix/alias/", review_fix_views.add_alias, name="review_fix_alias"),
     path("inbox/review/fix/item/", review_fix_views.add_item, name="review_fix_item"),
+    path(
+        "inbox/review/fix/manager-only/",
+        review_fix_views.manager_only,
+        name="review_fix_manager_only",
+    ),
     path("inbox/review/fix/done/", review_fix_views.mark_fixed, name="review_fix_done"),
     path("inbox/reports/", report_views.report_page, name="reports"),
     path("inbox/reports/export.csv", report_views.report_csv, name="reports_csv"),

@@ -1,6 +1,7 @@
 """The review's fix pages (`?source=flag:12`): add the customer's words to an item, add the
-missing item, or mark a flag fixed after a rule line was added. Thin: the work is
-`inbox.web.settings.review_fixes`; another business's entry or item is a 404."""
+missing item, make an item "manager only", or mark a flag fixed after a rule line was added.
+Thin: the work is `inbox.web.settings.review_fixes`; another business's entry or item is a
+404."""
 
 from __future__ import annotations
 
@@ -80,6 +81,35 @@ def add_item(request: HttpRequest) -> HttpResponse:
         request,
         "inbox/settings/review_fix.html",
         {"entry": entry, "fix": "item", "name": name, "price": price},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def manager_only(request: HttpRequest) -> HttpResponse:
+    """One of the chat's items marked "manager only": the assistant hands it to a person."""
+    entry = _entry(request)
+    chosen = parse_id(request.POST.get("item", ""))
+    if request.method == "POST":
+        try:
+            version = review_fixes.fix_manager_only(request.user, entry, chosen or 0)
+        except review_fixes.NotFound:
+            raise Http404("no such item") from None
+        except ImportRejected as exc:
+            messages.error(request, f"Not saved: {exc}")
+        else:
+            messages.success(request, f"Saved: the price list is now version {version.number}.")
+            return redirect("review")
+    return render(
+        request,
+        "inbox/settings/review_fix.html",
+        {
+            "entry": entry,
+            "fix": "manager",
+            "items": review_fixes.items_for(entry),
+            "chosen": chosen,
+            "read": {name for _sku, name in entry.items},
+        },
     )
 
 

@@ -1,9 +1,9 @@
 """The weekly review's fixes: what went wrong (open flags, `outside_knowledge_base` handoffs,
 drafts a person rejected or edited), grouped by the item the assistant read and by reason,
 and the fixes one click away: teach an item the customer's words (an alias), add the item the
-list was missing, add a rule line. A fix to the price list is checked and versioned like an
-edit on the price-list page (`assistant.knowledge.price_import`); a flag it fixes is marked
-resolved (who, when, which fix) and leaves the open list.
+list was missing, add a rule line, make an item "manager only". A fix to the price list is
+checked and versioned like an edit on the price-list page (`assistant.knowledge.price_import`);
+a flag it fixes is marked resolved (who, when, which fix) and leaves the open list.
 
 Every entry is looked up among the businesses the user administers: another business's flag,
 handoff, draft or item is `NotFound` (the views answer 404).
@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from assistant.knowledge.money import parse_amount
-from assistant.knowledge.price_import import add_alias, new_item
+from assistant.knowledge.price_import import add_alias, new_item, set_manager_only
 from assistant.models import PriceItem, PriceList, PriceListVersion
 from inbox.conversations import access
 from inbox.conversations.access import User
@@ -187,6 +187,17 @@ def fix_new_item(user: User, entry: ReviewEntry, name: str, price: str) -> Price
         raise NotFound("the business has no price list yet")
     version = new_item(price_list, name, price, user=user)
     resolve(user, entry, f"item “{' '.join(name.split())}” added (v{version.number})")
+    return version
+
+
+def fix_manager_only(user: User, entry: ReviewEntry, item_id: int) -> PriceListVersion:
+    """Mark one of the chat's items "manager only" (a new version: the assistant hands every
+    question about it to a person), and resolve the flag."""
+    item = next((i for i in items_for(entry) if i.pk == item_id), None)
+    if item is None:
+        raise NotFound(f"item {item_id}")
+    version = set_manager_only(item, user)
+    resolve(user, entry, f"{item.name} made manager only (v{version.number})")
     return version
 
 

@@ -5,13 +5,19 @@ business's flag or item is a 404."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.test import Client
 
+from assistant.decision.model_reading import handoff_reason
+from assistant.decision.reading import Quote
+from assistant.knowledge.effective import KnowledgeItem
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.models import PriceList
+from assistant.schema import Reading
 from assistant.turn import take_turn
 from inbox.conversations.flags import flag_message
 from inbox.conversations.models import Chat, Draft, Message, MessageFlag
@@ -178,3 +184,39 @@ def test_another_businesss_flags_and_items_are_not_found(a: Tenant, b: Tenant) -
     flag.refresh_from_db()
     assert flag.resolved_at is None
     assert PriceList.objects.get(business=b.business).current_version.number == 1
+
+
+def test_manager_only_hands_every_question_about_the_item_to_a_person(a: Tenant) -> None:
+    chat = _fresh_chat(a)
+    quoted = _reply(chat, "How much for 4 Office chair Lux?")
+    assert "180 000 KZT" in quoted.text
+    flag = _flag(a, quoted, "should_have_handed_off")
+    item = PriceList.objects.get(business=a.business).current_version.items.get(sku="CH-101")
+    admin = _client(a.admin)
+
+    form = admin.get(f"/inbox/review/fix/manager-only/?source=flag:{flag.pk}").content.decode()
+    assert "Office chair Lux (the bot read this)" in form
+    admin.post("/inbox/review/fix/manager-only/", {"source": f"flag:{flag.pk}", "item": item.pk})
+    current = PriceList.objects.get(business=a.business).current_version
+    assert current.items.get(sku="CH-101").availability_note == "manager only"
+    flag.refresh_from_db()
+    assert flag.resolution == "Office chair Lux made manager only (v2)"
+
+    again = factories.chat(a.channel, customer_phone="77019998866", customer_name="Erlan")
+    reply = _reply(again, "How much for 4 Office chair Lux?")
+    assert "45 000" not in reply.text
+    handoff = again.handoffs.get()
+    assert handoff.reason == "non_standard_terms"
+    assert "Only a manager answers about: Office chair Lux" in handoff.summary
+    # The other items are still quoted.
+    other = factories.chat(a.channel, customer_phone="77019998855", customer_name="Gulnara")
+    assert "28 000 KZT" in _reply(other, "How much for Kitchen chair Oak?").text
+
+
+def test_the_model_path_hands_a_manager_only_item_to_a_person_too() -> None:
+    held = KnowledgeItem(sku="CH-101", name="Chair", price=Decimal(1), currency="KZT")
+    held = replace(held, availability_note="manager only")
+    free = replace(held, availability_note="")
+    codes = {"non_standard_terms"}
+    assert handoff_reason(Reading(), [Quote(held, Decimal(1))], codes) == "non_standard_terms"
+    assert handoff_reason(Reading(), [Quote(free, Decimal(1))], codes) == ""
