@@ -27,6 +27,21 @@ def _entry(request: HttpRequest) -> ReviewEntry:
         raise Http404("nothing to fix there") from None
 
 
+def _replay_first(
+    request: HttpRequest, entry: ReviewEntry, fix: str, item_id: int, words: str, price: str = ""
+) -> HttpResponse | None:
+    """ "Replay first": the change tried on the chat's past turns (the replay's page, where it
+    is applied or discarded); None, with the problem shown, when it cannot be tried."""
+    try:
+        run = review_fixes.replay_first(request.user, entry, fix, item_id, words, price)
+    except review_fixes.NotFound:
+        raise Http404("no such item") from None
+    except ImportRejected as exc:
+        messages.error(request, f"Not replayed: {exc}")
+        return None
+    return redirect("settings_replay_run", run_id=run.pk)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def add_alias(request: HttpRequest) -> HttpResponse:
@@ -35,7 +50,11 @@ def add_alias(request: HttpRequest) -> HttpResponse:
     entry = _entry(request)
     words = request.POST.get("words", entry.customer_words)[:200]
     chosen = parse_id(request.POST.get("item", ""))
-    if request.method == "POST":
+    if request.method == "POST" and request.POST.get("then") == "replay":
+        tried = _replay_first(request, entry, "alias", chosen or 0, words)
+        if tried is not None:
+            return tried
+    elif request.method == "POST":
         try:
             version = review_fixes.fix_alias(request.user, entry, chosen or 0, words)
         except review_fixes.NotFound:
@@ -67,7 +86,11 @@ def add_item(request: HttpRequest) -> HttpResponse:
     entry = _entry(request)
     name = request.POST.get("name", entry.customer_words)[:300]
     price = request.POST.get("price", review_fixes.suggested_price(entry.customer_words))[:40]
-    if request.method == "POST":
+    if request.method == "POST" and request.POST.get("then") == "replay":
+        tried = _replay_first(request, entry, "item", 0, name, price)
+        if tried is not None:
+            return tried
+    elif request.method == "POST":
         try:
             version = review_fixes.fix_new_item(request.user, entry, name, price)
         except review_fixes.NotFound:
@@ -90,7 +113,11 @@ def manager_only(request: HttpRequest) -> HttpResponse:
     """One of the chat's items marked "manager only": the assistant hands it to a person."""
     entry = _entry(request)
     chosen = parse_id(request.POST.get("item", ""))
-    if request.method == "POST":
+    if request.method == "POST" and request.POST.get("then") == "replay":
+        tried = _replay_first(request, entry, "manager", chosen or 0, "")
+        if tried is not None:
+            return tried
+    elif request.method == "POST":
         try:
             version = review_fixes.fix_manager_only(request.user, entry, chosen or 0)
         except review_fixes.NotFound:

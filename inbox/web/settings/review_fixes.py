@@ -21,8 +21,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from assistant.knowledge.money import parse_amount
-from assistant.knowledge.price_import import add_alias, new_item, set_manager_only
-from assistant.models import PriceItem, PriceList, PriceListVersion
+from assistant.knowledge.price_import import (
+    add_alias,
+    alias_row,
+    manager_only_row,
+    new_item,
+    new_row,
+    set_manager_only,
+    staged_preview,
+)
+from assistant.models import PriceItem, PriceList, PriceListVersion, ReplayRun
+from assistant.replay import engine
+from assistant.replay.candidate import Candidate
 from inbox.conversations import access
 from inbox.conversations.access import User
 from inbox.conversations.models import (
@@ -199,6 +209,54 @@ def fix_manager_only(user: User, entry: ReviewEntry, item_id: int) -> PriceListV
     version = set_manager_only(item, user)
     resolve(user, entry, f"{item.name} made manager only (v{version.number})")
     return version
+
+
+REPLAY_DAYS = 90  # how far back "Replay first" takes the chat's turns
+
+
+def replay_first(
+    user: User, entry: ReviewEntry, fix: str, item_id: int = 0, words: str = "", price: str = ""
+) -> ReplayRun:
+    """Try a fix before applying it: the list with the change as the replay's candidate,
+    replayed against the turns of the chat that raised it (`assistant.replay`); the replay's
+    Apply writes it as a new version and resolves the flag (`resolve_replayed`). `fix`:
+    "alias" (`words` for item `item_id`), "item" (name `words`, `price`), "manager"."""
+    if fix == "item":
+        price_list = next((p for p in price_lists(entry) if p.channel_id is None), None)
+        if price_list is None:
+            raise NotFound("the business has no price list yet")
+        row = new_row(price_list, words, price)
+        preview = staged_preview(price_list, row)
+        described = f"item “{row.name}” added"
+    else:
+        item = next((i for i in items_for(entry) if i.pk == item_id), None)
+        if item is None or fix not in ("alias", "manager"):
+            raise NotFound(f"item {item_id}")
+        price_list = item.version.price_list
+        row = alias_row(item, words) if fix == "alias" else manager_only_row(item)
+        preview = staged_preview(price_list, row, replacing=item)
+        described = (
+            f"alias “{' '.join(words.split())}” → {item.name}"
+            if fix == "alias"
+            else f"{item.name} made manager only"
+        )
+    candidate = Candidate(preview=preview, price_list_channel_id=price_list.channel_id)
+    selection = engine.Selection(days=REPLAY_DAYS, chat_ids=(entry.chat.pk,))
+    return engine.start(
+        price_list.business, user, selection, candidate, {"source": entry.source, "fix": described}
+    )
+
+
+def resolve_replayed(user: User, run: ReplayRun) -> None:
+    """After a replay's Apply: resolve the flag a "Replay first" fix came from."""
+    review = run.selection.get("review") if isinstance(run.selection, dict) else None
+    if not isinstance(review, dict):
+        return
+    try:
+        entry = entry_for(user, str(review.get("source", "")))
+    except NotFound:
+        return
+    resolve(user, entry, f"{review.get('fix', 'fix')} (replayed first, run #{run.pk})")
 
 
 def resolve(user: User, entry: ReviewEntry, fix: str) -> None:

@@ -16,7 +16,8 @@ from assistant.decision.model_reading import handoff_reason
 from assistant.decision.reading import Quote
 from assistant.knowledge.effective import KnowledgeItem
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
-from assistant.models import PriceList
+from assistant.models import PriceList, ReplayRun
+from assistant.replay import engine
 from assistant.schema import Reading
 from assistant.turn import take_turn
 from inbox.conversations.flags import flag_message
@@ -220,3 +221,39 @@ def test_the_model_path_hands_a_manager_only_item_to_a_person_too() -> None:
     codes = {"non_standard_terms"}
     assert handoff_reason(Reading(), [Quote(held, Decimal(1))], codes) == "non_standard_terms"
     assert handoff_reason(Reading(), [Quote(free, Decimal(1))], codes) == ""
+
+
+def test_replay_first_tries_the_alias_on_the_chat_then_apply_writes_it_and_resolves(
+    a: Tenant,
+) -> None:
+    chat = _fresh_chat(a)
+    flag = _flag(a, _reply(chat, "how much is the boss throne"))
+    item = PriceList.objects.get(business=a.business).current_version.items.get(sku="CH-101")
+    admin = _client(a.admin)
+
+    tried = admin.post(
+        "/inbox/review/fix/alias/",
+        {"source": f"flag:{flag.pk}", "words": "boss throne", "item": item.pk, "then": "replay"},
+    )
+    run = ReplayRun.objects.get(business=a.business)
+    assert tried["Location"] == f"/inbox/settings/replay/{run.pk}/"
+    assert PriceList.objects.get(business=a.business).current_version.number == 1  # not yet
+    flag.refresh_from_db()
+    assert flag.resolved_at is None
+
+    engine.replay(run.pk)  # what the assistant queue's worker runs (assistant.replay)
+    run.refresh_from_db()
+    assert run.status == ReplayRun.Status.DONE
+    replayed = run.turns.get(chat=chat)
+    assert "Office chair Lux" not in replayed.then["reply"]
+    assert "Office chair Lux" in replayed.now["reply"]
+    assert "45 000 KZT" in replayed.now["reply"]
+
+    admin.post(f"/inbox/settings/replay/{run.pk}/apply/")
+    current = PriceList.objects.get(business=a.business).current_version
+    assert current.number == 2
+    assert "boss throne" in current.items.get(sku="CH-101").aliases
+    flag.refresh_from_db()
+    assert (
+        flag.resolution == f"alias “boss throne” → Office chair Lux (replayed first, run #{run.pk})"
+    )
