@@ -87,7 +87,7 @@ def open_entries(user: User) -> list[ReviewEntry]:
     """Open flags, handoffs outside the price list and rejected or edited drafts in the
     businesses this user administers, newest first."""
     businesses = access.administered_businesses(user)
-    flags = (
+    flags = list(
         MessageFlag.objects.filter(chat__channel__business__in=businesses, resolved_at__isnull=True)
         .select_related("message", "chat__channel")
         .order_by("-pk")[:SHOWN]
@@ -105,8 +105,15 @@ def open_entries(user: User) -> list[ReviewEntry]:
         .select_related("chat__channel", "turn")
         .order_by("-pk")[:SHOWN]
     )
+    # The turn behind each flagged reply, in one query (the newest turn per reply wins).
+    turns = {
+        t.reply_message_id: t
+        for t in Turn.objects.filter(reply_message_id__in=[f.message_id for f in flags]).order_by(
+            "pk"
+        )
+    }
     entries = [
-        *(_of_flag(f) for f in flags),
+        *(_of_flag(f, turns.get(f.message_id)) for f in flags),
         *(_of_handoff(h) for h in handoffs),
         *(_of_draft(d) for d in drafts),
     ]
@@ -286,8 +293,9 @@ def resolved_flags(user: User, limit: int = 20) -> list[MessageFlag]:
 # --- reading one entry ----------------------------------------------------------------------
 
 
-def _of_flag(flag: MessageFlag) -> ReviewEntry:
-    turn = Turn.objects.filter(reply_message_id=flag.message_id).order_by("-pk").first()
+def _of_flag(flag: MessageFlag, turn: Turn | None = None) -> ReviewEntry:
+    if turn is None:
+        turn = Turn.objects.filter(reply_message_id=flag.message_id).order_by("-pk").first()
     return ReviewEntry(
         kind="flag",
         pk=flag.pk,
