@@ -16,7 +16,7 @@ from assistant.decision.model_reading import handoff_reason
 from assistant.decision.reading import Quote
 from assistant.knowledge.effective import KnowledgeItem
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
-from assistant.models import PriceList, ReplayRun
+from assistant.models import PriceList, ReplayRun, default_handoff_reasons
 from assistant.replay import engine
 from assistant.schema import Reading
 from assistant.turn import take_turn
@@ -257,3 +257,30 @@ def test_replay_first_tries_the_alias_on_the_chat_then_apply_writes_it_and_resol
     assert (
         flag.resolution == f"alias “boss throne” → Office chair Lux (replayed first, run #{run.pk})"
     )
+
+
+def test_add_a_rule_from_the_review_then_the_assistant_answers_with_it(a: Tenant) -> None:
+    chat = _fresh_chat(a)
+    missed = _reply(chat, "Do you deliver to Astana?")
+    assert "3 days" not in missed.text
+    flag = _flag(a, missed, "should_have_handed_off")
+    admin = _client(a.admin)
+
+    review = admin.get("/inbox/review/").content.decode()
+    link = f"/inbox/settings/assistant/?business={a.business.pk}&amp;rule=Do%20you%20deliver%20to%20Astana%3F"
+    assert link in review
+    form = admin.get(link.replace("&amp;", "&")).content.decode()
+    assert "Q: Do you deliver to Astana?\nA: " in form
+
+    reasons = "\n".join(f"{r['code']}: {r['description']}" for r in default_handoff_reasons())
+    rules = "Q: Do you deliver to Astana?\nA: Delivery to Astana takes 3 days and costs 5000 KZT."
+    saved = admin.post(
+        "/inbox/settings/assistant/", {"business_rules": rules, "reasons_text": reasons}
+    )
+    assert saved.status_code == 302
+    admin.post("/inbox/review/fix/done/", {"source": f"flag:{flag.pk}", "fix": "rule line added"})
+    flag.refresh_from_db()
+    assert flag.resolved_at is not None
+
+    again = factories.chat(a.channel, customer_phone="77019998866", customer_name="Erlan")
+    assert "Delivery to Astana takes 3 days" in _reply(again, "Do you deliver to Astana?").text
