@@ -172,6 +172,18 @@ def _intent(r: _Reading) -> Decision | None:
     return _handoff(r, r.intent, reply)
 
 
+def _manager_only(r: _Reading) -> Decision | None:
+    """An item marked "manager only" in the price list: a person answers, whatever was asked."""
+    held = [q for q in r.quotes if q.item.manager_only]
+    if not held or HandoffReason.NON_STANDARD_TERMS not in r.codes:
+        return None
+    reason = HandoffReason.NON_STANDARD_TERMS
+    decision = _handoff(reason, handoff_message(reason, r.lang), held, r.lang, r.facts, r.message)
+    names = ", ".join(q.item.name for q in held)
+    summary = f"Only a manager answers about: {names}. «{r.message[:300]}»"
+    return decision.model_copy(update={"summary": summary})
+
+
 def _agreed_for_another_quantity(r: _Reading) -> Decision | None:
     """The manager's price was for another quantity: only a person can say what holds now."""
     if not any(agreed_for_another_quantity(q) for q in r.quotes):
@@ -273,6 +285,7 @@ def _ask_what_is_meant(r: _Reading) -> Decision:
 STEPS: tuple[Callable[[_Reading], Decision | None], ...] = (
     _order_status,
     _intent,
+    _manager_only,
     _agreed_for_another_quantity,
     _rules_answer,
     _several_fit,

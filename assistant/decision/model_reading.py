@@ -167,14 +167,14 @@ def handoff_reason(
     """The reason the turn goes to a person by the reading ("" for none): the first intent
     the customer did not deny and the business hands off for, the model's or the one code
     reads in the message (`intents.detect_intent`: a complaint is a handoff even when the
-    model missed it); a manager's price given for another quantity is special terms (as in
-    the catalogue assistant)."""
+    model missed it); a manager's price given for another quantity, or an item marked
+    "manager only", is special terms (as in the catalogue assistant)."""
     intents = {*reading.intents, read_by_code} - {""}
     for reason in HANDOFF_INTENTS:
         if reason in intents and reason not in reading.negated and reason in codes:
             return reason
     if HandoffReason.NON_STANDARD_TERMS in codes and any(
-        agreed_for_another_quantity(q) for q in quotes
+        agreed_for_another_quantity(q) or q.item.manager_only for q in quotes
     ):
         return HandoffReason.NON_STANDARD_TERMS
     return ""

@@ -20,6 +20,7 @@ from django.db.models import Q
 from assistant.knowledge.matching import Catalogue
 from assistant.knowledge.money import format_money
 from assistant.knowledge.price_import import item_fields, item_key
+from assistant.knowledge.price_rows import MANAGER_ONLY_NOTES
 from assistant.models import AssistantSettings, Availability, PriceItem, PriceList
 from inbox.conversations.models import Channel
 
@@ -55,6 +56,12 @@ class KnowledgeItem:
         }
         label = labels.get(Availability(self.availability), "availability not stated")
         return f"{label} ({self.availability_note})" if self.availability_note else label
+
+    @property
+    def manager_only(self) -> bool:
+        """Only a person answers about this item (its availability note says so: "manager
+        only", set from the weekly review or written in the file's availability cell)."""
+        return self.availability_note.strip().casefold() in MANAGER_ONLY_NOTES
 
 
 @dataclass(frozen=True)

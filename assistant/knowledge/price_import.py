@@ -41,6 +41,8 @@ from assistant.knowledge.price_files import (
     read_xlsx,
 )
 from assistant.knowledge.price_rows import (
+    MANAGER_ONLY_NOTE,
+    MANAGER_ONLY_NOTES,
     ImportPreview,
     ImportRejected,
     ItemFields,
@@ -51,12 +53,13 @@ from assistant.knowledge.price_rows import (
     normalise_header,
 )
 from assistant.knowledge.price_versions import (
+    add_item,
     apply_price_list,
     replace_item,
     restore_version,
     update_aliases,
 )
-from assistant.models import Availability, PriceItem, PriceListVersion, split_aliases
+from assistant.models import Availability, PriceItem, PriceList, PriceListVersion, split_aliases
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -66,14 +69,21 @@ __all__ = [
     "ParsedRow",
     "Progress",
     "RowError",
+    "add_alias",
+    "alias_row",
     "apply_price_list",
     "edit_item",
     "item_fields",
     "item_key",
+    "manager_only_row",
+    "new_item",
+    "new_row",
     "parse_availability",
     "parse_price_file",
     "parse_table",
     "restore_version",
+    "set_manager_only",
+    "staged_preview",
     "update_aliases",
 ]
 
@@ -260,6 +270,11 @@ def edit_item(item: PriceItem, price: str, aliases: str, user: Any = None) -> Pr
     """Change one item's price and aliases from the price-list page: the price is read and
     checked as an uploaded cell is (`_parse_row`), and the change is a new version.
     Raises ImportRejected with the row's problem, writing nothing."""
+    return replace_item(item, edited_row(item, price, aliases), user)
+
+
+def edited_row(item: PriceItem, price: str, aliases: str) -> ParsedRow:
+    """`item` with another price and aliases, checked as an uploaded row (ImportRejected)."""
     cells = [item.sku, item.name, price, item.currency, item.unit, item.description, "", aliases]
     columns = {name: i for i, name in enumerate(EDIT_COLUMNS)}
     row, problems = _parse_row(0, cells, columns, item.currency)
@@ -267,8 +282,91 @@ def edit_item(item: PriceItem, price: str, aliases: str, user: Any = None) -> Pr
         raise ImportRejected([RowError(0, p.message) for p in problems])
     if not find_currency(price):  # a bare number keeps the item's currency
         row = replace(row, currency=item.currency)
-    kept = replace(row, availability=item.availability, availability_note=item.availability_note)
-    return replace_item(item, kept, user)
+    return replace(row, availability=item.availability, availability_note=item.availability_note)
+
+
+def new_item(
+    price_list: PriceList, name: str, price: str, aliases: str = "", user: Any = None
+) -> PriceListVersion:
+    """Add an item the list was missing (from the weekly review): its cells are read and
+    checked as an uploaded row is (`_parse_row`; a bare number takes the list's usual
+    currency), and the list becomes a new version. Raises ImportRejected, writing nothing."""
+    return add_item(price_list, new_row(price_list, name, price, aliases), user)
+
+
+def new_row(price_list: PriceList, name: str, price: str, aliases: str = "") -> ParsedRow:
+    """A new item's row, checked as an uploaded row (ImportRejected)."""
+    current = price_list.current_version
+    fallback = (
+        current.items.values_list("currency", flat=True).first() if current is not None else None
+    )
+    cells = ["", name, price, "", "", "", "", aliases]
+    columns = {column: i for i, column in enumerate(EDIT_COLUMNS)}
+    row, problems = _parse_row(0, cells, columns, fallback or "")
+    if row is None:
+        raise ImportRejected([RowError(0, p.message) for p in problems])
+    return row
+
+
+def add_alias(item: PriceItem, words: str, user: Any = None) -> PriceListVersion:
+    """Teach the list the customer's words for `item` (from the weekly review): the words join
+    its aliases, checked like an edit on the price-list page; a new version."""
+    return replace_item(item, alias_row(item, words), user)
+
+
+def alias_row(item: PriceItem, words: str) -> ParsedRow:
+    """`item` with `words` among its aliases (ImportRejected: empty, or a name it has)."""
+    words = " ".join(words.split())
+    if not words:
+        raise ImportRejected([RowError(0, "the words are empty")])
+    known = split_aliases(item.aliases)
+    if (
+        words.casefold() in {a.casefold() for a in known}
+        or words.casefold() == item.name.casefold()
+    ):
+        raise ImportRejected([RowError(0, f"“{words}” is already a name of “{item.name}”")])
+    return edited_row(item, str(item.price), ", ".join([*known, words]))
+
+
+def set_manager_only(item: PriceItem, user: Any = None) -> PriceListVersion:
+    """Mark `item` "manager only" (its availability note): the assistant then hands every
+    question about it to a person (`KnowledgeItem.manager_only`). A new version."""
+    return replace_item(item, manager_only_row(item), user)
+
+
+def manager_only_row(item: PriceItem) -> ParsedRow:
+    """`item` marked "manager only" (ImportRejected when it is already)."""
+    if item.availability_note.strip().casefold() in MANAGER_ONLY_NOTES:
+        raise ImportRejected([RowError(0, f"“{item.name}” is already manager only")])
+    row = ParsedRow(line=0, **item_fields(item), aliases=item.aliases)
+    return replace(row, availability_note=MANAGER_ONLY_NOTE)
+
+
+def staged_preview(
+    price_list: PriceList, row: ParsedRow, replacing: PriceItem | None = None
+) -> ImportPreview:
+    """The list's current version with `row` in place of `replacing` (or added), as a preview
+    nothing was written for: what a replay tries before the change is applied."""
+    version = price_list.current_version
+    if version is None:
+        raise ImportRejected([RowError(0, "the list has no version yet; upload it first")])
+    rows = [
+        row
+        if replacing is not None and item.pk == replacing.pk
+        else ParsedRow(line=item.position, **item_fields(item), aliases=item.aliases)
+        for item in version.items.order_by("position")
+    ]
+    if replacing is None:
+        if any(other.name.casefold() == row.name.casefold() for other in rows):
+            raise ImportRejected([RowError(0, f"the list already has “{row.name}”")])
+        rows.append(row)
+    return ImportPreview(
+        source_name=f"{version.source_name or 'price list'} + {row.name}"[:200],
+        sha256=version.source_sha256,
+        columns={},
+        rows=tuple(rows),
+        errors=(),
+    )
 
 
 def parse_availability(text: str) -> tuple[str, str]:

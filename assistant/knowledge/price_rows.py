@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol, TypedDict
 
+# An item's availability note that hands every question about it to a person.
+MANAGER_ONLY_NOTE = "manager only"
+MANAGER_ONLY_NOTES = frozenset(
+    {MANAGER_ONLY_NOTE, "only via manager", "только через менеджера", "только менеджер"}
+)
+
 
 @dataclass(frozen=True)
 class ParsedRow:

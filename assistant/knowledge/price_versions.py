@@ -103,6 +103,36 @@ def replace_item(item: PriceItem, row: ParsedRow, user: Any = None) -> PriceList
     )
 
 
+def add_item(price_list: PriceList, row: ParsedRow, user: Any = None) -> PriceListVersion:
+    """A new current version equal to the current one plus `row` at the end: an item the list
+    was missing, added from the weekly review, versioned like an upload. Raises ImportRejected
+    when the list has no current version or already holds an item of that name or SKU."""
+    version = price_list.current_version
+    if version is None:
+        raise ImportRejected([RowError(0, "the list has no version yet; upload it first")])
+    existing = list(version.items.order_by("position"))
+    if any(other.name.casefold() == row.name.casefold() for other in existing):
+        raise ImportRejected([RowError(0, f"the list already has “{row.name}”")])
+    if row.sku and any(other.sku == row.sku for other in existing):
+        raise ImportRejected([RowError(0, f"the SKU {row.sku} is already in the list")])
+    items = [
+        PriceItem(position=other.position, **item_fields(other), aliases=other.aliases)
+        for other in existing
+    ]
+    last = max((other.position for other in existing), default=-1)
+    items.append(PriceItem(position=last + 1, **item_fields(row), aliases=row.aliases))
+    return _write_version(
+        price_list.business,
+        price_list.channel,
+        user,
+        items,
+        source_name=f"added from the review: {row.name}",
+        source_sha256=version.source_sha256,
+        restored_from=None,
+        expected_current=version.pk,
+    )
+
+
 def _write_version(
     business: Business,
     channel: Channel | None,

@@ -105,12 +105,19 @@ _ABBREVIATIONS = "пр просп ул д г мкр корп кв оф им ст
 ABBREVIATIONS = frozenset(_ABBREVIATIONS.split())
 
 
+# A rule written as a question and its answer ("Q: Do you deliver?" / "A: Yes, …"), as the
+# reports' and the review's "Add a rule" prefill it: the question is no sentence to quote.
+QUESTION_LINE_RE = re.compile(r"^\s*(?:Q|В|Вопрос|Question)\s*:", re.IGNORECASE | re.MULTILINE)
+ANSWER_PREFIX_RE = re.compile(r"^\s*(?:A|О|Ответ|Answer)\s*:\s*", re.IGNORECASE | re.MULTILINE)
+
+
 def sentences(text: str) -> list[str]:
     """The rules text, sentence by sentence (amounts such as "1.5" and "3 000" and addresses
-    such as "пр. Абая 52" stay whole)."""
+    such as "пр. Абая 52" stay whole); of a "Q: … / A: …" pair, the answer alone."""
+    lines = [line for line in (text or "").split("\n") if not QUESTION_LINE_RE.match(line)]
+    plain = ANSWER_PREFIX_RE.sub("", "\n".join(lines))
     parts = [
-        " ".join(p.split())
-        for p in re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", text or "")
+        " ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+(?=[A-ZА-ЯЁӘҒҚҢӨҰҮҺІ0-9])|\n+", plain)
     ]
     merged: list[str] = []
     for part in (p for p in parts if p):

@@ -79,8 +79,15 @@ def selected_turns(business_id: int, selection: Selection) -> QuerySet[Turn]:
     return found.select_related("chat", "chat__channel", "reply_message").order_by("-id")[:limit]
 
 
-def start(business: Business, user: User, selection: Selection, candidate: Candidate) -> ReplayRun:
-    """Record the run and queue it on the assistant queue once the row is committed."""
+def start(
+    business: Business,
+    user: User,
+    selection: Selection,
+    candidate: Candidate,
+    review: dict[str, str] | None = None,
+) -> ReplayRun:
+    """Record the run and queue it on the assistant queue once the row is committed. `review`:
+    the weekly review's entry and fix a "Replay first" tries (resolved when it is applied)."""
     if candidate.price_list_channel_id is not None:
         Channel.objects.get(pk=candidate.price_list_channel_id, business=business)
     if selection.channel_id is not None:
@@ -88,7 +95,11 @@ def start(business: Business, user: User, selection: Selection, candidate: Candi
     run = ReplayRun.objects.create(
         business=business,
         created_by_id=user.pk if user.is_authenticated else None,
-        selection={**asdict(selection), "chat_ids": list(selection.chat_ids)},
+        selection={
+            **asdict(selection),
+            "chat_ids": list(selection.chat_ids),
+            **({"review": review} if review else {}),
+        },
         candidate=candidate.to_json(),
         model_api_key=candidate.model.api_key if candidate.model else "",
     )
@@ -150,6 +161,7 @@ def settle(run: ReplayRun) -> ReplayRun:
 
 def _selection(run: ReplayRun) -> dict[str, Any]:
     data = dict(run.selection)
+    data.pop("review", None)  # the review entry a "Replay first" fix came from, not a filter
     data["chat_ids"] = tuple(data.get("chat_ids", ()))
     return data
 

@@ -765,6 +765,13 @@ class MessageFlag(models.Model):
     category = models.CharField(max_length=32, choices=Category.choices)
     note = models.TextField(blank=True, max_length=2000)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Set when an admin fixed it from the review (`inbox.web.settings.review_fixes`): an open
+    # flag has none, and only open flags are listed.
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolution = models.CharField(max_length=300, blank=True, help_text="Which fix, in words.")
 
     class Meta:
         ordering = ["-id"]

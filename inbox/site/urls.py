@@ -26,6 +26,7 @@ from inbox.web.settings import (
     price_list_items,
     replay_pages,
     replies_labels_page,
+    review_fix_views,
     team_page,
 )
 from inbox.web.settings.notification_views import notification_settings
@@ -87,6 +88,14 @@ urlpatterns = [
     ),
     path("inbox/events/", views.events, name="inbox_events"),
     path("inbox/review/", admin_pages.review, name="review"),
+    path("inbox/review/fix/alias/", review_fix_views.add_alias, name="review_fix_alias"),
+    path("inbox/review/fix/item/", review_fix_views.add_item, name="review_fix_item"),
+    path(
+        "inbox/review/fix/manager-only/",
+        review_fix_views.manager_only,
+        name="review_fix_manager_only",
+    ),
+    path("inbox/review/fix/done/", review_fix_views.mark_fixed, name="review_fix_done"),
     path("inbox/reports/", report_views.report_page, name="reports"),
     path("inbox/reports/export.csv", report_views.report_csv, name="reports_csv"),
     path("inbox/settings/channels/", admin_pages.channels, name="settings_channels"),

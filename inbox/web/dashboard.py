@@ -26,7 +26,6 @@ from inbox.conversations.models import (
     Handoff,
     Label,
     Message,
-    MessageFlag,
     Owner,
     Turn,
 )
@@ -395,20 +394,3 @@ def review_handoffs(user: User, reasons: tuple[str, ...]) -> QuerySet[Handoff]:
         .select_related("chat", "chat__channel")
         .order_by("-pk")
     )
-
-
-REVIEW_FLAGS_SHOWN = 100  # per category: the newest; older ones stay in the database
-
-
-def review_flags(user: User) -> list[tuple[str, list[MessageFlag]]]:
-    """Bot messages managers flagged as wrong, in the businesses this user administers,
-    grouped by category (each category's label and its newest flags; empty ones left out)."""
-    flags = MessageFlag.objects.filter(
-        chat__channel__business__in=access.administered_businesses(user)
-    ).select_related("message", "chat", "chat__channel", "flagged_by")
-    groups = []
-    for category in MessageFlag.Category:
-        rows = list(flags.filter(category=category).order_by("-pk")[:REVIEW_FLAGS_SHOWN])
-        if rows:
-            groups.append((str(category.label), rows))
-    return groups

@@ -25,7 +25,7 @@ from inbox.conversations.models import Business, Channel, HandoffReason, Job
 from inbox.web import dashboard
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import parse_id
-from inbox.web.settings import channel_add, channel_settings, gateway_setup
+from inbox.web.settings import channel_add, channel_settings, gateway_setup, review_fixes
 from inbox.web.settings.model_settings import BusinessModelForm
 
 # What the review page lists: questions the price list could not answer, and blocked replies.
@@ -110,9 +110,11 @@ def channel_test_connection(request: HttpRequest, channel_id: int) -> HttpRespon
 @login_required
 @require_GET
 def review(request: HttpRequest) -> HttpResponse:
-    """Handoffs outside the price list and replies a guardrail blocked, newest first; bot
-    messages managers flagged as wrong, by category."""
+    """What to fix (open flags, handoffs outside the price list, rejected or edited drafts),
+    by the item the assistant read and by reason, each with its fixes; below, the handoffs
+    outside the price list and the replies a guardrail blocked, newest first."""
     require_business_admin(request)
+    entries = review_fixes.open_entries(request.user)
     reason = request.GET.get("reason", "")
     reasons = (reason,) if reason in REVIEW_REASONS else REVIEW_REASONS
     page = Paginator(dashboard.review_handoffs(request.user, reasons), 50).get_page(
@@ -125,7 +127,9 @@ def review(request: HttpRequest) -> HttpResponse:
             "page": page,
             "reason": reason,
             "reasons": REVIEW_REASONS,
-            "flag_groups": dashboard.review_flags(request.user),
+            "by_item": review_fixes.by_item(entries),
+            "by_reason": review_fixes.by_reason(entries),
+            "resolved": review_fixes.resolved_flags(request.user),
         },
     )
 

@@ -25,6 +25,7 @@ from inbox.platform import egress
 from inbox.platform.logs import mask_phone_numbers
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import id_param, parse_id
+from inbox.web.settings import review_fixes
 from inbox.web.settings.admin_pages import AssistantSettingsForm
 
 
@@ -280,6 +281,7 @@ def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
     except (engine.NotAppliable, egress.EgressRefused) as exc:
         messages.error(request, f"Not applied: {exc}.")
         return redirect("settings_replay_run", run_id=run.pk)
+    review_fixes.resolve_replayed(request.user, run)
     messages.success(request, "Applied " + " and ".join(applied) + ".")
     return redirect("settings_replay_run", run_id=run.pk)
 

@@ -52,6 +52,9 @@ QUERY = {
     "/inbox/chat/{chat}/templates/": ["template", "var_1"],
     "/inbox/events/": ["business", "since", "chat"],
     "/inbox/review/": ["reason", "page"],
+    "/inbox/review/fix/alias/?source=handoff:{handoff}": ["source"],
+    "/inbox/review/fix/item/?source=handoff:{handoff}": ["source"],
+    "/inbox/review/fix/manager-only/?source=handoff:{handoff}": ["source"],
     "/inbox/reports/": ["business", "channel", "from", "to"],
     "/inbox/reports/export.csv": ["business", "channel", "from", "to", "table"],
     "/inbox/settings/channels/": [],
@@ -88,6 +91,10 @@ POSTED = {
     "/inbox/settings/price-list/items/{item}/": ["price", "aliases", "q"],
     "/inbox/settings/replay/": ["upload", "business", "channel", "chat_ids"],
     "/inbox/settings/replay/{run}/apply/": ["confirm"],
+    "/inbox/review/fix/alias/": ["source", "words", "item", "then"],
+    "/inbox/review/fix/item/": ["source", "name", "price", "then"],
+    "/inbox/review/fix/manager-only/": ["source", "item", "then"],
+    "/inbox/review/fix/done/": ["source", "fix"],
 }
 # Never posted: they end the session or the admin's own membership.
 UNSAFE = ("/accounts/logout/", "/remove/")
@@ -163,7 +170,12 @@ def _fill(template: str, a: Tenant) -> str:
     price_list = PriceList.objects.get(business=a.business)
     item = PriceItem.objects.get(version_id=price_list.current_version_id)
     return template.format(
-        chat=a.chat.pk, business=a.business.pk, run=run.pk, price_list=price_list.pk, item=item.pk
+        chat=a.chat.pk,
+        business=a.business.pk,
+        run=run.pk,
+        price_list=price_list.pk,
+        item=item.pk,
+        handoff=a.handoff.pk,
     )
 
 
