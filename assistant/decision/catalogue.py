@@ -178,10 +178,10 @@ def _manager_only(r: _Reading) -> Decision | None:
     if not held or HandoffReason.NON_STANDARD_TERMS not in r.codes:
         return None
     reason = HandoffReason.NON_STANDARD_TERMS
-    decision = _handoff(reason, handoff_message(reason, r.lang), held, r.lang, r.facts, r.message)
+    decision = _handoff(r, reason, handoff_message(reason, r.lang))
     names = ", ".join(q.item.name for q in held)
-    summary = f"Only a manager answers about: {names}. «{r.message[:300]}»"
-    return decision.model_copy(update={"summary": summary})
+    only = "Only a manager answers about" if r.lang == "en" else "Отвечает только менеджер"
+    return decision.model_copy(update={"summary": f"{only}: {names}. {decision.summary}"})
 
 
 def _agreed_for_another_quantity(r: _Reading) -> Decision | None:
