@@ -121,14 +121,15 @@ def test_a_phone_keeps_most_of_the_screen_for_the_messages(
     chat = long_chat(people, "Aigerim Nurlanovna Kassymzhanova-Petrovskaya of Almaty", "Hello")
     for n in range(12):
         factories.customer_message(chat, f"Question {n}: do you deliver the oak wardrobe?")
-    handed_off(chat.pk, summary="Wants the oak wardrobe with mirrored doors delivered to Astana "
-                                "on Saturday and asks whether the old one can be taken away.")  # fmt: skip
     anna = logged_in(browser, stack, "anna", viewport=PHONE)
     anna.goto(f"{stack}/inbox/chat/{chat.pk}/")
-    card = anna.locator(f"#handoff-{chat.pk} .handoff-card")
     expect(anna.locator("#live-status")).to_have_attribute("data-state", "live")
 
-    # Folded to one line that still says why and what.
+    # The handoff arrives live, folded to one line that still says why and what.
+    handed_off(chat.pk, summary="Wants the oak wardrobe with mirrored doors delivered to Astana "
+                                "on Saturday and asks whether the old one can be taken away.")  # fmt: skip
+    card = anna.locator(f"#handoff-{chat.pk} .handoff-card")
+    expect(card).to_be_visible()
     expect(card).not_to_have_attribute("open", "")
     line = card.locator(".handoff-line")
     expect(line).to_be_visible()
@@ -143,7 +144,7 @@ def test_a_phone_keeps_most_of_the_screen_for_the_messages(
     assert in_view(anna.locator(f"#chat-header-{chat.pk} h1"))
     assert anna.evaluate(NO_SIDEWAYS_SCROLL), anna.evaluate(WIDE)
     last = Message.objects.filter(chat=chat).latest("pk")
-    assert in_view(anna.locator(f"#msg-{last.pk}"))
+    expect(anna.locator(f"#msg-{last.pk}")).to_be_in_viewport()
     shot(anna, "layout-390-chat-folded")
 
     # A tap opens it with everything.
@@ -151,6 +152,11 @@ def test_a_phone_keeps_most_of_the_screen_for_the_messages(
     expect(card.locator(".handoff-summary")).to_be_visible()
     expect(line).to_be_hidden()
     shot(anna, "layout-390-chat-card-open")
+
+    # Opened again later, the page starts with it folded.
+    anna.reload()
+    expect(card.locator(".handoff-line")).to_be_visible()
+    expect(card).not_to_have_attribute("open", "")
     assert csp_violations == []
 
 
