@@ -54,6 +54,8 @@ def reach_log_out(page: Any, context: str) -> None:
         zone.scroll_into_view_if_needed()
         assert in_view(zone), context
         assert page.evaluate(NO_SIDEWAYS_SCROLL), (context, page.evaluate(WIDE))
+        if context.startswith("inbox "):
+            shot(page, "layout-menu-" + context.split()[-2])
         page.keyboard.press("Escape")
         expect(button).to_have_attribute("aria-expanded", "false")
     else:
