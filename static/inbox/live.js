@@ -343,6 +343,30 @@
     if (box) box.scrollTop = box.scrollHeight;
   }
 
+  // A chat opens at its newest message and stays there while what is in it settles: images
+  // (their sizes are known only once loaded), players, the card above folding. Once the
+  // manager scrolls up it stays where they are, until they come back to the bottom.
+  function pinToBottom() {
+    var box = chatId && document.getElementById("conversation-" + chatId);
+    if (!box) return;
+    var pinned = !document.querySelector(".messages[data-hit]");  // a search hit is shown instead
+    var lastTop = box.scrollTop;
+    box.addEventListener("scroll", function () {
+      var atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+      if (atBottom) pinned = true;
+      else if (box.scrollTop < lastTop - 1) pinned = false;
+      lastTop = box.scrollTop;
+    }, { passive: true });
+    function keep() { if (pinned) scrollToBottom(); }
+    box.addEventListener("load", keep, true);  // an image inside (load does not bubble)
+    if (window.ResizeObserver) {
+      var watcher = new ResizeObserver(keep);
+      watcher.observe(box);
+      var list = document.getElementById("messages-" + chatId);
+      if (list) watcher.observe(list);
+    }
+  }
+
   // --- wiring -------------------------------------------------------------------------------
   var sound = document.getElementById("sound-toggle");
   if (sound) {
@@ -405,5 +429,6 @@
   decorate(document);
   setPending(pending);
   scrollToBottom();
+  pinToBottom();
   connect();
 })();

@@ -1,6 +1,9 @@
-/* Navigation on every page: the menu button of narrow screens, and moving through the chat list
- * with the keyboard.
+/* Navigation on every page: the menu button whenever the bar does not hold the navigation, and
+ * moving through the chat list with the keyboard.
  *
+ * Fit: the bar is measured with every link laid out; if anything overflows (an admin's long menu
+ * at 1280 px, a phone, a longer translation, a badge that appears), the bar gets .nav-collapsed
+ * and the links go behind the menu button. Measured again when the bar or its items resize.
  * Menu: the button toggles the site menu (aria-expanded says which); Escape or a click outside
  * closes it and gives the focus back to the button; opening it moves the focus to its first link.
  * Chat list: j / ArrowDown and k / ArrowUp move the focus between rows, Enter opens the row (it is
@@ -27,6 +30,38 @@
   }
 
   function isOpen() { return !!button && button.getAttribute("aria-expanded") === "true"; }
+
+  var bar = document.getElementById("topbar");
+  var nav = menu && menu.querySelector(".topnav");
+  var right = menu && menu.querySelector(".topbar-right");
+  var fitting = false;
+
+  function overflows(el) { return !!el && el.scrollWidth > el.clientWidth + 1; }
+
+  function fit() {
+    if (!bar || !nav || fitting) return;
+    fitting = true;
+    var wasOpen = isOpen();
+    if (wasOpen) menu.classList.remove("open");
+    bar.classList.remove("nav-collapsed");
+    var tooWide = overflows(nav) || overflows(bar) || overflows(menu) ||
+      (right && right.getBoundingClientRect().right > bar.getBoundingClientRect().right + 1);
+    bar.classList.toggle("nav-collapsed", tooWide);
+    if (!tooWide) button.setAttribute("aria-expanded", "false");
+    else if (wasOpen) menu.classList.add("open");
+    fitting = false;
+  }
+
+  if (bar && nav) {
+    fit();
+    window.addEventListener("resize", fit);
+    if (document.fonts && document.fonts.ready) document.fonts.ready.then(fit);
+    if (window.ResizeObserver) {
+      var watcher = new ResizeObserver(function () { window.requestAnimationFrame(fit); });
+      watcher.observe(bar);
+      menu.querySelectorAll(".topnav > a, .topbar-right > *").forEach(function (el) { watcher.observe(el); });
+    }
+  }
 
   if (button && menu) {
     button.addEventListener("click", function () { setOpen(!isOpen(), true); });

@@ -1,5 +1,5 @@
 // A manager's tools beside the live inbox: the search hit shown highlighted, the contact panel
-// folded on narrow screens, and canned replies offered by typing "/" in the reply box.
+// folded on narrow screens, the handoff card folded to its one line on a phone, and canned replies offered by typing "/" in the reply box.
 // Text only: canned replies go into the textarea as text, and the popup is built with
 // textContent, so nothing a business wrote becomes markup.
 (function () {
@@ -21,6 +21,32 @@
     var panel = document.querySelector("[data-contact-panel]");
     if (panel && window.matchMedia("(max-width: 1100px)").matches) panel.open = false;
   }
+
+  // --- the handoff card ----------------------------------------------------------------------
+  // On a phone the card folds to its one-line summary so the messages keep the screen; a card
+  // the manager opened stays open when a push renders it anew.
+  var opened = {};
+
+  function foldHandoff(scope) {
+    if (!window.matchMedia("(max-width: 800px)").matches) return;
+    var cards = scope.matches && scope.matches("[data-handoff-card]") ? [scope] :
+      Array.prototype.slice.call(scope.querySelectorAll("[data-handoff-card]"));
+    cards.forEach(function (card) {
+      var slot = card.closest(".handoff-slot");
+      card.open = !!(slot && opened[slot.id]);
+    });
+  }
+
+  document.addEventListener("toggle", function (e) {
+    var card = e.target;
+    if (!card.matches || !card.matches("[data-handoff-card]")) return;
+    var slot = card.closest(".handoff-slot");
+    if (slot) opened[slot.id] = card.open;
+  }, true);
+
+  document.addEventListener("inbox:upserted", function (e) {
+    if (e.detail && e.detail.node && e.detail.node.querySelectorAll) foldHandoff(e.detail.node);
+  });
 
   // --- canned replies ------------------------------------------------------------------------
   var cache = {};
@@ -150,4 +176,5 @@
 
   showHit();
   foldPanel();
+  foldHandoff(document);
 })();

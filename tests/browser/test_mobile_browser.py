@@ -2,7 +2,7 @@
 the chat list by keyboard, desktop notifications per manager, and a reconnect that brings back
 what was missed at once. A real browser on the shared live stack.
 
-Screenshots at 390 px (list, chat, menu open) and 1366 px go to test-artifacts/."""
+Screenshots at 390 px (list, chat, menu open) and 1920 px go to test-artifacts/."""
 
 from __future__ import annotations
 
@@ -137,9 +137,10 @@ def test_phone_layout_menu_and_keyboard_navigation(
     anna.wait_for_url(f"{stack}/inbox/")
     expect(anna.locator("#chat-list-items .chat-row")).to_have_count(3)
 
-    # 1366 px: the navigation in the bar, no menu button; the list by keyboard.
-    anna.set_viewport_size(DESKTOP)
+    # 1920 px: the admin's whole navigation in the bar, no menu button; the list by keyboard.
+    anna.set_viewport_size({"width": 1920, "height": 860})
     anna.goto(f"{stack}/inbox/")
+    expect(anna.locator("#live-status")).to_have_text("Live")
     expect(button).to_be_hidden()
     expect(anna.locator(".topnav").get_by_role("link", name="Channels")).to_be_visible()
     rows = anna.locator("#chat-list-items .chat-row")
@@ -154,7 +155,7 @@ def test_phone_layout_menu_and_keyboard_navigation(
     expect(rows.nth(1)).to_be_focused()
     outline = rows.nth(1).evaluate("r => getComputedStyle(r).outlineStyle")
     assert outline == "solid", "the focused row shows no focus ring"
-    shot(anna, "desktop-1366-inbox-keyboard")
+    shot(anna, "desktop-1920-inbox-keyboard")
     # Typing in the search box is typing, not navigation.
     anna.locator("#filter-q").focus()
     anna.keyboard.type("jk")
