@@ -4,13 +4,13 @@
 `inbox/conversations/status.py`, and each change of either leaves a `ChatTransition` row
 (`inbox/conversations/audit.py`). Everything else reads them.
 
-Why one long module: these are every model of the app labelled "inbox" (apps.py), and Django
-finds an app's models in its `models` module. They reference one another (a chat's channel,
-business, messages, transitions, handoffs, turns, labels), the migrations name them by that
-label, and most of the length is field declarations and their closed sets (`Owner`,
-`ChatStatus`, `OwnershipCause`, `StatusCause`, `HandoffReason`, each model's `TextChoices`),
-which are the vocabulary the rest of the code imports from here. Splitting them into a
-`models/` package would only add a re-exporting `__init__` for the same classes.
+The app's other rows live in modules beside this one and are imported at its top or end,
+so Django registers them with the app labelled "inbox" and the rest of the code imports every
+model and closed set from here: `chat_state_models.py` (who holds a chat, its status, their
+audit rows, read markers), `supervision_models.py` (drafts, flags), `operation_models.py`
+(alerts, API tokens, jobs), `reply_tool_models.py` (labels, canned replies),
+`template_models.py` and `followup_models.py`. Their foreign keys name models by string, so
+none of them imports this module.
 """
 
 from __future__ import annotations
@@ -20,9 +20,17 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from inbox.conversations.chat_state_models import (
+    TRANSITION_CAUSES as TRANSITION_CAUSES,
+)
+from inbox.conversations.chat_state_models import ChatStatus as ChatStatus
+from inbox.conversations.chat_state_models import ChatTransition as ChatTransition
+from inbox.conversations.chat_state_models import Owner as Owner
+from inbox.conversations.chat_state_models import OwnershipCause as OwnershipCause
+from inbox.conversations.chat_state_models import ReadMarker as ReadMarker
+from inbox.conversations.chat_state_models import StatusCause as StatusCause
 from inbox.platform.fields import EncryptedTextField
 
 
@@ -283,20 +291,6 @@ class Membership(models.Model):
         return f"{self.user} @ {self.business} ({self.role})"
 
 
-class Owner(models.TextChoices):
-    BOT = "bot", _("Bot")
-    PENDING_HUMAN = "pending_human", _("Waiting for a human")
-    HUMAN = "human", _("Human")
-
-
-class ChatStatus(models.TextChoices):
-    """Where a chat stands in the managers' work, apart from who speaks (`Owner`)."""
-
-    OPEN = "open", _("Open")
-    SNOOZED = "snoozed", _("Snoozed")
-    RESOLVED = "resolved", _("Resolved")
-
-
 class Chat(models.Model):
     """One customer on one channel."""
 
@@ -506,99 +500,6 @@ class Message(models.Model):
         return self.text
 
 
-class OwnershipCause(models.TextChoices):
-    """Why `Chat.owner` changed: the transitions of `inbox/conversations/ownership.py`."""
-
-    REQUEST_HUMAN = "request_human", _("Assistant handed over")
-    TAKE_OVER = "take_over", _("Manager took over")
-    MANAGER_REPLIED = "manager_replied", _("Manager replied")
-    RELEASE = "release", _("Released to the bot")
-    IDLE_RELEASE = "idle_release", _("Released: no manager message")
-    RESOLVED = "resolved", _("Resolved: returned to the bot")
-    RESOLVED_UNASSIGNED = "resolved_unassigned", _("Resolved: waits for a human")
-
-
-class StatusCause(models.TextChoices):
-    """Why `Chat.status` changed: the changes of `inbox/conversations/status.py`."""
-
-    RESOLVE = "resolve", _("Resolved")
-    SNOOZE = "snooze", _("Snoozed")
-    REOPEN = "reopen", _("Reopened")
-    SNOOZE_ENDED = "snooze_ended", _("Snooze ended")
-    CUSTOMER_WROTE = "customer_wrote", _("Customer wrote")
-
-
-# Every cause a `ChatTransition` row may carry, grouped as the admin's filter shows them.
-TRANSITION_CAUSES = [("Owner", OwnershipCause.choices), ("Status", StatusCause.choices)]
-
-
-class ChatTransition(models.Model):
-    """Audit row for every change of a chat's owner (`Chat.owner`, written by
-    `inbox/conversations/ownership.py`) and of its status (`Chat.status`, by
-    `inbox/conversations/status.py`), both through `inbox/conversations/audit.py`.
-
-    An owner change has `cause` in `OwnershipCause` and `from_owner` ≠ `to_owner`; a status change
-    has `cause` in `StatusCause`, `from_owner` = `to_owner` and `from_status`/`to_status` set
-    (`is_status_change`). The table keeps the name it had as `OwnershipTransition` (migration
-    0013 renamed the model only)."""
-
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="transitions")
-    from_owner = models.CharField(max_length=16, choices=Owner.choices)
-    to_owner = models.CharField(max_length=16, choices=Owner.choices)
-    cause = models.CharField(max_length=32, choices=TRANSITION_CAUSES)
-    reason = models.CharField(max_length=64, blank=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    actor_label = models.CharField(
-        max_length=64, blank=True, help_text="bot, phone, system, or the manager's name."
-    )
-    version = models.PositiveBigIntegerField(help_text="Chat.version after the transition.")
-    from_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
-    to_status = models.CharField(max_length=16, choices=ChatStatus.choices, blank=True)
-    snoozed_until = models.DateTimeField(null=True, blank=True)
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        db_table = "inbox_ownershiptransition"
-        ordering = ["id"]
-        indexes = [models.Index(fields=["chat", "at"], name="transition_report_chat")]
-
-    def __str__(self) -> str:
-        if self.to_status:
-            return f"{self.from_status} → {self.to_status} ({self.cause})"
-        return f"{self.from_owner} → {self.to_owner} ({self.cause})"
-
-    @property
-    def is_status_change(self) -> bool:
-        return bool(self.to_status)
-
-
-class ReadMarker(models.Model):
-    """How far one manager has read one chat: the unread badge each manager sees is the chat's
-    customer messages since this marker (inbox/conversations/reading.py)."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="read_markers"
-    )
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="read_markers")
-    last_read_id = models.PositiveBigIntegerField(
-        default=0, help_text="The last customer message this manager has seen."
-    )
-    read_count = models.PositiveIntegerField(
-        default=0, help_text="Chat.customer_messages when this manager last read the chat."
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "chat"], name="read_marker_unique_user_chat")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.user} read chat #{self.chat_id} to {self.last_read_id}"
-
-
 class HandoffReason(models.TextChoices):
     """Why a chat went to a person: the reasons the product itself knows, with the label a manager
     reads. A business may add reasons of its own (AssistantSettings.handoff_reasons), so
@@ -704,236 +605,6 @@ class Turn(models.Model):
         return f"turn #{self.pk} chat #{self.chat_id} {self.outcome}"
 
 
-class Draft(models.Model):
-    """A bot reply that waits for a person (the channel's `approval`): approved as is, edited
-    and sent, rejected, superseded by a newer customer message, or expired. Written only by
-    `inbox.conversations.drafts`."""
-
-    class State(models.TextChoices):
-        PENDING = "pending", "Waiting for approval"
-        APPROVED = "approved", "Approved as is"
-        EDITED = "edited", "Edited and sent"
-        REJECTED = "rejected", "Rejected"
-        SUPERSEDED = "superseded", "Superseded by a newer message"
-        EXPIRED = "expired", "Not approved in time"
-
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="drafts")
-    turn = models.ForeignKey(
-        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="drafts"
-    )
-    text = models.TextField()
-    sent_text = models.TextField(blank=True, help_text="What went out, when a person edited it.")
-    generated_at_version = models.PositiveBigIntegerField()
-    answered_up_to = models.PositiveBigIntegerField()
-    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    message = models.ForeignKey(
-        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["state", "created_at"], name="draft_state_created")]
-
-    def __str__(self) -> str:
-        return f"draft #{self.pk} chat #{self.chat_id} {self.state}"
-
-
-class MessageFlag(models.Model):
-    """A manager's mark that a bot message was wrong, and how: what the weekly review gathers
-    to fix the price list, the rules or the prompt. Written by `inbox.conversations.flags`."""
-
-    class Category(models.TextChoices):
-        WRONG_ITEM = "wrong_item", _("Wrong item")
-        WRONG_AMOUNT = "wrong_amount", _("Wrong amount")
-        SHOULD_HAVE_HANDED_OFF = "should_have_handed_off", _("Should have handed off")
-        BAD_WORDING = "bad_wording", _("Bad wording")
-
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="flags")
-    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="message_flags")
-    flagged_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    category = models.CharField(max_length=32, choices=Category.choices)
-    note = models.TextField(blank=True, max_length=2000)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    # Set when an admin fixed it from the review (`inbox.web.settings.review_fixes`): an open
-    # flag has none, and only open flags are listed.
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    resolution = models.CharField(max_length=300, blank=True, help_text="Which fix, in words.")
-
-    class Meta:
-        ordering = ["-id"]
-
-    def __str__(self) -> str:
-        return f"flag {self.category} message #{self.message_id}"
-
-
-class Alert(models.Model):
-    """Something an operator must look at: a silent number, a backlog, the model or the CRM down.
-
-    At most one open alert per (business, kind, subject); raised and resolved only through
-    `inbox/upkeep/alerts.py`. `business` is empty for installation-wide alerts (queues, model
-    server)."""
-
-    class Kind(models.TextChoices):
-        CHANNEL_SILENT = "channel_silent", "Channel silent during working hours"
-        QUEUE_BACKLOG = "queue_backlog", "Oldest job waiting too long"
-        LLM_BREAKER_OPEN = "llm_breaker_open", "Model server unavailable (breaker open)"
-        MODEL_MISCONFIGURED = "model_misconfigured", "Model server refuses the configuration"
-        CRM_SYNC_FAILING = "crm_sync_failing", "Bitrix24 sync failing"
-
-    business = models.ForeignKey(
-        Business, null=True, blank=True, on_delete=models.CASCADE, related_name="alerts"
-    )
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    subject = models.CharField(
-        max_length=200, blank=True, help_text="What is affected: channel:<id>, a queue, a replica."
-    )
-    message = models.TextField()
-    raised_at = models.DateTimeField(default=timezone.now, db_index=True)
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    last_notified_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-raised_at"]
-        constraints = [
-            # Two constraints because NULL business ids are distinct in a plain unique index.
-            models.UniqueConstraint(
-                fields=["business", "kind", "subject"],
-                condition=Q(resolved_at__isnull=True, business__isnull=False),
-                name="alert_unique_open",
-            ),
-            models.UniqueConstraint(
-                fields=["kind", "subject"],
-                condition=Q(resolved_at__isnull=True, business__isnull=True),
-                name="alert_unique_open_global",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.get_kind_display()} {self.subject}".strip()
-
-
-class ApiToken(models.Model):
-    """A user's token for the JSON API (/api/v1/): the same permissions as that user has in the
-    inbox. Only the token's SHA-256 is stored; the token is shown once, when it is made."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
-    )
-    name = models.CharField(max_length=200, blank=True, help_text="What the token is for.")
-    prefix = models.CharField(max_length=16, help_text="The token's first characters.")
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    is_active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.user}{', ' + self.name if self.name else ''})"
-
-
-class Job(models.Model):
-    """Progress of one piece of long work (a price-list import, a first CRM sync, a
-    reconciliation pass, a data purge), written by the worker doing it through
-    `inbox.conversations.progress` and shown live on that work's page."""
-
-    class Kind(models.TextChoices):
-        PRICE_IMPORT = "price_import", "Price-list import"
-        CRM_FULL_SYNC = "crm_full_sync", "Bitrix24: every chat checked against the CRM"
-        CRM_RECONCILE = "crm_reconcile", "Bitrix24: reconciliation pass"
-        PURGE = "purge", "Data purge (retention)"
-
-    class State(models.TextChoices):
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="jobs")
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
-    total = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: not known yet.")
-    done = models.PositiveIntegerField(default=0)
-    errors = models.PositiveIntegerField(default=0)
-    last_error = models.CharField(max_length=300, blank=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-        indexes = [models.Index(fields=["business", "kind", "-id"], name="job_latest")]
-
-    def __str__(self) -> str:
-        return f"{self.get_kind_display()} #{self.pk} ({self.state})"
-
-    @property
-    def percent(self) -> int | None:
-        if not self.total:
-            return None
-        return min(100, self.done * 100 // self.total)
-
-
-class Label(models.Model):
-    """A business's own tag for chats ("VIP", "delivery"), in one colour of a fixed palette
-    whose text and background pass WCAG AA contrast."""
-
-    class Colour(models.TextChoices):
-        GREY = "grey", "Grey"
-        BLUE = "blue", "Blue"
-        GREEN = "green", "Green"
-        AMBER = "amber", "Amber"
-        RED = "red", "Red"
-        PURPLE = "purple", "Purple"
-
-    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="labels")
-    name = models.CharField(max_length=40)
-    colour = models.CharField(max_length=8, choices=Colour.choices, default=Colour.BLUE)
-    chats = models.ManyToManyField(Chat, blank=True, related_name="labels")
-
-    class Meta:
-        ordering = ["name"]
-        constraints = [
-            models.UniqueConstraint(fields=["business", "name"], name="label_unique_name")
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class CannedReply(models.Model):
-    """A reply a business's managers insert by typing `/` in the composer. The text may name
-    {customer_name}, {manager_name} and {business_name}; they are filled for the chat."""
-
-    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="canned_replies")
-    title = models.CharField(max_length=80)
-    shortcut = models.SlugField(
-        max_length=32, blank=True, allow_unicode=True, help_text="Typed after / to find it fast."
-    )
-    text = models.TextField(max_length=4096)
-
-    class Meta:
-        ordering = ["title"]
-        verbose_name_plural = "canned replies"
-
-    def __str__(self) -> str:
-        return self.title
-
-
 class OptOut(models.Model):
     """A customer of a business asked not to be written to (a keyword, the platform's signal or
     a manager). Active while `cleared_at` is empty; a manager's clearing is kept with who did it.
@@ -969,10 +640,32 @@ class OptOut(models.Model):
         return f"opt-out #{self.pk} business #{self.business_id} ({self.source})"
 
 
-# The template store, the pending replies and the follow-ups live in their own modules (string
+# The rows of the template store, the pending replies, the follow-ups, the trust loop, the
+# installation's operations and the managers' reply tools live in their own modules (string
 # foreign keys, no import back here); imported here so Django registers them with the app.
 from inbox.conversations.followup_models import (  # noqa: E402
     Followup as Followup,
+)
+from inbox.conversations.operation_models import (  # noqa: E402
+    Alert as Alert,
+)
+from inbox.conversations.operation_models import (  # noqa: E402
+    ApiToken as ApiToken,
+)
+from inbox.conversations.operation_models import (  # noqa: E402
+    Job as Job,
+)
+from inbox.conversations.reply_tool_models import (  # noqa: E402
+    CannedReply as CannedReply,
+)
+from inbox.conversations.reply_tool_models import (  # noqa: E402
+    Label as Label,
+)
+from inbox.conversations.supervision_models import (  # noqa: E402
+    Draft as Draft,
+)
+from inbox.conversations.supervision_models import (  # noqa: E402
+    MessageFlag as MessageFlag,
 )
 from inbox.conversations.template_models import (  # noqa: E402
     MessageTemplate as MessageTemplate,
