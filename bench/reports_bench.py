@@ -95,10 +95,12 @@ def seed(chats: int, per_chat: int, days: int, *, reuse: bool = False) -> dict[s
         cursor.execute(
             f"""
             INSERT INTO inbox_chat (channel_id, customer_key, customer_phone, customer_name,
+                customer_bsuid, customer_username,
                 owner, version, answered_up_to, customer_messages, status, created_at,
                 last_message_at,
                 owner_changed_at, last_customer_at, last_manager_at, assigned_to_id)
             SELECT CASE WHEN i % 3 = 0 THEN {ch2} ELSE {ch1} END, i::text, '', 'Bench ' || i,
+                '', '',
                 CASE WHEN i % 25 = 0 THEN 'pending_human' WHEN i % 5 = 0 THEN 'human'
                      ELSE 'bot' END,
                 1, 0, {per_chat // 2}, 'open', t0, t0 + interval '1 hour', NULL, NULL, NULL, NULL
