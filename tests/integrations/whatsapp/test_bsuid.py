@@ -270,7 +270,7 @@ def test_the_contact_panel_shows_username_and_bsuid_where_there_is_no_phone(
     # Nameless: the header calls them by their username.
     Chat.objects.filter(pk=chat.pk).update(customer_name="")
     page = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
-    assert f"<h1>@{USERNAME}</h1>" in page
+    assert f'<h1 title="@{USERNAME}">@{USERNAME}</h1>' in page
 
     channel.business.mask_phone_for_managers = True
     channel.business.save(update_fields=["mask_phone_for_managers"])
