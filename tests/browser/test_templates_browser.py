@@ -61,6 +61,11 @@ def test_a_template_past_the_window_and_the_kept_answer_on_the_customers_return(
     composer.locator("[data-action=choose-template]").click()
     form = composer.locator("[data-template-form]")
     expect(form.locator("[data-template-select]")).to_contain_text("order_ready · en_US · Utility")
+    # The picker was just swapped in: choose once htmx has settled it (its change handler bound),
+    # as a person's hand would; on a loaded runner the choice came first and was lost.
+    boris.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+    )
     form.locator("[data-template-select]").select_option(label="order_ready · en_US · Utility")
     expect(form.locator("[data-variable='1']")).to_have_value("Aigerim")
     form.locator("[data-variable='2']").fill("#42")
