@@ -184,10 +184,14 @@ class CloudApiTransport:
         }
         if typing:
             payload["typing_indicator"] = {"type": "text"}
+        self._post_messages(payload, READ_TIMEOUT)
+
+    def _post_messages(self, payload: dict[str, Any], timeout: httpx.Timeout) -> httpx.Response:
+        """POST to the number's `/messages` (a send or a read mark); a 200 answer or the error."""
         url = f"{self.base}/{self.channel.phone_number_id}/messages"
         try:
             response = http.shared().post(
-                url, json=payload, headers=self._headers(), timeout=READ_TIMEOUT
+                url, json=payload, headers=self._headers(), timeout=timeout
             )
         except httpx.TimeoutException as exc:
             raise TransientSendError(
@@ -197,23 +201,12 @@ class CloudApiTransport:
             raise TransientSendError("the Graph API is unreachable", code="network") from exc
         if response.status_code != 200:
             raise _graph_error(response)
+        return response
 
     def _send(self, payload: dict[str, Any], client_message_id: str) -> str:
         if client_message_id:
             payload["biz_opaque_callback_data"] = client_message_id
-        url = f"{self.base}/{self.channel.phone_number_id}/messages"
-        try:
-            response = http.shared().post(
-                url, json=payload, headers=self._headers(), timeout=SEND_TIMEOUT
-            )
-        except httpx.TimeoutException as exc:
-            raise TransientSendError(
-                "the Graph API did not answer in time", code="timeout"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise TransientSendError("the Graph API is unreachable", code="network") from exc
-        if response.status_code != 200:
-            raise _graph_error(response)
+        response = self._post_messages(payload, SEND_TIMEOUT)
         try:
             return str(response.json()["messages"][0]["id"])
         except (ValueError, KeyError, IndexError, TypeError) as exc:
