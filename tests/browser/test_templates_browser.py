@@ -66,7 +66,12 @@ def test_a_template_past_the_window_and_the_kept_answer_on_the_customers_return(
     boris.wait_for_function(
         "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
     )
-    form.locator("[data-template-select]").select_option(label="order_ready · en_US · Utility")
+    # Choosing re-renders the picker; typing before that swap lands would be wiped by it.
+    with boris.expect_response(lambda r: f"/inbox/chat/{chat.pk}/templates/" in r.url):
+        form.locator("[data-template-select]").select_option(label="order_ready · en_US · Utility")
+    boris.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+    )
     expect(form.locator("[data-variable='1']")).to_have_value("Aigerim")
     form.locator("[data-variable='2']").fill("#42")
     expect(form.locator("[data-template-preview]")).to_have_text(
