@@ -56,7 +56,7 @@ from assistant.knowledge.matching import (
     normalise,
     segments,
 )
-from assistant.knowledge.rules import NO_RULE, RuleAnswer, rule_answer, topics
+from assistant.knowledge.rules import NO_RULE, RuleAnswer, rule_answer, rule_by_words, topics
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Facts, HistoryEntry, Item, TurnInput
 from inbox.conversations.models import HandoffReason
@@ -133,6 +133,9 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     leaning = rule is None or bool(TOTAL_RE.search(normalise(message)))
     found = find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
     found = about_agreed(found, message, agreed, knowledge)
+    if rule is None and not found.quotes and not found.ambiguous:
+        # Nothing listed is named: a sentence of the rules may still answer in its own words.
+        rule = rule_by_words(message, config.business_rules or "")
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
     intent = detect_intent(message, knowledge.catalogue.name_words)
     if intent == HandoffReason.NON_STANDARD_TERMS and rule and rules_give_the_terms(message, rule):

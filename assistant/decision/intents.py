@@ -292,11 +292,15 @@ def _affirmed(pattern: str, clause: str) -> bool:
     return False
 
 
+# A time of day ("к 12:00") is when the customer comes, not a number of the terms asked for.
+CLOCK_RE = re.compile(r"\b\d{1,2}[:.]\d{2}\b")
+
+
 def rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
     """Whether the rule sentences speak of the terms asked for and of every number in the
     request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
     if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
         return False
-    numbers = set(re.findall(r"\d+", message))
+    numbers = set(re.findall(r"\d+", CLOCK_RE.sub(" ", message)))
     written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
     return numbers <= written

@@ -14,13 +14,15 @@ the rules.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from assistant import language
-from assistant.knowledge.matching import normalise, stem, words
+from assistant.knowledge.matching import is_stopword, normalise, stem, word_key, words
 from assistant.knowledge.money import find_amounts
 from assistant.knowledge.transliteration import skeleton
 
@@ -45,9 +47,10 @@ TOPICS: dict[str, re.Pattern[str]] = {
         r"ежедневно|без выходных|\bпн\b|жұмыс (?:уақыт|істей)|"
         r"нешеге",
         "payment": r"pay (?:by|with|in|via)|payment method|\bcash\b|\bcard\b|kaspi|каспи|"
-        r"transfer|оплат|картой|карточк|наличн|перевод|төлем|төлеу|рассрочк|install?ments?|"
+        r"transfer|оплат|оплач|картой|карточк|наличн|перевод|төлем|төлеу|рассрочк|install?ments?|"
         r"\bcredit\b|кредит|бөліп төле|0-0-\d+|безнал|юрлиц|юридическ|bank transfer|wire|"
         r"\binvoice|legal entit|company account",
+        "discounts": r"discount|скидк|скидоч|жеңілдік|\bакци[яиюй]|\bsale\b|% off",
         "photo": r"photo|picture|\bpic\b|фото|снимок|сфотограф|сурет",
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
         "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",
@@ -159,6 +162,53 @@ def rule_answer(question: str, rules: str, said: Iterable[str] = ()) -> RuleAnsw
     if not chosen:
         return None
     return RuleAnswer(frozenset(answered), tuple(chosen[: MAX_SENTENCES + 1]))
+
+
+# A message that asks something: a question mark or a question word of the three languages.
+QUESTION_RE = re.compile(
+    r"\?|\b(?:how|what|when|where|which|who|why|do you|can i|is there|are there|сколько|"
+    r"как|когда|где|какой|какая|какие|можно|есть ли|ли\b|почем|қанша|қашан|қайда|қалай|"
+    r"ма\b|ме\b|ба\b|бе\b|па\b|пе\b)",
+    re.IGNORECASE,
+)
+# Words of a question that name no subject of their own (beyond the matcher's stopwords).
+GENERIC_WORDS = frozenset(
+    "extra charge charges cost fee fees pay paid much many long need want would should could "
+    "доплата доплачивать платить платно платный стоить стоимость сумма нужно надо можно будет "
+    "скажите подскажите интересует вопрос узнать хотела хотел хотели ваши ваша ваше ваш "
+    "сколько ақысы төлем керек бола".split()
+)
+
+
+def rule_by_words(question: str, rules: str) -> RuleAnswer | None:
+    """The rule sentence a question names by its own words, on a subject no topic lists ("выезд
+    мастера на дом", "тест на уровень платный?"): the sentence sharing the rarest of the
+    question's words (compared by meaning across scripts, `word_key`), or None when the
+    message asks nothing or shares no such word with any sentence."""
+    if not QUESTION_RE.search(normalise(question)):
+        return None
+    asked = _subject_keys(question)
+    written = sentences(rules)
+    keyed = [_subject_keys(s) for s in written]
+    if not asked or not written:
+        return None
+    spread = Counter(key for keys in keyed for key in keys)
+
+    def weight(keys: set[str]) -> float:
+        return sum(math.log(1 + len(written) / spread[key]) for key in asked & keys)
+
+    best = max(range(len(written)), key=lambda i: (weight(keyed[i]), -i))
+    if not asked & keyed[best]:
+        return None
+    return RuleAnswer(frozenset(), (written[best],))
+
+
+def _subject_keys(text: str) -> set[str]:
+    return {
+        word_key(w)
+        for w in words(text)
+        if len(w) > 3 and not w.isdigit() and not is_stopword(w) and w not in GENERIC_WORDS
+    }
 
 
 def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
