@@ -89,6 +89,8 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+# Three or more consonants and no vowel: an abbreviation ("ВВГ", "ПВС", "MDF"), not a word.
+_ABBREVIATION_RE = re.compile(r"[^\Waeiouyаеёиоуыэюяәөүұі\d_]{3,6}")
 
 # Texts and words whose matches a catalogue keeps (each entry a few hundred bytes).
 MATCH_CACHE_SIZE = 4096
@@ -177,6 +179,13 @@ class Catalogue:
                 for w in words(v or ""):
                     if w.isalpha() and not is_stopword(w):
                         self.keys_by_script[language.is_cyrillic(w)].add(word_key(w))
+        # Each name word as spelled (lower case) → its key: what an abbreviation may begin.
+        self.spellings: dict[str, str] = {
+            w: word_key(w)
+            for name in self.names
+            for w in words(name)
+            if w.isalpha() and len(w) >= 4 and not is_stopword(w)
+        }
         self.packaging: dict[Family, set[str]] = {}
         for name in self.names:
             for w in words(name):
@@ -283,6 +292,13 @@ class Catalogue:
         if not found and not key.startswith("#") and word.isalpha() and not _VERB_RE.search(word):
             other_script = self.keys_by_script[not language.is_cyrillic(word)]
             found |= {k for k in other_script if not k.startswith("#") and shared_root(key, k)}
+        if not found and _ABBREVIATION_RE.fullmatch(word):
+            # An abbreviation of consonants names the code it begins ("ВВГ" the "ВВГнг").
+            found |= {
+                k
+                for spelled, k in self.spellings.items()
+                if spelled.startswith(word) and len(spelled) - len(word) <= 2
+            }
         found |= {k for k in WIDER.get(stem(word), ()) if k in self.vocabulary}
         # Packaging words meet across languages by what they are: "box" is the "коробка" of
         # "Макарон коробка 6 шт", "bag" the "мешок".
