@@ -172,12 +172,13 @@ QUESTION_RE = re.compile(
     re.IGNORECASE,
 )
 # Words of a question that name no subject of their own (beyond the matcher's stopwords).
-GENERIC_WORDS = frozenset(
-    "extra charge charges cost fee fees pay paid much many long need want would should could "
-    "доплата доплачивать платить платно платный стоить стоимость сумма нужно надо можно будет "
-    "скажите подскажите интересует вопрос узнать хотела хотел хотели ваши ваша ваше ваш "
-    "сколько ақысы төлем керек бола".split()
+_GENERIC_LINES = (
+    "extra charge charges cost fee fees pay paid much many long need want would should could",
+    "доплата доплачивать платить платно платный стоить стоимость сумма нужно надо можно будет",
+    "скажите подскажите интересует вопрос узнать хотела хотел хотели ваши ваша ваше ваш",
+    "сколько ақысы төлем керек бола",
 )
+GENERIC_WORDS = frozenset(" ".join(_GENERIC_LINES).split())
 
 
 def rule_by_words(question: str, rules: str) -> RuleAnswer | None:

@@ -79,6 +79,8 @@ class ItemMatch:
     literal: bool = False
     # The name's words the query did not say ("педикюр" of a manicure-and-pedicure set).
     unsaid: frozenset[str] = field(default_factory=frozenset)
+    # Only a period or a count of people matched ("в месяц", "за троих"): how long, not what.
+    how_long: bool = False
 
 
 CHILD = word_key("child")
@@ -89,6 +91,8 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+# Families that say how long or for how many people: beside a thing named, no item.
+_HOW_LONG = frozenset({Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR, Family.PERSON})
 # Three or more consonants and no vowel: an abbreviation ("ВВГ", "ПВС", "MDF"), not a word.
 _ABBREVIATION_RE = re.compile(r"[^\Waeiouyаеёиоуыэюяәөүұі\d_]{3,6}")
 
@@ -469,8 +473,16 @@ class Catalogue:
             if at:
                 candidates[k] = at
         words_found = [k for k in candidates if not k.isdigit()]
+        by_position = {t.position: t for t, _found in keys_of}
         if not words_found:
             return None
+        # A period and a number ("…, сколько за троих в месяц?") say how long: beside a thing
+        # named, they name no item of their own ("Интенсив 3 месяца").
+        how_long = all(
+            (family_of(by_position[p].word) or (None,))[0] in _HOW_LONG
+            for k in words_found
+            for p in candidates[k]
+        )
         chosen: dict[str, int] = {}
         for k in sorted(words_found, key=lambda k: -self.idf.get(k, 1.0)):
             if not chosen:
@@ -486,7 +498,6 @@ class Catalogue:
                 chosen[k] = p
                 number_positions.add(p)
         matched = sum(self.idf.get(k, 1.0) for k in chosen)
-        by_position = {t.position: t for t, _found in keys_of}
         literal = all(
             stems_match(skeleton(by_position[p].stem), shapes[k], fuzzy=True)
             for k, p in chosen.items()
@@ -498,7 +509,8 @@ class Catalogue:
             matched,
             frozenset(chosen.values()),
             number_positions=frozenset(number_positions),
-            weak=all(k in ATTRIBUTE_KEYS for k in words_found),
+            weak=how_long or all(k in ATTRIBUTE_KEYS for k in words_found),
+            how_long=how_long,
             literal=literal,
             unsaid=frozenset(k for k in keys if k not in chosen and not k.isdigit()),
         )
@@ -579,6 +591,8 @@ class Catalogue:
             resolved = self.resolve(part, text)
             groups = [g for g in resolved if not all(m.weak for m in g)] if strong else resolved
             vague = resolved and (not groups or len(groups[0]) > 1)
+            if not groups and all(m.how_long for g in resolved for m in g):
+                vague = False  # "…, сколько за троих в месяц?" asks of what was named before
             if vague and previous:
                 groups = self._elliptic(part, previous, seen) or groups
             previous = part if groups else previous
