@@ -122,7 +122,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"сөйлес", r"бот емес",
     )),
     (HandoffReason.NON_STANDARD_TERMS, (
-        r"discount", r"cheaper", r"lower (?:the )?price", r"better price", r"best price",
+        r"discount", r"\d+\s*(?:%|percent)\s*off\b", r"cheaper", r"lower (?:the )?price",
+        r"better price", r"best price",
         r"\bdeal\b", r"bargain", r"wholesale", r"\bbulk\b", r"install?ments?", r"\bin parts\b",
         r"\bcredit\b", r"\bloan\b", r"pay later", r"\bcustom(?!er)", r"made to order",
         r"special (?:price|offer|terms)", r"negotia", r"\bpromo", r"coupon", r"for free",

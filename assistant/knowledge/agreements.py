@@ -36,8 +36,9 @@ OLD_PRICE_RE = re.compile(
 # Words right after an amount that make it the old price ("69 000 → 60 000" keeps the second).
 OLD_PRICE_AFTER_RE = re.compile(r"^\s*(?:→|->|=>)", re.IGNORECASE)
 EACH_RE = re.compile(
-    r"\b(?:each|apiece|per (?:item|piece|unit|chair|one)|a piece|за штуку|за шт\b|за единицу|"
-    r"за каждый|за каждую|каждый|каждая|каждое|данасы)",
+    r"\b(?:each|apiece|per (?:item|piece|unit|chair|one|person|head)|a piece|a head|за штуку|"
+    r"за шт\b|за единицу|за каждый|за каждую|каждый|каждая|каждое|каждого|каждой|каждому|"
+    r"за человека|с человека|данасы|әрқайсы)|(?<!\w)по \d",
     re.IGNORECASE,
 )
 QUANTITY_RE = re.compile(

@@ -260,7 +260,8 @@ FREE_RE = re.compile(r"free|бесплатн|тегін", re.IGNORECASE)
 FROM_RE = re.compile(r"(?:\bот|\bfrom|\bover|\babove|свыше|не менее|at least)\s*$", re.IGNORECASE)
 # An amount per something the customer did not count (per floor, per km): not a fixed charge.
 PER_RE = re.compile(
-    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+(?!заказ|order|рейс|trip|выезд|поездк)\w+",
+    r"^\s*(?:тг|kzt|₸|тенге)?\.?\s*(?:за|per|a|each|каждый)\s+"
+    r"(?!(?:(?:один|одну|одно|one|each|every|каждый|каждую)\s+)?(?:заказ|order|рейс|trip|выезд|поездк))\w+",
     re.IGNORECASE,
 )
 
