@@ -26,6 +26,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from inbox.conversations import attachments, hooks, outbound, ownership
 from inbox.conversations.models import Channel, Chat, Message
@@ -193,13 +194,17 @@ def send(
         attachments.keep(message, blob)
     except OSError:
         log.exception("attachment.not_kept", extra={"message_id": message.pk})
-        _failed(message.pk, "storage", "The file could not be stored: nothing was sent.")
+        _failed(
+            message.pk, "storage", gettext_noop("The file could not be stored: nothing was sent.")
+        )
         return message
     try:
         send_attachment.delay(message.pk)
     except (OSError, kombu.exceptions.OperationalError):
         log.exception("attachment.not_queued", extra={"message_id": message.pk})
-        _failed(message.pk, "queue", "The task queue is unavailable: nothing was sent.")
+        _failed(
+            message.pk, "queue", gettext_noop("The task queue is unavailable: nothing was sent.")
+        )
         return message
     log.info(
         "attachment.queued",

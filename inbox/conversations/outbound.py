@@ -36,6 +36,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from inbox.conversations import delivery_errors, delivery_status, hooks, ownership, window
 from inbox.conversations.models import Chat, HandoffReason, Message, Owner, Turn
@@ -367,7 +368,8 @@ def _queue_retry(message: Message, step: RetryLater, first_try_at: float) -> Sen
 
 def _cancelled(message: Message) -> SendOutcome:
     return _mark_failed(
-        message, SendError("not retried: a manager took over the chat", code="cancelled")
+        message,
+        SendError(gettext_noop("not retried: a manager took over the chat"), code="cancelled"),
     )
 
 

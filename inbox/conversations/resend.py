@@ -10,6 +10,8 @@ A resend is a manager's reply: it is authored by the manager who pressed it and 
 becomes theirs (HUMAN), as for any reply, so no bot reply in flight can follow it. Some reasons
 mean sending again cannot work (`delivery_errors.resend_refusal`: the number cannot receive
 messages, the 24-hour window closed) until the customer writes again; those are refused.
+The refusals are English constants (`gettext_noop`): the API answers with them as they are, and
+the inbox shows them translated (`gettext(refusal)`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext_noop
 
 from inbox.conversations import delivery_errors, hooks, ownership
 from inbox.conversations.models import Chat, Message
@@ -45,17 +48,17 @@ def refusal(message: Message, chat: Chat) -> str:
         or message.author not in RESENDABLE_AUTHORS
         or message.status != Message.Status.FAILED
     ):
-        return "Only a message that failed can be sent again."
+        return gettext_noop("Only a message that failed can be sent again.")
     if isinstance(message.payload, dict) and message.payload.get("resent_as"):
-        return "This message was already sent again."
+        return gettext_noop("This message was already sent again.")
     if message.purged_at is not None:
-        return "This message's content was removed by the retention period."
+        return gettext_noop("This message's content was removed by the retention period.")
     if message.kind in OUTBOUND_MEDIA_KINDS and not message.media_file:
-        return "The file of this message is no longer kept: attach it again."
+        return gettext_noop("The file of this message is no longer kept: attach it again.")
     if message.kind not in OUTBOUND_MEDIA_KINDS and (
         message.kind != Message.Kind.TEXT or not message.text.strip()
     ):
-        return "Only a text, image or document message can be sent again."
+        return gettext_noop("Only a text, image or document message can be sent again.")
     why = delivery_errors.resend_refusal(message.error_code)
     wrote_since = (
         chat.last_customer_at is not None

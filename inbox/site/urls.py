@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from inbox.site import health, metrics_view
+from inbox.site import error_pages, health, metrics_view
 from inbox.web import (
     chat_extras,
     draft_views,
@@ -32,6 +32,10 @@ from inbox.web.settings import (
 from inbox.web.settings.notification_views import notification_settings
 from integrations.bitrix24.settings_page import bitrix24_settings
 from integrations.whatsapp import template_admin
+
+# Outside the language middleware too, in the visitor's language (error_pages.py).
+handler400 = error_pages.bad_request
+handler500 = error_pages.server_error
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

@@ -80,14 +80,16 @@ def _truncatechars(value: object, length: int) -> str:
 
 
 def _delivery_explanation(message: Message) -> str:
-    """Why a failed message was not delivered, in the manager's words (escaped by the
-    template like any text)."""
-    return delivery_errors.explain(message.error_code, message.error_title)
+    """Why a failed message was not delivered, in the manager's words and language (escaped by
+    the template like any text)."""
+    return delivery_errors.explain(message.error_code, message.error_title, translated=True)
 
 
 def _resend_refusal(message: Message) -> str:
-    """Why the failed message cannot be sent again now ("" when the Resend button is shown)."""
-    return resend.refusal(message, message.chat)
+    """Why the failed message cannot be sent again now ("" when the Resend button is shown), in
+    the active language (the refusal is an English constant, as the API sends it)."""
+    why = resend.refusal(message, message.chat)
+    return translation.gettext(why) if why else ""
 
 
 def _url(name: str, *args: object) -> str:

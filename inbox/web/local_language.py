@@ -114,7 +114,10 @@ def business_words(business_id: int) -> Iterator[None]:
         yield
 
 
-def _visitor_language(request: HttpRequest) -> str:
+def visitor_language(request: HttpRequest) -> str:
+    """The language of a visitor not (or not yet) known as a member: the last member's on this
+    browser (the cookie), else the browser's Accept-Language among ours, else English. Reads no
+    database, so the 500 page can use it when the database is what failed."""
     cookie = request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME)
     if cookie in CODES:
         return str(cookie)
@@ -128,7 +131,7 @@ class MemberLanguageMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
         signed_in = user is not None and user.is_authenticated
-        code = language_of(user) if signed_in else _visitor_language(request)  # type: ignore[arg-type]
+        code = language_of(user) if signed_in else visitor_language(request)  # type: ignore[arg-type]
         request.LANGUAGE_CODE = code
         with translation.override(code):
             response = self.get_response(request)

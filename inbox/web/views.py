@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from inbox.conversations import access, reading
@@ -268,14 +269,16 @@ def resend(request: HttpRequest, chat_id: int, message_id: int) -> HttpResponse:
         result = _run(request, actions.resend_message, chat_id, message_id)
     except actions.MessageNotFound as exc:
         raise Http404("no such message") from exc
+    # A refusal is an English constant (the API sends it so): shown in the member's language.
+    problem = gettext(result.error) if result.error else ""
     if not _is_htmx(request):
-        if result.error:
-            messages.error(request, result.error)
+        if problem:
+            messages.error(request, problem)
         return redirect("chat_detail", chat_id=chat_id)
     item = fragments.message_to_render(message_id)
     if item is None:
         raise Http404("no such message")
-    return HttpResponse(fragments.message_html(item, problem=result.error))
+    return HttpResponse(fragments.message_html(item, problem=problem))
 
 
 @login_required

@@ -144,14 +144,14 @@ def message_failed(message_id: int) -> None:
     users = failure_recipients(chat)
     if not users:
         return
-    whose = "The assistant's" if message.author == Message.Author.BOT else "A"
-    _send(
-        "failed",
-        chat,
-        users,
-        f"{whose} message was not delivered: {contact.customer_label(chat)}",
-        _sentences(delivery_errors.explain(message.error_code, message.error_title)),
-    )
+    with business_words(chat.channel.business_id):
+        customer = {"customer": contact.customer_label(chat)}
+        if message.author == Message.Author.BOT:
+            title = gettext("The assistant's message was not delivered: %(customer)s") % customer
+        else:
+            title = gettext("A message was not delivered: %(customer)s") % customer
+        why = delivery_errors.explain(message.error_code, message.error_title, translated=True)
+        _send("failed", chat, users, title, _sentences(why))
 
 
 def _sentences(text: str) -> str:

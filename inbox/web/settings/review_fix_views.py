@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from assistant.knowledge.price_import import ImportRejected
@@ -27,6 +28,10 @@ def _entry(request: HttpRequest) -> ReviewEntry:
         raise Http404("nothing to fix there") from None
 
 
+def _saved(number: int) -> str:
+    return gettext("Saved: the price list is now version %(number)s.") % {"number": number}
+
+
 def _replay_first(
     request: HttpRequest, entry: ReviewEntry, fix: str, item_id: int, words: str, price: str = ""
 ) -> HttpResponse | None:
@@ -37,7 +42,7 @@ def _replay_first(
     except review_fixes.NotFound:
         raise Http404("no such item") from None
     except ImportRejected as exc:
-        messages.error(request, f"Not replayed: {exc}")
+        messages.error(request, gettext("Not replayed: %(problem)s") % {"problem": exc})
         return None
     return redirect("settings_replay_run", run_id=run.pk)
 
@@ -60,9 +65,9 @@ def add_alias(request: HttpRequest) -> HttpResponse:
         except review_fixes.NotFound:
             raise Http404("no such item") from None
         except ImportRejected as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, gettext("Not saved: %(problem)s") % {"problem": exc})
         else:
-            messages.success(request, f"Saved: the price list is now version {version.number}.")
+            messages.success(request, _saved(version.number))
             return redirect("review")
     read = {name for _sku, name in entry.items}
     return render(
@@ -94,11 +99,15 @@ def add_item(request: HttpRequest) -> HttpResponse:
         try:
             version = review_fixes.fix_new_item(request.user, entry, name, price)
         except review_fixes.NotFound:
-            messages.error(request, "Upload a price list first.")
+            messages.error(request, gettext("Upload a price list first."))
         except ImportRejected as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, gettext("Not saved: %(problem)s") % {"problem": exc})
         else:
-            messages.success(request, f"Added: the price list is now version {version.number}.")
+            messages.success(
+                request,
+                gettext("Added: the price list is now version %(number)s.")
+                % {"number": version.number},
+            )
             return redirect("review")
     return render(
         request,
@@ -123,9 +132,9 @@ def manager_only(request: HttpRequest) -> HttpResponse:
         except review_fixes.NotFound:
             raise Http404("no such item") from None
         except ImportRejected as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, gettext("Not saved: %(problem)s") % {"problem": exc})
         else:
-            messages.success(request, f"Saved: the price list is now version {version.number}.")
+            messages.success(request, _saved(version.number))
             return redirect("review")
     return render(
         request,
@@ -147,5 +156,5 @@ def mark_fixed(request: HttpRequest) -> HttpResponse:
     entry = _entry(request)
     fix = " ".join(request.POST.get("fix", "").split())[:200] or "fixed by hand"
     review_fixes.resolve(request.user, entry, fix)
-    messages.success(request, "Marked as fixed.")
+    messages.success(request, gettext("Marked as fixed."))
     return redirect("review")

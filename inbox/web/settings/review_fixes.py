@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from assistant.knowledge.money import parse_amount
 from assistant.knowledge.price_import import (
@@ -48,7 +49,10 @@ from inbox.web.params import parse_id
 
 SHOWN = 100  # per kind of entry: the newest; older ones stay in the database
 KINDS = ("flag", "handoff", "draft")
-DRAFT_LABELS = {Draft.State.REJECTED: "Draft rejected", Draft.State.EDITED: "Draft edited"}
+DRAFT_LABELS = {
+    Draft.State.REJECTED: gettext_lazy("Draft rejected"),
+    Draft.State.EDITED: gettext_lazy("Draft edited"),
+}
 AMOUNT_RE = re.compile(r"\d[\d\s]*(?:[.,]\d+)?")
 
 
@@ -342,11 +346,13 @@ def _of_draft(draft: Draft) -> ReviewEntry:
         pk=draft.pk,
         chat=draft.chat,
         reason_code=f"draft_{draft.state}",
-        reason=DRAFT_LABELS.get(Draft.State(draft.state), str(draft.state)),
+        reason=str(DRAFT_LABELS.get(Draft.State(draft.state), draft.state)),
         said=draft.text,
         customer_words=_customer_words(turn, draft.chat_id, None),
         created_at=draft.decided_at or draft.created_at,
-        note=f"Sent instead: {draft.sent_text}" if draft.sent_text else "",
+        note=gettext("Sent instead: %(text)s") % {"text": draft.sent_text}
+        if draft.sent_text
+        else "",
         items=_items_read(turn),
     )
 

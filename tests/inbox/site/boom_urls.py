@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
+from inbox.site.urls import handler500  # noqa: F401  (the site's 500 page)
 from inbox.site.urls import urlpatterns as site_urlpatterns
 
 

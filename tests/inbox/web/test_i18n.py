@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import gettext
 import io
+import re
 from pathlib import Path
 
 import pytest
+from django.core import mail
 from django.core.management import call_command
 from django.test import Client
 
-from inbox.conversations.models import Channel, Handoff, Membership, Message
+from inbox.conversations.models import (
+    Channel,
+    Chat,
+    Handoff,
+    HandoffReason,
+    Membership,
+    Message,
+)
 from inbox.site import locale_build
 from inbox.web import fragments
+from inbox.web.api_tokens import create_token
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -245,3 +255,94 @@ def test_the_demo_shop_speaks_russian(monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox = client.get("/inbox/sandbox/", follow=True).content.decode()
     assert "Вы — клиент." in sandbox
     assert "Начать заново" in sandbox
+
+
+def test_the_error_pages_speak_the_browsers_language() -> None:
+    russian = Client(HTTP_ACCEPT_LANGUAGE="ru-RU,ru;q=0.9").get("/no/such/page/")
+    assert russian.status_code == 404
+    html = russian.content.decode()
+    assert '<html lang="ru">' in html
+    assert "<h1>Страница не найдена</h1>" in html
+    assert "Вернуться во входящие" in html
+    kazakh = Client()
+    kazakh.cookies["django_language"] = "kk"  # the last member who signed in here
+    assert "<h1>Бет табылмады</h1>" in kazakh.get("/no/such/page/").content.decode()
+    assert "<h1>Page not found</h1>" in Client().get("/no/such/page/").content.decode()
+
+
+def test_the_reset_mail_speaks_the_members_language_not_the_askers() -> None:
+    _, _, user = _member("ru")
+    user.email = "dana@example.com"
+    user.save()
+    asker = Client(HTTP_ACCEPT_LANGUAGE="en", REMOTE_ADDR="198.51.100.77")
+    done = asker.post("/accounts/password_reset/", {"email": "dana@example.com"}, follow=True)
+    assert "<h1>Check your mail</h1>" in done.content.decode()  # the page: the asker's
+    (sent,) = mail.outbox
+    assert sent.subject.startswith("Новый пароль для входящих на ")
+    assert f"Ваше имя пользователя: {user.get_username()}" in sent.body
+    assert "password" not in sent.body.lower()
+    link = re.search(r"https?://[^/\s]+(/accounts/reset/\S+)", str(sent.body))
+    assert link is not None
+    reader = Client(HTTP_ACCEPT_LANGUAGE="kk")
+    form = reader.get(link[1], follow=True)
+    assert "<h1>Құпиясөз орнатыңыз</h1>" in form.content.decode()
+    mismatch = reader.post(
+        form.redirect_chain[-1][0],
+        {"new_password1": "oak-table-120k", "new_password2": "oak-table-121k"},
+    )
+    assert "Енгізілген екі құпиясөз сәйкес келмейді." in mismatch.content.decode()
+
+
+def _failed_reply(chat_id: int, user_id: int, code: str) -> Message:
+    chat = Chat.objects.get(pk=chat_id)
+    return Message.objects.create(
+        chat=chat, channel=chat.channel, direction="out", author="manager", sent_by_id=user_id,
+        from_me=True, text="Дубовый стол: 120 000 ₸.", provider_message_id=f"wamid.failed{code}",
+        status=Message.Status.FAILED, error_code=code, error_title="Message undeliverable",
+    )  # fmt: skip
+
+
+def test_a_delivery_failure_is_russian_in_the_inbox_and_english_in_the_api() -> None:
+    client, chat, user = _member("ru")
+    failed = _failed_reply(chat.pk, user.pk, "131026")
+    html = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
+    assert "Не доставлено: Этого номера нет в WhatsApp" in html
+    assert "Клиент не может получать сообщения WhatsApp на этот номер" in html  # no Resend
+    assert "This number is not on WhatsApp" not in html
+    _, token = create_token(user, "tests")
+    shown = Client(HTTP_ACCEPT_LANGUAGE="ru").get(
+        f"/api/v1/chats/{chat.pk}", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    (message,) = [m for m in shown.json()["messages"] if m["id"] == failed.pk]
+    assert message["error_explanation"].startswith("This number is not on WhatsApp")
+    refused = Client(HTTP_ACCEPT_LANGUAGE="ru").post(
+        f"/api/v1/chats/{chat.pk}/messages/{failed.pk}/resend",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert refused.status_code == 409
+    assert refused.json()["detail"].startswith("The customer cannot receive WhatsApp messages")
+
+
+def test_an_unknown_meta_code_is_explained_in_kazakh_with_metas_own_words() -> None:
+    client, chat, user = _member("kk")
+    _failed_reply(chat.pk, user.pk, "131999")
+    html = client.get(f"/inbox/chat/{chat.pk}/").content.decode()
+    assert "WhatsApp бұл хабарды жеткізе алмады. WhatsApp жауабы: Message undeliverable" in html
+
+
+def test_the_review_fix_page_speaks_russian() -> None:
+    client, chat, _ = _member("ru", role=Membership.Role.ADMIN)
+    handoff = Handoff.objects.create(chat=chat, reason=HandoffReason.OUTSIDE_KNOWLEDGE_BASE)
+    review = client.get("/inbox/review/").content.decode()
+    assert "<h2>Исправить, по причинам</h2>" in review
+    assert "Добавить недостающий товар</a>" in review  # the entry's fixes
+    page = client.get(f"/inbox/review/fix/item/?source=handoff:{handoff.pk}").content.decode()
+    assert "<h1>Добавить недостающий товар</h1>" in page
+    assert "<strong>Клиент написал:</strong> <q>Сәлем</q>" in page  # the customer's own words
+    assert "Сначала повтор</button>" in page
+    refused = client.post(
+        "/inbox/review/fix/item/",
+        {"source": f"handoff:{handoff.pk}", "name": "Дубовый стол", "price": "120000"},
+    )
+    assert "Сначала загрузите прайс-лист." in refused.content.decode()  # a flash message
