@@ -124,6 +124,9 @@ def visitor_language(request: HttpRequest) -> str:
     return _known(translation.get_language_from_request(request, check_path=False))
 
 
+API_PATH = "/api/"
+
+
 class MemberLanguageMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -131,12 +134,19 @@ class MemberLanguageMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
         signed_in = user is not None and user.is_authenticated
-        code = language_of(user) if signed_in else visitor_language(request)  # type: ignore[arg-type]
+        if request.path.startswith(API_PATH):
+            code = "en"  # the JSON API speaks to programs: one language, whoever calls
+        elif signed_in:
+            code = language_of(user)  # type: ignore[arg-type]
+        else:
+            code = visitor_language(request)
         request.LANGUAGE_CODE = code
         with translation.override(code):
             response = self.get_response(request)
         response.headers.setdefault("Content-Language", code)
-        if signed_in and request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) != code:
+        remembered = request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME)
+        page = not request.path.startswith(API_PATH)  # the API's English is no one's choice
+        if signed_in and page and remembered != code:
             response.set_cookie(
                 settings.LANGUAGE_COOKIE_NAME,
                 code,

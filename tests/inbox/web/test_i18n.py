@@ -313,6 +313,7 @@ def test_a_delivery_failure_is_russian_in_the_inbox_and_english_in_the_api() -> 
     shown = Client(HTTP_ACCEPT_LANGUAGE="ru").get(
         f"/api/v1/chats/{chat.pk}", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
+    assert shown.headers["Content-Language"] == "en"  # whatever the caller's Accept-Language
     (message,) = [m for m in shown.json()["messages"] if m["id"] == failed.pk]
     assert message["error_explanation"].startswith("This number is not on WhatsApp")
     refused = Client(HTTP_ACCEPT_LANGUAGE="ru").post(
