@@ -644,7 +644,7 @@ class Catalogue:
         so ("12 кв.м", "for 3 months", "4 pieces of 6 m"), else the count beside its name."""
         measure = self.measures[group[0].index] if len(group) == 1 else None
         if measure is not None:
-            in_unit = quantity_in(part, measure)
+            in_unit = quantity_in(part, measure, self.sizes[group[0].index])
             if in_unit is not None:
                 return in_unit
         count = Decimal(quantity_near(tokens, group[0].positions, taken))

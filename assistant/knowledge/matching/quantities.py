@@ -53,8 +53,19 @@ COUNT_UNITS = frozenset(
         "данасы",
     ]
 )
+# What a piece comes in ("3 tubes of sealant", "4 баллона пены", "2 банки краски"): words a
+# count may stand before, by their first letters.
+_VESSELS = ("tube", "can", "cans", "bottle", "баллон", "тюбик", "флакон", "бутыл", "банк", "пачк")
+
+
+def is_vessel(word: str) -> bool:
+    return any(word.startswith(v) if len(v) > 3 else word == v for v in _VESSELS)
+
+
 _COUNT_FILLERS = frozenset(
     [
+        "керек",
+        "маған",
         "ну",
         "и",
         "and",
@@ -93,9 +104,9 @@ def count_only(part: str) -> int | None:
     if len(numbers) != 1 or not 0 < numbers[0] < 1000:
         return None
     rest = [t.word for t in tokens if t.number is None]
-    if not any(w in COUNT_UNITS for w in rest):
+    if not any(w in COUNT_UNITS or is_vessel(w) for w in rest):
         return None
-    if any(w not in COUNT_UNITS and w not in _COUNT_FILLERS for w in rest):
+    if any(w not in COUNT_UNITS and w not in _COUNT_FILLERS and not is_vessel(w) for w in rest):
         return None
     return numbers[0]
 
@@ -163,8 +174,9 @@ def quantity_near(
         number = count_at(p)
         if number is not None:
             return number
-        if not is_stopword(t.word) and t.number is None and p not in positions:
-            break
+        if not is_stopword(t.word) and not is_vessel(t.word) and t.number is None:
+            if p not in positions:
+                break
     for p in range(last + 1, last + 7):
         t = by_position.get(p)
         if t is None:

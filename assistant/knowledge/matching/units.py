@@ -236,11 +236,14 @@ def measure_of(unit: str) -> Measure | None:
     return Measure(family, size, holds)
 
 
-def quantity_in(text: str, measure: Measure) -> Decimal | None:
+def quantity_in(
+    text: str, measure: Measure, named: dict[str, list[tuple[Decimal, str]]] | None = None
+) -> Decimal | None:
     """How many priced units of an item `text` asks for, where it says so in a unit: "12 кв.м"
     of an item sold by m², "20 m2" of one sold by the pack of 2.16 m² (10 packs, rounded up),
     "4 куска по 6 метров" of one sold by the metre (24), "1 кг" of one sold per 100 g (10).
-    None when the text gives no quantity in a unit the item is sold in."""
+    None when the text gives no quantity in a unit the item is sold in. `named`: the sizes the
+    item's name states ("Труба 20 мм"), which are which item, never how much of it."""
     tokens = _tokens(text)
     written: list[tuple[Decimal, Family, Decimal]] = []  # (number, family, size) as written
     for i, word in enumerate(tokens):
@@ -254,9 +257,9 @@ def quantity_in(text: str, measure: Measure) -> Decimal | None:
         pieces = _pieces_of(tokens, j, measure)
         if pieces is not None:
             return _units(number * pieces, measure.size)
-        named = family_of(tokens[j]) if j < len(tokens) else None
-        if named is not None:
-            written.append((number, *named))
+        unit = family_of(tokens[j]) if j < len(tokens) else None
+        if unit is not None and (number * unit[1], "=") not in (named or {}).get(unit[0].value, []):
+            written.append((number, *unit))
     # The item's own unit first ("10 мешков" beats the "50 кг" a bag holds), then what it holds.
     for number, family, size in written:
         if family == measure.family:
