@@ -27,6 +27,7 @@ from assistant.knowledge.fees import (
 from assistant.knowledge.matching import format_quantity, measure_of, normalise, stem, words
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import CHARGED, Charge, RuleAnswer, charges, topic_clauses
+from assistant.models import Availability
 
 # A request for the total ("сколько всего?", "with delivery").
 TOTAL_RE = re.compile(
@@ -43,8 +44,19 @@ def quote_lines(
     terms: Sequence[PercentTerm] = (),
 ) -> str:
     """One line per quote and their total; `terms` (a discount or surcharge the rules give
-    and the customer's message meets) change the lines they are about, or else the total."""
+    and the customer's message meets) change the lines they are about, or else the total.
+    An item out of stock is no part of the total: its line comes after it."""
+    counted, unavailable = _quote_parts(quotes, lang, with_availability, terms)
+    return "\n".join(counted + unavailable)
+
+
+def _quote_parts(
+    quotes: list[Quote], lang: str, with_availability: bool, terms: Sequence[PercentTerm]
+) -> tuple[list[str], list[str]]:
+    """`quote_lines`' lines that count (with their total), and those of items out of stock."""
+    quotes = sorted(quotes, key=_out_of_stock)  # stable: the order asked, unavailable last
     lines = []
+    unavailable: list[str] = []
     totals: list[Decimal] = []
     on_lines = {id(t) for t in terms if any(_about(t, q) for q in quotes)}
     for quote in quotes:
@@ -70,19 +82,28 @@ def quote_lines(
             notes += [phrase] if phrase else []
         if notes:
             line += f" ({'; '.join(notes)})"
+        if _out_of_stock(quote) and len(quotes) > 1:
+            unavailable.append(line)
+            totals.pop()
+            continue
         lines.append(line)
+    counted = len(quotes) - len(unavailable)
     currencies = {q.item.currency for q in quotes}
     whole = [t for t in terms if id(t) not in on_lines and not t.target]
     if (len(quotes) > 1 or whole) and len(currencies) == 1:
         currency = currencies.pop()
         grand = sum(totals, Decimal(0))
-        if len(quotes) > 1:
+        if counted > 1:
             lines.append(text("answer.total", lang, total=format_money(grand, currency)))
         for term in whole:
             grand = term.applied(grand)
             shown = format_money(grand, currency)
             lines.append(text("answer.total", lang, total=_term_label(term, lang, shown)))
-    return "\n".join(lines)
+    return lines, unavailable
+
+
+def _out_of_stock(quote: Quote) -> bool:
+    return quote.item.availability == Availability.OUT_OF_STOCK
 
 
 def _about(term: PercentTerm, quote: Quote) -> bool:
@@ -140,24 +161,25 @@ def order_with_charges(
     named ("с надписью") likewise. When a charge cannot be computed ("from 2 500", a floor
     not given) there is no total at all."""
     terms = applying_terms(message, rules)
-    lines = quote_lines(quotes, lang, with_availability=True, terms=terms)
+    counted, unavailable = _quote_parts(quotes, lang, True, terms)
+    lines = "\n".join(counted + unavailable)
     currencies = {q.item.currency for q in quotes}
     if terms or not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:
         return "\n".join([lines, *prepayment_lines(quotes, message, rule, lang)])
-    subtotal = sum((q.total for q in quotes), Decimal(0))
+    subtotal = sum((q.total for q in quotes if not _out_of_stock(q)), Decimal(0))
     found = charges(message, rule, subtotal, rules) if rule.topics else []
     if found is None and rules:
         found = per_unit_charges(rule.topics, message, rules, order_counts(quotes))
     currency = currencies.pop()
-    kept = [line for line in lines.splitlines() if not _is_total_line(line, lang)]
+    kept = [line for line in counted if not _is_total_line(line, lang)]
     if found is None or not (found or extras):
-        return "\n".join(kept)
+        return "\n".join(kept + unavailable)
     kept += [charge_line(charge, currency, lang) for charge in found]
     kept += [f"{fee.label}: {format_money(fee.amount, currency)}" for fee in extras]
     grand = subtotal + sum((c.amount for c in found), Decimal(0))
     grand += sum((fee.amount for fee in extras), Decimal(0))
     kept.append(text("answer.total", lang, total=format_money(grand, currency)))
-    return "\n".join(kept)
+    return "\n".join(kept + unavailable)
 
 
 def per_unit_charges(

@@ -75,7 +75,7 @@ def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
     if (
         last_bot is not None
         and last_bot.speaker == "bot"
-        and is_text(last_bot.text, "clarify.voice")
+        and (is_text(last_bot.text, "clarify.voice") or _asked_after_unclear_voice(turn))
     ):
         summary = f"({confidence:.2f})"
         return _handoff(turn, HandoffReason.VOICE_UNCLEAR, summary, decision.facts, lead=True)
@@ -86,6 +86,19 @@ def unclear_voice(turn: TurnInput, decision: Decision) -> Decision:
         reply_to_customer=text("clarify.voice", language_for(turn)),
         facts=decision.facts,
     )
+
+
+def _asked_after_unclear_voice(turn: TurnInput) -> bool:
+    """Whether the customer's message before the bot's last one was a voice note below the
+    threshold too: whatever words the bot (or a model) asked again with, this is the second
+    unclear note in a row."""
+    entries = list(turn.history)
+    last_bot = max(i for i, e in enumerate(entries) if e.speaker == "bot")
+    before = [e for e in entries[:last_bot] if e.speaker == "customer"]
+    if not before or any(e.speaker == "customer" for e in entries[last_bot:]):
+        return False
+    confidence = before[-1].voice_confidence
+    return confidence is not None and confidence < turn.voice_confidence_threshold
 
 
 def model_failed(turn: TurnInput, reason: str, summary: str) -> Decision:

@@ -174,9 +174,9 @@ def quantity_near(
         number = count_at(p)
         if number is not None:
             return number
-        if not is_stopword(t.word) and not is_vessel(t.word) and t.number is None:
-            if p not in positions:
-                break
+        vessel = is_vessel(t.word)
+        if not is_stopword(t.word) and not vessel and t.number is None and p not in positions:
+            break
     for p in range(last + 1, last + 7):
         t = by_position.get(p)
         if t is None:
