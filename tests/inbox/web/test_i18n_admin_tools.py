@@ -5,7 +5,6 @@ English on them (tests/inbox/web/test_i18n.py has the rest of the inbox)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,21 +60,22 @@ def _catalogue(language: str) -> dict[str, str]:
     return locale_build.parse(po.read_text(encoding="utf-8"))
 
 
+def _marked(path: str) -> list[tuple[str, str]]:
+    text = (locale_build.ROOT / path).read_text(encoding="utf-8")
+    if path.endswith(".html"):
+        return locale_build.template_strings(text)
+    return locale_build.python_strings(text)
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_every_string_of_these_pages_is_translated(language: str) -> None:
     catalogue = _catalogue(language)
-    untranslated = []
-    for path in TEMPLATES + MODULES:
-        text = (locale_build.ROOT / path).read_text(encoding="utf-8")
-        strings = (
-            locale_build.template_strings(text)
-            if path.endswith(".html")
-            else locale_build.python_strings(text)
-        )
-        for context, msgid in strings:
-            key = f"{context}\x04{msgid}" if context else msgid
-            if not catalogue.get(key, "").strip():
-                untranslated.append(f"{path}: {msgid}")
+    untranslated = [
+        f"{path}: {msgid}"
+        for path in TEMPLATES + MODULES
+        for context, msgid in _marked(path)
+        if not catalogue.get(f"{context}\x04{msgid}" if context else msgid, "").strip()
+    ]
     assert untranslated == []
 
 
@@ -83,10 +83,8 @@ def test_kazakh_is_written_in_cyrillic() -> None:
     """No Latin look-alike (an `i` for `і`) in a Kazakh word of these pages."""
     kazakh = _catalogue("kk")
     mixed = []
-    for path in TEMPLATES:
-        for context, msgid in locale_build.template_strings(
-            Path(locale_build.ROOT / path).read_text(encoding="utf-8")
-        ):
+    for path in TEMPLATES + MODULES:
+        for context, msgid in _marked(path):
             text = kazakh.get(f"{context}\x04{msgid}" if context else msgid, "")
             text = re.sub(r"%\(\w+\)s|<[^>]*>", " ", text)
             mixed += [w for w in re.findall(r"\w+", text) if re.search(r"[a-z]", w, re.I)
