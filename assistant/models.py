@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations.models import Business, Channel, Chat, Handoff, HandoffReason, Turn
 from inbox.platform.fields import EncryptedTextField
@@ -225,10 +226,10 @@ class PriceListVersion(models.Model):
 
 
 class Availability(models.TextChoices):
-    IN_STOCK = "in_stock", "In stock"
-    OUT_OF_STOCK = "out_of_stock", "Out of stock"
-    ON_ORDER = "on_order", "On order"
-    UNKNOWN = "unknown", "Not stated"
+    IN_STOCK = "in_stock", _("In stock")
+    OUT_OF_STOCK = "out_of_stock", _("Out of stock")
+    ON_ORDER = "on_order", _("On order")
+    UNKNOWN = "unknown", _("Not stated")
 
 
 class PriceItem(models.Model):
@@ -283,12 +284,12 @@ class ReplayRun(models.Model):
     edited rules, another model endpoint). Nothing is sent; `assistant.replay` owns the rules."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-        APPLIED = "applied", "Applied"
-        DISCARDED = "discarded", "Discarded"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+        APPLIED = "applied", _("Applied")
+        DISCARDED = "discarded", _("Discarded")
 
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="replay_runs")
     created_by = models.ForeignKey(
@@ -321,10 +322,10 @@ class ReplayTurn(models.Model):
     """One recorded turn of a replay: what the assistant said then and would say now."""
 
     class Change(models.TextChoices):
-        DECISION = "changed_decision", "Changed decision"
-        AMOUNT = "changed_amount", "Changed amount"
-        BLOCKED = "newly_blocked", "Newly blocked by the guardrail"
-        UNCHANGED = "unchanged", "Unchanged"
+        DECISION = "changed_decision", _("Changed decision")
+        AMOUNT = "changed_amount", _("Changed amount")
+        BLOCKED = "newly_blocked", _("Newly blocked by the guardrail")
+        UNCHANGED = "unchanged", _("Unchanged")
 
     run = models.ForeignKey(ReplayRun, on_delete=models.CASCADE, related_name="turns")
     turn = models.ForeignKey(Turn, null=True, on_delete=models.SET_NULL, related_name="+")

@@ -309,7 +309,7 @@ def test_sandbox_customer_gets_a_reviewable_reply(stack: str, client: Any) -> No
     assert "Do you have oak tables?" in page
     assert reply.text in page
     assert "Answered" in page  # the review line under the reply: outcome, action, backend
-    assert "llm:primary" in page
+    assert "Language model (primary endpoint)" in page  # the backend, in the Why panel's words
 
 
 def test_sandbox_of_another_business_is_not_reachable(client: Any) -> None:

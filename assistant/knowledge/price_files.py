@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-from assistant.knowledge.price_rows import normalise_header
+from django.utils.translation import gettext_noop
+
+from assistant.knowledge.price_rows import UnreadableFile, normalise_header
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_ROWS = 50_000
@@ -82,15 +84,20 @@ def _decode_csv(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         if data.startswith(_UTF8_BOM):
             line = data.count(b"\n", 0, exc.start) + 1
-            raise ValueError(
-                f"the file is marked as UTF-8 but line {line} has a byte that is not UTF-8 "
-                f"(0x{data[exc.start]:02x}); save it again as UTF-8"
-            ) from None
+            text = gettext_noop(
+                "could not read the file as CSV: the file is marked as UTF-8 but line %(line)s "
+                "has a byte that is not UTF-8 (%(byte)s); save it again as UTF-8"
+            )
+            byte = f"0x{data[exc.start]:02x}"
+            raise UnreadableFile(text, {"line": str(line), "byte": byte}) from None
     try:
         return data.decode("cp1251")
     except UnicodeDecodeError as exc:  # 0x98, the one byte cp1251 leaves undefined
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(f"line {line} is neither UTF-8 nor Windows-1251 text") from None
+        text = gettext_noop(
+            "could not read the file as CSV: line %(line)s is neither UTF-8 nor Windows-1251 text"
+        )
+        raise UnreadableFile(text, {"line": str(line)}) from None
 
 
 def read_csv(data: bytes) -> list[tuple[int, list[str]]]:
@@ -127,10 +134,14 @@ def read_xlsx(data: bytes) -> list[tuple[int, list[Any]]]:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         unpacked = sum(member.file_size for member in archive.infolist())
         if unpacked > MAX_XLSX_UNPACKED_BYTES:
-            raise ValueError(
-                f"it unpacks to {unpacked // (1024 * 1024)} MB, more than "
-                f"{MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)} MB"
+            text = gettext_noop(
+                "could not read the file as Excel: it unpacks to %(mb)s MB, more than %(most)s MB"
             )
+            sizes = {
+                "mb": str(unpacked // (1024 * 1024)),
+                "most": str(MAX_XLSX_UNPACKED_BYTES // (1024 * 1024)),
+            }
+            raise UnreadableFile(text, sizes)
         check_declared_size(archive)
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
@@ -163,15 +174,21 @@ def check_declared_size(archive: Any) -> None:
         columns = _column_number(last_column) if last_column else 0
         name = member.filename.rsplit("/", 1)[-1].removesuffix(".xml")
         if rows > MAX_SCANNED_ROWS:
-            raise ValueError(
-                f"{name} declares {rows:,} rows, more than the {MAX_SCANNED_ROWS:,} read; "
-                "delete the empty rows below the list (or save only the list) and upload again"
+            text = gettext_noop(
+                "could not read the file as Excel: %(sheet)s declares %(rows)s rows, more than "
+                "the %(most)s read; delete the empty rows below the list (or save only the list) "
+                "and upload again"
+            )
+            raise UnreadableFile(
+                text, {"sheet": name, "rows": f"{rows:,}", "most": f"{MAX_SCANNED_ROWS:,}"}
             )
         if columns > MAX_DECLARED_COLUMNS:
-            raise ValueError(
-                f"{name} declares {columns:,} columns, more than {MAX_DECLARED_COLUMNS:,}; "
-                "delete the empty columns beside the list and upload again"
+            text = gettext_noop(
+                "could not read the file as Excel: %(sheet)s declares %(columns)s columns, more "
+                "than %(most)s; delete the empty columns beside the list and upload again"
             )
+            counts = {"sheet": name, "columns": f"{columns:,}", "most": f"{MAX_DECLARED_COLUMNS:,}"}
+            raise UnreadableFile(text, counts)
 
 
 def _column_number(letters: str) -> int:

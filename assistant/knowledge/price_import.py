@@ -29,6 +29,7 @@ from itertools import islice
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.utils.translation import gettext_noop
 
 from assistant.knowledge.money import find_currency, normalise_currency, parse_amount
 from assistant.knowledge.price_files import (
@@ -48,6 +49,7 @@ from assistant.knowledge.price_rows import (
     ItemFields,
     ParsedRow,
     RowError,
+    UnreadableFile,
     item_fields,
     item_key,
     normalise_header,
@@ -108,18 +110,24 @@ def parse_price_file(
     rows (the worker shows it on the upload page)."""
     sha = hashlib.sha256(data).hexdigest()
     if len(data) > MAX_FILE_BYTES:
-        return _failed(filename, sha, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        limit = {"mb": str(MAX_FILE_BYTES // (1024 * 1024))}
+        return _failed(filename, sha, gettext_noop("file is larger than %(mb)s MB"), limit)
     if not data.strip():
-        return _failed(filename, sha, "the file is empty")
+        return _failed(filename, sha, gettext_noop("the file is empty"))
     is_xlsx = filename.lower().endswith((".xlsx", ".xlsm")) or data[:2] == b"PK"
     try:
         table = read_xlsx(data) if is_xlsx else read_csv(data)
     except (MemoryError, SoftTimeLimitExceeded):
         raise  # the worker's limits (price_upload.parse_upload), not a bad file
+    except UnreadableFile as exc:  # a file we refuse to read, and why
+        log.info("price_import.unreadable", extra={"source": filename, "error": type(exc).__name__})
+        return _failed(filename, sha, exc.message, exc.params)
     except Exception as exc:  # a corrupt file is a user error, reported, never a crash
         log.info("price_import.unreadable", extra={"source": filename, "error": type(exc).__name__})
-        kind = "Excel" if is_xlsx else "CSV"
-        return _failed(filename, sha, f"could not read the file as {kind}: {exc}")
+        why = {"kind": "Excel" if is_xlsx else "CSV", "why": str(exc)}
+        return _failed(
+            filename, sha, gettext_noop("could not read the file as %(kind)s: %(why)s"), why
+        )
     return parse_table(table, filename, sha, default_currency, on_progress)
 
 
@@ -133,15 +141,21 @@ def parse_table(
     rows_in = list(islice(table, MAX_SCANNED_ROWS + 1))
     if len(rows_in) > MAX_SCANNED_ROWS:
         return _failed(
-            source_name, sha, f"the file has more than {MAX_SCANNED_ROWS} rows (blank rows count)"
+            source_name,
+            sha,
+            gettext_noop("the file has more than %(most)s rows (blank rows count)"),
+            {"most": str(MAX_SCANNED_ROWS)},
         )
     header_at, columns = find_header(rows_in)
     if header_at is None:
         return _failed(
             source_name,
             sha,
-            "no header row with at least a name and a price column was found in the first "
-            f"{HEADER_SCAN_ROWS} rows (expected e.g. 'SKU, Name, Price, Currency')",
+            gettext_noop(
+                "no header row with at least a name and a price column was found in the first "
+                "%(rows)s rows (expected e.g. 'SKU, Name, Price, Currency')"
+            ),
+            {"rows": str(HEADER_SCAN_ROWS)},
         )
     header_line, header = rows_in[header_at]
     header_currency = find_currency(str(header[columns["price"]]))
@@ -157,30 +171,41 @@ def parse_table(
         if not any(values):
             continue
         if len(parsed) + len(errors) >= MAX_ROWS:
-            errors.append(RowError(line, f"more than {MAX_ROWS} rows", blocking=True))
+            most = {"most": str(MAX_ROWS)}
+            errors.append(RowError(line, gettext_noop("more than %(most)s rows"), True, most))
             break
         row, problems = _parse_row(line, cells, columns, header_currency or default_currency)
         errors.extend(problems)
         if row is None:
             continue
         if row.key in seen:
-            what = f"SKU {row.sku}" if row.sku else f"name '{row.name}'"
-            errors.append(RowError(line, f"duplicate {what} (also on line {seen[row.key]})"))
+            first = str(seen[row.key])
+            if row.sku:
+                text = gettext_noop("duplicate SKU %(sku)s (also on line %(first)s)")
+                errors.append(RowError(line, text, params={"sku": row.sku, "first": first}))
+            else:
+                text = gettext_noop("duplicate name '%(name)s' (also on line %(first)s)")
+                errors.append(RowError(line, text, params={"name": row.name, "first": first}))
             continue
         seen[row.key] = line
         parsed.append(row)
     if not parsed and not errors:
-        errors.append(RowError(header_line, "no item rows under the header"))
+        errors.append(RowError(header_line, gettext_noop("no item rows under the header")))
     if not any(r.currency for r in parsed) and parsed:
-        warnings.append("no currency found in the file; prices are stored without one")
+        # Translated where shown (the page's `{% translate warning %}`).
+        warnings.append(
+            gettext_noop("no currency found in the file; prices are stored without one")
+        )
     if on_progress is not None:
         on_progress(len(body), len(body), len(errors))
     names = {f: str(header[i]).strip() for f, i in columns.items()}
     return ImportPreview(source_name, sha, names, tuple(parsed), tuple(errors), tuple(warnings))
 
 
-def _failed(source_name: str, sha: str, message: str) -> ImportPreview:
-    return ImportPreview(source_name, sha, {}, (), (RowError(0, message),))
+def _failed(
+    source_name: str, sha: str, message: str, params: dict[str, str] | None = None
+) -> ImportPreview:
+    return ImportPreview(source_name, sha, {}, (), (RowError(0, message, params=params or {}),))
 
 
 def _cell_text(value: Any) -> str:
@@ -213,18 +238,22 @@ def _parse_row(
     else:
         price = parse_amount(_cell_text(raw_price))
     if not name:
-        problems.append(RowError(line, "the name is empty"))
+        problems.append(RowError(line, gettext_noop("the name is empty")))
     elif len(name) > 300:
-        problems.append(RowError(line, "the name is longer than 300 characters"))
+        problems.append(RowError(line, gettext_noop("the name is longer than 300 characters")))
     if price is None:
         shown = _cell_text(raw_price)
-        problems.append(
-            RowError(line, f"the price '{shown}' is not a number" if shown else "no price")
-        )
+        if shown:
+            text = gettext_noop("the price '%(price)s' is not a number")
+            problems.append(RowError(line, text, params={"price": shown}))
+        else:
+            problems.append(RowError(line, gettext_noop("no price")))
     elif price < 0:
-        problems.append(RowError(line, f"the price {price} is negative"))
+        text = gettext_noop("the price %(price)s is negative")
+        problems.append(RowError(line, text, params={"price": str(price)}))
     elif price >= Decimal("1e12"):
-        problems.append(RowError(line, f"the price {price} is too large"))
+        text = gettext_noop("the price %(price)s is too large")
+        problems.append(RowError(line, text, params={"price": str(price)}))
     if problems or price is None:
         return None, problems
     currency_cell = _cell_text(_cell(cells, columns, "currency"))
@@ -234,7 +263,8 @@ def _parse_row(
         or normalise_currency(fallback_currency)
     )
     if currency_cell and not normalise_currency(currency_cell):
-        return None, [RowError(line, f"unknown currency '{currency_cell}'")]
+        text = gettext_noop("unknown currency '%(currency)s'")
+        return None, [RowError(line, text, params={"currency": currency_cell})]
     availability, note = parse_availability(_cell_text(_cell(cells, columns, "availability")))
     return (
         ParsedRow(
@@ -279,7 +309,7 @@ def edited_row(item: PriceItem, price: str, aliases: str) -> ParsedRow:
     columns = {name: i for i, name in enumerate(EDIT_COLUMNS)}
     row, problems = _parse_row(0, cells, columns, item.currency)
     if row is None:
-        raise ImportRejected([RowError(0, p.message) for p in problems])
+        raise ImportRejected([replace(p, line=0) for p in problems])
     if not find_currency(price):  # a bare number keeps the item's currency
         row = replace(row, currency=item.currency)
     return replace(row, availability=item.availability, availability_note=item.availability_note)
@@ -304,7 +334,7 @@ def new_row(price_list: PriceList, name: str, price: str, aliases: str = "") -> 
     columns = {column: i for i, column in enumerate(EDIT_COLUMNS)}
     row, problems = _parse_row(0, cells, columns, fallback or "")
     if row is None:
-        raise ImportRejected([RowError(0, p.message) for p in problems])
+        raise ImportRejected([replace(p, line=0) for p in problems])
     return row
 
 
@@ -318,13 +348,14 @@ def alias_row(item: PriceItem, words: str) -> ParsedRow:
     """`item` with `words` among its aliases (ImportRejected: empty, or a name it has)."""
     words = " ".join(words.split())
     if not words:
-        raise ImportRejected([RowError(0, "the words are empty")])
+        raise ImportRejected([RowError(0, gettext_noop("the words are empty"))])
     known = split_aliases(item.aliases)
     if (
         words.casefold() in {a.casefold() for a in known}
         or words.casefold() == item.name.casefold()
     ):
-        raise ImportRejected([RowError(0, f"“{words}” is already a name of “{item.name}”")])
+        text = gettext_noop("“%(words)s” is already a name of “%(name)s”")
+        raise ImportRejected([RowError(0, text, params={"words": words, "name": item.name})])
     return edited_row(item, str(item.price), ", ".join([*known, words]))
 
 
@@ -337,7 +368,8 @@ def set_manager_only(item: PriceItem, user: Any = None) -> PriceListVersion:
 def manager_only_row(item: PriceItem) -> ParsedRow:
     """`item` marked "manager only" (ImportRejected when it is already)."""
     if item.availability_note.strip().casefold() in MANAGER_ONLY_NOTES:
-        raise ImportRejected([RowError(0, f"“{item.name}” is already manager only")])
+        text = gettext_noop("“%(name)s” is already manager only")
+        raise ImportRejected([RowError(0, text, params={"name": item.name})])
     row = ParsedRow(line=0, **item_fields(item), aliases=item.aliases)
     return replace(row, availability_note=MANAGER_ONLY_NOTE)
 
@@ -349,7 +381,8 @@ def staged_preview(
     nothing was written for: what a replay tries before the change is applied."""
     version = price_list.current_version
     if version is None:
-        raise ImportRejected([RowError(0, "the list has no version yet; upload it first")])
+        text = gettext_noop("the list has no version yet; upload it first")
+        raise ImportRejected([RowError(0, text)])
     rows = [
         row
         if replacing is not None and item.pk == replacing.pk
@@ -358,7 +391,8 @@ def staged_preview(
     ]
     if replacing is None:
         if any(other.name.casefold() == row.name.casefold() for other in rows):
-            raise ImportRejected([RowError(0, f"the list already has “{row.name}”")])
+            text = gettext_noop("the list already has “%(name)s”")
+            raise ImportRejected([RowError(0, text, params={"name": row.name})])
         rows.append(row)
     return ImportPreview(
         source_name=f"{version.source_name or 'price list'} + {row.name}"[:200],

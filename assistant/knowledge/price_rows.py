@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Protocol, TypedDict
+
+from django.utils.translation import gettext
 
 # An item's availability note that hands every question about it to a person.
 MANAGER_ONLY_NOTE = "manager only"
@@ -40,13 +42,24 @@ class ParsedRow:
 @dataclass(frozen=True)
 class RowError:
     line: int
+    # English, marked with gettext_noop where it is made; `%(name)s` placeholders are filled
+    # from `params`. The worker that reads a file speaks English: the page that shows the error
+    # translates it (`str`), in its reader's language.
     message: str
     # True when the error is about the file, not one row (line 0 always is): "skip the bad
     # rows" cannot get past it.
     blocking: bool = False
+    params: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The message in the active language, its placeholders filled."""
+        translated = gettext(self.message)
+        return translated % self.params if self.params else translated
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}" if self.line else self.message
+        if not self.line:
+            return self.text()
+        return gettext("line %(line)s: %(message)s") % {"line": self.line, "message": self.text()}
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,16 @@ class ImportPreview:
             and bool(self.rows)
             and not any(e.blocking or e.line == 0 for e in self.errors)
         )
+
+
+class UnreadableFile(ValueError):
+    """A file that cannot be read as a price list, with the reason as a `RowError` message:
+    English, marked with gettext_noop, `%(name)s` filled from `params` (shown translated)."""
+
+    def __init__(self, message: str, params: dict[str, str]) -> None:
+        super().__init__(message % params)
+        self.message = message
+        self.params = params
 
 
 class ImportRejected(Exception):

@@ -52,6 +52,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.utils.translation import gettext_noop
 
 from assistant.knowledge.price_import import (
     ImportPreview,
@@ -76,7 +77,7 @@ APPLY_CLAIM_SECONDS = 300
 PARSE_TASK = "assistant.parse_price_upload"
 # token_urlsafe(16) is 22 characters; anything much longer is not ours and never a cache key.
 MAX_TOKEN_CHARS = 64
-REPLACED = "replaced by a newer upload before it was read"
+REPLACED = gettext_noop("replaced by a newer upload before it was read")
 # A parse yields the CPU to the turns where its pool shares a host with the assistant workers:
 # the lowest priority (bench/fair_workers.py, 2 shared cores: B's reply p50 ×0.97–1.48 of its
 # floor at 10, ×1.08–1.11 at 19; ×1.6 at 10 without the autogroup). Its
@@ -192,11 +193,13 @@ def parse_upload(token: str, path: str, filename: str, currency: str) -> None:
         except SoftTimeLimitExceeded:
             if _decided(token):  # the signal was the revoke of a replaced upload
                 raise _Replaced from None
-            preview = _failed(filename, sha, "reading the file took longer than "
-                              f"{settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS} seconds")  # fmt: skip
+            limit = {"seconds": str(settings.PRICE_UPLOAD_TIME_LIMIT_SECONDS)}
+            text = gettext_noop("reading the file took longer than %(seconds)s seconds")
+            preview = _failed(filename, sha, text, limit)
         except MemoryError:
-            preview = _failed(filename, sha, "reading the file needed more than "
-                              f"{settings.PRICE_UPLOAD_MEMORY_MB} MB of memory")  # fmt: skip
+            limit = {"mb": str(settings.PRICE_UPLOAD_MEMORY_MB)}
+            text = gettext_noop("reading the file needed more than %(mb)s MB of memory")
+            preview = _failed(filename, sha, text, limit)
         log.info("price_upload.parsed", extra={"rows": len(preview.rows),
                                                "errors": len(preview.errors)})  # fmt: skip
         if not _decide(token, "parsed"):
@@ -265,8 +268,8 @@ def _memory_limit(extra_bytes: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _failed(filename: str, sha: str, message: str) -> ImportPreview:
-    return ImportPreview(filename, sha, {}, (), (RowError(0, message),))
+def _failed(filename: str, sha: str, message: str, params: dict[str, str]) -> ImportPreview:
+    return ImportPreview(filename, sha, {}, (), (RowError(0, message, params=params),))
 
 
 def take(token: str, user: User) -> StagedUpload | None:
@@ -297,7 +300,9 @@ def apply(staged: StagedUpload, user: User, *, skip_bad_rows: bool = False) -> P
     client = get_redis()
     claimed = client.set(claim, str(user.pk), nx=True, ex=APPLY_CLAIM_SECONDS)
     if not claimed or not client.exists(_key(staged.token)):
-        raise ImportRejected([RowError(0, "this upload is being applied already, or was applied")])
+        raise ImportRejected(
+            [RowError(0, gettext_noop("this upload is being applied already, or was applied"))]
+        )
     business = Business.objects.get(pk=staged.business_id)
     channel = Channel.objects.get(pk=staged.channel_id) if staged.channel_id else None
     try:

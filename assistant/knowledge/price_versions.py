@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from assistant.knowledge.price_rows import (
     ImportPreview,
@@ -40,7 +41,7 @@ def apply_price_list(
     version records how many were left out."""
     skipping = skip_bad_rows and preview.skippable
     if not preview.ok and not skipping:
-        raise ImportRejected(preview.errors or [RowError(0, "no rows to import")])
+        raise ImportRejected(preview.errors or [RowError(0, gettext_noop("no rows to import"))])
     items = [
         PriceItem(position=i, **item_fields(row), aliases=row.aliases)
         for i, row in enumerate(preview.rows)
@@ -65,7 +66,15 @@ def restore_version(earlier: PriceListVersion, user: Any = None) -> PriceListVer
         for item in earlier.items.order_by("position")
     ]
     if not items:
-        raise ImportRejected([RowError(0, f"version {earlier.number} has no items")])
+        raise ImportRejected(
+            [
+                RowError(
+                    0,
+                    gettext_noop("version %(number)s has no items"),
+                    params={"number": str(earlier.number)},
+                )
+            ]
+        )
     return _write_version(
         price_list.business,
         price_list.channel,
@@ -84,7 +93,9 @@ def replace_item(item: PriceItem, row: ParsedRow, user: Any = None) -> PriceList
     version = item.version
     price_list = version.price_list
     if price_list.current_version_id != version.pk:
-        raise ImportRejected([RowError(0, "the list changed since this page was opened; reload")])
+        raise ImportRejected(
+            [RowError(0, gettext_noop("the list changed since this page was opened; reload"))]
+        )
     items = [
         PriceItem(position=other.position, **item_fields(other), aliases=other.aliases)
         for other in version.items.exclude(pk=item.pk).order_by("position")
@@ -96,7 +107,8 @@ def replace_item(item: PriceItem, row: ParsedRow, user: Any = None) -> PriceList
         price_list.channel,
         user,
         items,
-        source_name=f"edited on the page: {row.name}",
+        # The version's name in the words of the admin who made it.
+        source_name=gettext("edited on the page: %(name)s") % {"name": row.name},
         source_sha256=version.source_sha256,
         restored_from=None,
         expected_current=version.pk,
@@ -109,12 +121,28 @@ def add_item(price_list: PriceList, row: ParsedRow, user: Any = None) -> PriceLi
     when the list has no current version or already holds an item of that name or SKU."""
     version = price_list.current_version
     if version is None:
-        raise ImportRejected([RowError(0, "the list has no version yet; upload it first")])
+        raise ImportRejected(
+            [RowError(0, gettext_noop("the list has no version yet; upload it first"))]
+        )
     existing = list(version.items.order_by("position"))
     if any(other.name.casefold() == row.name.casefold() for other in existing):
-        raise ImportRejected([RowError(0, f"the list already has “{row.name}”")])
+        raise ImportRejected(
+            [
+                RowError(
+                    0, gettext_noop("the list already has “%(name)s”"), params={"name": row.name}
+                )
+            ]
+        )
     if row.sku and any(other.sku == row.sku for other in existing):
-        raise ImportRejected([RowError(0, f"the SKU {row.sku} is already in the list")])
+        raise ImportRejected(
+            [
+                RowError(
+                    0,
+                    gettext_noop("the SKU %(sku)s is already in the list"),
+                    params={"sku": row.sku},
+                )
+            ]
+        )
     items = [
         PriceItem(position=other.position, **item_fields(other), aliases=other.aliases)
         for other in existing
@@ -126,7 +154,7 @@ def add_item(price_list: PriceList, row: ParsedRow, user: Any = None) -> PriceLi
         price_list.channel,
         user,
         items,
-        source_name=f"added from the review: {row.name}",
+        source_name=gettext("added from the review: %(name)s") % {"name": row.name},
         source_sha256=version.source_sha256,
         restored_from=None,
         expected_current=version.pk,
@@ -149,14 +177,14 @@ def _write_version(
     the flip of `current_version`, in one transaction. With `expected_current`, nothing is
     written unless that version is still the current one (two admins editing at once)."""
     if channel is not None and channel.business_id != business.pk:
-        raise ImportRejected([RowError(0, "the channel belongs to another business")])
+        raise ImportRejected([RowError(0, gettext_noop("the channel belongs to another business"))])
     with transaction.atomic():
         price_list, _ = PriceList.objects.get_or_create(business=business, channel=channel)
         # Serialise imports of one list: the version number is max + 1 under this row lock.
         price_list = PriceList.objects.select_for_update().get(pk=price_list.pk)
         if expected_current is not None and price_list.current_version_id != expected_current:
             raise ImportRejected(
-                [RowError(0, "the list changed since this page was opened; reload")]
+                [RowError(0, gettext_noop("the list changed since this page was opened; reload"))]
             )
         last = price_list.versions.aggregate(n=Max("number"))["n"] or 0
         version = PriceListVersion.objects.create(

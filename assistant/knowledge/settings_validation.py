@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from django.utils.translation import gettext
+
 from assistant.models import SYSTEM_HANDOFF_REASONS
 
 MAX_CODE_CHARS = 64
@@ -33,32 +35,38 @@ def parse_handoff_reasons(text: str) -> tuple[list[dict[str, str]], list[str]]:
         description = description.strip()
         shown = line.strip()[:40]
         if not colon:
-            problems.append(f'Line {number} ("{shown}") has no ":". Write it as '
-                            '"code: when to hand the chat to a manager".')  # fmt: skip
+            problems.append(gettext('Line %(number)s ("%(shown)s") has no ":". Write it as '
+                                    '"code: when to hand the chat to a manager".')
+                            % {"number": number, "shown": shown})  # fmt: skip
             continue
         if not code or not _CODE.match(code) or len(code) > MAX_CODE_CHARS:
-            problems.append(f'Line {number}: start with a short code of letters, digits and _, '
-                            'e.g. "delivery_question: ...".')  # fmt: skip
+            problems.append(gettext('Line %(number)s: start with a short code of letters, '
+                                    'digits and _, e.g. "delivery_question: ...".')
+                            % {"number": number})  # fmt: skip
             continue
         if not description:
-            problems.append(f'Line {number}: "{code}" has no description after the ":"; the '
-                            "assistant chooses a reason by its description.")  # fmt: skip
+            problems.append(gettext('Line %(number)s: "%(code)s" has no description after the '
+                                    '":"; the assistant chooses a reason by its description.')
+                            % {"number": number, "code": code})  # fmt: skip
             continue
         if len(description) > MAX_DESCRIPTION_CHARS:
-            problems.append(f"Line {number}: the description is longer than "
-                            f"{MAX_DESCRIPTION_CHARS} characters.")  # fmt: skip
+            problems.append(gettext("Line %(number)s: the description is longer than "
+                                    "%(most)s characters.")
+                            % {"number": number, "most": MAX_DESCRIPTION_CHARS})  # fmt: skip
             continue
         if code in SYSTEM_HANDOFF_REASONS:
-            problems.append(f'Line {number}: "{code}" is a reason the system uses itself; '
-                            "choose another code.")  # fmt: skip
+            problems.append(gettext('Line %(number)s: "%(code)s" is a reason the system uses '
+                                    "itself; choose another code.")
+                            % {"number": number, "code": code})  # fmt: skip
             continue
         if code in seen:
-            problems.append(f'Line {number}: "{code}" is already on line {seen[code]}.')
+            problems.append(gettext('Line %(number)s: "%(text)s" is already on line %(first)s.')
+                            % {"number": number, "text": code, "first": seen[code]})  # fmt: skip
             continue
         seen[code] = number
         reasons.append({"code": code, "description": description})
     if len(reasons) > MAX_REASONS:
-        problems.append(f"At most {MAX_REASONS} handoff reasons.")
+        problems.append(gettext("At most %(most)s handoff reasons.") % {"most": MAX_REASONS})
     return reasons, problems
 
 
@@ -73,21 +81,25 @@ def parse_forbidden_promises(text: str) -> tuple[list[str], list[str]]:
         if not phrase:
             continue
         if len(phrase) < MIN_PROMISE_CHARS:
-            problems.append(f'Line {number}: "{phrase}" is too short; it would block almost '
-                            f"every reply (at least {MIN_PROMISE_CHARS} characters).")  # fmt: skip
+            problems.append(gettext('Line %(number)s: "%(phrase)s" is too short; it would block '
+                                    "almost every reply (at least %(least)s characters).")
+                            % {"number": number, "phrase": phrase,
+                               "least": MIN_PROMISE_CHARS})  # fmt: skip
             continue
         if len(phrase) > MAX_PROMISE_CHARS:
-            problems.append(f"Line {number}: longer than {MAX_PROMISE_CHARS} characters; "
-                            "write the phrase the reply must not contain.")  # fmt: skip
+            problems.append(gettext("Line %(number)s: longer than %(most)s characters; "
+                                    "write the phrase the reply must not contain.")
+                            % {"number": number, "most": MAX_PROMISE_CHARS})  # fmt: skip
             continue
         key = phrase.lower()
         if key in seen:
-            problems.append(f'Line {number}: "{phrase}" is already on line {seen[key]}.')
+            problems.append(gettext('Line %(number)s: "%(text)s" is already on line %(first)s.')
+                            % {"number": number, "text": phrase, "first": seen[key]})  # fmt: skip
             continue
         seen[key] = number
         phrases.append(phrase)
     if len(phrases) > MAX_PROMISES:
-        problems.append(f"At most {MAX_PROMISES} forbidden promises.")
+        problems.append(gettext("At most %(most)s forbidden promises.") % {"most": MAX_PROMISES})
     return phrases, problems
 
 
@@ -96,11 +108,13 @@ def check_business_rules(rules: str, promises: Sequence[str]) -> list[str]:
     also a forbidden promise (the assistant would quote the rule and then be blocked)."""
     problems: list[str] = []
     if len(rules) > MAX_RULES_CHARS:
-        problems.append(f"The rules are {len(rules)} characters; at most {MAX_RULES_CHARS} "
-                        "fit the assistant's prompt.")  # fmt: skip
+        problems.append(gettext("The rules are %(length)s characters; at most %(most)s fit the "
+                                "assistant's prompt.")
+                        % {"length": len(rules), "most": MAX_RULES_CHARS})  # fmt: skip
     low = rules.lower()
     for phrase in promises:
         if phrase.lower() in low:
-            problems.append(f'The rules say "{phrase}", which is also a forbidden promise: '
-                            "remove it from one of the two.")  # fmt: skip
+            problems.append(gettext('The rules say "%(phrase)s", which is also a forbidden '
+                                    "promise: remove it from one of the two.")
+                            % {"phrase": phrase})  # fmt: skip
     return problems

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from assistant.knowledge.effective import (
     Knowledge,
@@ -61,17 +62,17 @@ class Candidate:
         """What changes, in words for the report's head."""
         parts = []
         if self.preview is not None:
-            scope = "the business's price list"
             if self.price_list_channel_id is not None:
-                scope = "a channel's override list"
-            name = self.preview.source_name or "a price list"
-            count = len(self.preview.rows)
-            items = f"{count} item" if count == 1 else f"{count} items"
-            parts.append(f"{name} ({items}) instead of {scope}")
+                text = gettext("%(name)s (items: %(count)s) instead of a channel's override list")
+            else:
+                text = gettext("%(name)s (items: %(count)s) instead of the business's price list")
+            name = self.preview.source_name or gettext("a price list")
+            parts.append(text % {"name": name, "count": len(self.preview.rows)})
         if self.rules is not None:
-            parts.append("edited rules, handoff reasons and forbidden promises")
+            parts.append(gettext("edited rules, handoff reasons and forbidden promises"))
         if self.model is not None:
-            parts.append(f"model {self.model.model} at {self.model.base_url}")
+            model = {"model": self.model.model, "url": self.model.base_url}
+            parts.append(gettext("model %(model)s at %(url)s") % model)
         return parts
 
     # --- the assistant's inputs ---------------------------------------------------------

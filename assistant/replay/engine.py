@@ -22,6 +22,7 @@ from celery import current_app
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from assistant import turn as assistant_turn
 from assistant.decision import brain, escalation, guardrails
@@ -271,13 +272,17 @@ def gate(run: ReplayRun) -> list[str]:
         return []
     limit = config.replay_gate_threshold
     problems = []
-    for key, label in (("blocks", "guardrail blocks"), ("handoffs", "handoffs")):
+    # Said in the reader's language where a page asks (English in a worker).
+    rises = (
+        ("blocks", gettext("guardrail blocks rise from %(then)s to %(now)s of replayed turns")),
+        ("handoffs", gettext("handoffs rise from %(then)s to %(now)s of replayed turns")),
+    )
+    for key, text in rises:
         before, after = run.summary[key]["then"], run.summary[key]["now"]
         if after - before > limit:
-            problems.append(
-                f"{label} rise from {before:.0%} to {after:.0%} of replayed turns "
-                f"(the threshold is {limit:.0%})"
-            )
+            shares = {"then": f"{before:.0%}", "now": f"{after:.0%}"}
+            threshold = gettext("(the threshold is %(limit)s)") % {"limit": f"{limit:.0%}"}
+            problems.append(f"{text % shares} {threshold}")
     return problems
 
 
@@ -297,7 +302,7 @@ def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
     with transaction.atomic():
         locked = ReplayRun.objects.select_for_update().get(pk=run.pk)
         if not appliable(locked):
-            raise NotAppliable("this replay cannot be applied")
+            raise NotAppliable(gettext("this replay cannot be applied"))
         problems = gate(locked)
         if problems and not confirmed:
             raise GateClosed("; ".join(problems))
@@ -311,14 +316,14 @@ def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
                     pk=candidate.price_list_channel_id, business_id=locked.business_id
                 )
             version = apply_price_list(candidate.preview, locked.business, channel, user)
-            applied.append(f"price list version {version.number}")
+            applied.append(gettext("price list version %(number)s") % {"number": version.number})
         if candidate.rules is not None:
             config, _ = AssistantSettings.objects.get_or_create(business_id=locked.business_id)
             config.business_rules = candidate.rules.get("business_rules", "")
             config.handoff_reasons = candidate.rules.get("handoff_reasons", [])
             config.forbidden_promises = candidate.rules.get("forbidden_promises", [])
             config.save()
-            applied.append("the rules")
+            applied.append(gettext("the rules"))
         if candidate.model is not None:
             config, _ = AssistantSettings.objects.get_or_create(business_id=locked.business_id)
             config.model_base_url = candidate.model.base_url
@@ -326,7 +331,8 @@ def apply(run: ReplayRun, user: User, *, confirmed: bool = False) -> list[str]:
             config.model_structured_output = candidate.model.structured_output
             config.model_api_key = candidate.model.api_key
             config.save()
-            applied.append(f"model {candidate.model.model} at {candidate.model.base_url}")
+            model = {"model": candidate.model.model, "url": candidate.model.base_url}
+            applied.append(gettext("model %(model)s at %(url)s") % model)
         locked.status = ReplayRun.Status.APPLIED
         locked.save(update_fields=["status"])
     log.info("replay.applied", extra={"replay_id": run.pk, "applied": applied})

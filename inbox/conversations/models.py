@@ -564,16 +564,16 @@ class Turn(models.Model):
     decided and what became of the reply. The record behind the sandbox review and metrics."""
 
     class Outcome(models.TextChoices):
-        RUNNING = "running", "Preparing a reply"
-        ANSWERED = "answered", "Answered"
-        CLARIFIED = "clarified", "Asked to clarify"
-        HANDED_OFF = "handed_off", "Handed to a human"
-        DROPPED_STALE = "dropped_stale", "Dropped: newer customer message"
-        DROPPED_OWNER = "dropped_owner", "Dropped: a human owns the chat"
-        ALREADY_ANSWERED = "already_answered", "Already answered"
-        SEND_FAILED = "send_failed", "Reply could not be sent"
-        AWAITING_APPROVAL = "awaiting_approval", "Reply waits for a person's approval"
-        FAILED = "failed", "Failed"
+        RUNNING = "running", _("Preparing a reply")
+        ANSWERED = "answered", _("Answered")
+        CLARIFIED = "clarified", _("Asked to clarify")
+        HANDED_OFF = "handed_off", _("Handed to a human")
+        DROPPED_STALE = "dropped_stale", _("Dropped: newer customer message")
+        DROPPED_OWNER = "dropped_owner", _("Dropped: a human owns the chat")
+        ALREADY_ANSWERED = "already_answered", _("Already answered")
+        SEND_FAILED = "send_failed", _("Reply could not be sent")
+        AWAITING_APPROVAL = "awaiting_approval", _("Reply waits for a person's approval")
+        FAILED = "failed", _("Failed")
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
     first_message_id = models.PositiveBigIntegerField()

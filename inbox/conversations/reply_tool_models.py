@@ -7,6 +7,7 @@ the foreign keys are named by string, so nothing here imports the other models.
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Label(models.Model):
@@ -14,12 +15,12 @@ class Label(models.Model):
     whose text and background pass WCAG AA contrast."""
 
     class Colour(models.TextChoices):
-        GREY = "grey", "Grey"
-        BLUE = "blue", "Blue"
-        GREEN = "green", "Green"
-        AMBER = "amber", "Amber"
-        RED = "red", "Red"
-        PURPLE = "purple", "Purple"
+        GREY = "grey", _("Grey")
+        BLUE = "blue", _("Blue")
+        GREEN = "green", _("Green")
+        AMBER = "amber", _("Amber")
+        RED = "red", _("Red")
+        PURPLE = "purple", _("Purple")
 
     business = models.ForeignKey("inbox.Business", on_delete=models.CASCADE, related_name="labels")
     name = models.CharField(max_length=40)

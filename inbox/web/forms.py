@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext
 
 from inbox.platform.fields import mask_secret
 
@@ -35,16 +36,16 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
         for name in self.secret_fields:
             stored = getattr(self.instance, name, "") if self.instance.pk else ""
             state = (
-                f"{self.secret_state(name, stored)} Leave empty to keep it."
+                f"{self.secret_state(name, stored)} {gettext('Leave empty to keep it.')}"
                 if stored
-                else "Not set."
+                else gettext("Not set.")
             )
             base = self.fields[name].help_text
             self.fields[name].help_text = f"{base} {state}" if base else state
 
     def secret_state(self, name: str, stored: str) -> str:
         """How a stored secret is described (a subclass may name something safer to show)."""
-        return f"Set ({mask_secret(stored)})."
+        return gettext("Set (%(masked)s).") % {"masked": mask_secret(stored)}
 
     def _add_clear_boxes(self) -> None:
         order: list[str] = []
@@ -70,7 +71,9 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
         for name in self.secret_fields:
             if cleaned.get(f"clear_{name}"):
                 if cleaned.get(name):
-                    self.add_error(name, "Type a new value or clear the stored one, not both.")
+                    self.add_error(
+                        name, gettext("Type a new value or clear the stored one, not both.")
+                    )
                 cleaned[name] = ""
             elif not cleaned.get(name) and self.instance.pk:
                 cleaned[name] = getattr(self.instance, name)

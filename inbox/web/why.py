@@ -51,7 +51,7 @@ def facts_of(message: Message, turn: Turn | None) -> dict[str, Any]:
         "recorded": turn is not None,
         "asked": asked_in(turn) if turn is not None else [],
         "outcome": str(turn.get_outcome_display()) if turn is not None else "",
-        "action": _action_label(turn.action) if turn is not None else "",
+        "action": action_label(turn.action) if turn is not None else "",
         "reason": HandoffReason.label_for(turn.reason) if turn and turn.reason else "",
         "backend": backend_label(turn.backend) if turn is not None else "",
         "model": str(explained.get("model") or ""),
@@ -116,7 +116,7 @@ def intent_label(intent: str) -> str:
     return HandoffReason.label_for(intent)
 
 
-def _action_label(action: str) -> str:
+def action_label(action: str) -> str:
     return gettext(ACTION_LABELS[action]) if action in ACTION_LABELS else action
 
 

@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from inbox.conversations import access, ingest
 from inbox.conversations.events import InboundEvent
-from inbox.conversations.models import Channel, Chat, Message, Turn
+from inbox.conversations.models import Channel, Chat, HandoffReason, Message, Turn
+from inbox.web.why import action_label, backend_label
 
 MAX_TEXT = 4096
 
@@ -101,5 +102,18 @@ def _conversation(request: HttpRequest, channel: Channel) -> dict[str, object]:
         for turn in chat.turns.exclude(reply_message=None):
             if turn.reply_message_id is not None:
                 turns[turn.reply_message_id] = turn
-    rows = [(message, turns.get(message.pk)) for message in messages]
+    rows = [
+        (message, turns.get(message.pk), _review(turns.get(message.pk))) for message in messages
+    ]
     return {"channel": channel, "chat": chat, "rows": rows}
+
+
+def _review(turn: Turn | None) -> dict[str, str]:
+    """What the turn decided, in the reader's words (the Why panel's labels)."""
+    if turn is None:
+        return {}
+    return {
+        "action": action_label(turn.action),
+        "reason": HandoffReason.label_for(turn.reason) if turn.reason else "",
+        "backend": backend_label(turn.backend),
+    }

@@ -14,6 +14,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assistant.knowledge import price_diff, price_upload, settings_validation
@@ -141,19 +143,28 @@ def review(request: HttpRequest) -> HttpResponse:
 class PriceUploadForm(forms.Form):
     """Which list to replace (the business's, or one channel's override) and the file."""
 
-    target = forms.ChoiceField(label="List")
+    target = forms.ChoiceField(label=_("List"))
     currency = forms.CharField(
-        required=False, max_length=8, help_text="Used when the file names no currency."
+        label=_("Currency"),
+        required=False,
+        max_length=8,
+        help_text=_("Used when the file names no currency."),
     )
-    file = forms.FileField(help_text="CSV or XLSX with columns such as SKU, name, price.")
+    file = forms.FileField(
+        label=_("File"), help_text=_("CSV or XLSX with columns such as SKU, name, price.")
+    )
 
     def __init__(self, *args: Any, businesses: list[Business], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         choices: list[tuple[str, str]] = []
         for business in businesses:
-            choices.append((_choice(business.pk, None), f"{business.name}: price list"))
+            name = gettext("%(business)s: price list") % {"business": business.name}
+            choices.append((_choice(business.pk, None), name))
             for channel in business.channels.order_by("name"):
-                name = f"{business.name}: override for {channel.name}"
+                name = gettext("%(business)s: override for %(channel)s") % {
+                    "business": business.name,
+                    "channel": channel.name,
+                }
                 choices.append((_choice(business.pk, channel.pk), name))
         target = self.fields["target"]
         assert isinstance(target, forms.ChoiceField)
@@ -162,7 +173,7 @@ class PriceUploadForm(forms.Form):
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
         if upload.size > MAX_FILE_BYTES:
-            raise forms.ValidationError("The file is too large.")
+            raise forms.ValidationError(gettext("The file is too large."))
         return upload
 
 
@@ -248,7 +259,7 @@ def price_list(request: HttpRequest) -> HttpResponse:
 def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpResponse:
     staged = price_upload.take(request.POST.get("token", ""), request.user)
     if staged is None:
-        messages.error(request, "The upload expired; choose the file again.")
+        messages.error(request, gettext("The upload expired; choose the file again."))
         return redirect("settings_price_list")
     # The role may have been taken away since the preview: 404 unless the list is still theirs.
     _target(_choice(staged.business_id, staged.channel_id), businesses)
@@ -256,12 +267,14 @@ def _apply_price_list(request: HttpRequest, businesses: list[Business]) -> HttpR
     try:
         version = price_upload.apply(staged, request.user, skip_bad_rows=skip)
     except ImportRejected as exc:
-        messages.error(request, f"Nothing was imported: {exc}")
+        messages.error(request, gettext("Nothing was imported: %(why)s") % {"why": exc})
         return redirect("settings_price_list")
-    skipped = f", {version.skipped_rows} bad rows skipped" if version.skipped_rows else ""
-    messages.success(
-        request, f"Applied version {version.number} ({version.item_count} items{skipped})."
-    )
+    done = {"number": version.number, "items": version.item_count, "bad": version.skipped_rows}
+    if version.skipped_rows:
+        text = gettext("Applied version %(number)s (items: %(items)s, bad rows skipped: %(bad)s).")
+    else:
+        text = gettext("Applied version %(number)s (items: %(items)s).")
+    messages.success(request, text % done)
     return redirect("settings_price_list")
 
 
@@ -292,12 +305,14 @@ def price_list_restore(request: HttpRequest, version_id: int) -> HttpResponse:
     try:
         version = restore_version(earlier, request.user)
     except ImportRejected as exc:
-        messages.error(request, f"Nothing was restored: {exc}")
+        messages.error(request, gettext("Nothing was restored: %(why)s") % {"why": exc})
         return redirect("settings_price_list")
     messages.success(
         request,
-        f"Rolled back: version {version.number} is a copy of version {earlier.number} "
-        f"({version.item_count} items).",
+        gettext(
+            "Rolled back: version %(number)s is a copy of version %(earlier)s (items: %(items)s)."
+        )
+        % {"number": version.number, "earlier": earlier.number, "items": version.item_count},
     )
     return redirect("settings_price_list")
 
@@ -307,16 +322,16 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
     business admin never edits JSON."""
 
     reasons_text = forms.CharField(
-        label="Handoff reasons",
+        label=_("Handoff reasons"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 7}),
-        help_text='One per line: "code: when to hand the chat to a manager".',
+        help_text=_('One per line: "code: when to hand the chat to a manager".'),
     )
     promises_text = forms.CharField(
-        label="Forbidden promises",
+        label=_("Forbidden promises"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text="One phrase per line; a reply containing one is never sent.",
+        help_text=_("One phrase per line; a reply containing one is never sent."),
     )
 
     class Meta:
@@ -324,9 +339,23 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = ["business_rules", "replay_gate", "replay_gate_threshold"]
         widgets = {"business_rules": forms.Textarea(attrs={"rows": 8})}
         labels = {
-            "business_rules": "Tone and business rules",
-            "replay_gate": "Confirm changes whose replay raises blocks or handoffs",
-            "replay_gate_threshold": "Replay gate threshold",
+            "business_rules": _("Tone and business rules"),
+            "replay_gate": _("Confirm changes whose replay raises blocks or handoffs"),
+            "replay_gate_threshold": _("Replay gate threshold"),
+        }
+        help_texts = {
+            "business_rules": _(
+                "Tone and rules in plain words, e.g. delivery terms, opening hours, "
+                "'address customers formally'. The model may quote facts written here."
+            ),
+            "replay_gate": _(
+                "A change whose replay raises guardrail blocks or handoffs by more than the "
+                "threshold needs an explicit confirmation before it is applied."
+            ),
+            "replay_gate_threshold": _(
+                "The most the share of guardrail blocks, or of handoffs, may rise "
+                "(0.05 = 5 percentage points)."
+            ),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -343,7 +372,7 @@ class AssistantSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         if value is None:
             return float(self.instance.replay_gate_threshold)
         if not 0 <= value <= 1:
-            raise forms.ValidationError("A share between 0 and 1, e.g. 0.05 for 5 points.")
+            raise forms.ValidationError(gettext("A share between 0 and 1, e.g. 0.05 for 5 points."))
         return float(value)
 
     def clean_reasons_text(self) -> list[dict[str, str]]:
@@ -400,7 +429,10 @@ def assistant_settings_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and all([form.is_valid(), model_form.is_valid()]):
         form.save()  # both forms edit the same row (`current`)
         model_form.save()
-        messages.success(request, f"Saved the assistant settings of {business.name}.")
+        messages.success(
+            request,
+            gettext("Saved the assistant settings of %(business)s.") % {"business": business.name},
+        )
         return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,

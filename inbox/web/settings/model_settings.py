@@ -11,6 +11,8 @@ from typing import Any
 
 from django import forms
 from django.core.validators import URLValidator
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from assistant.models import AssistantSettings
 from inbox.platform import egress
@@ -21,16 +23,22 @@ class BusinessModelForm(WriteOnlySecrets):
     secret_fields = ("model_api_key",)
 
     model_api_key = secret_field()
-    model_api_key.label = "API key"
-    model_api_key_clear = forms.BooleanField(required=False, label="Remove the stored API key")
+    model_api_key.label = _("API key")
+    model_api_key_clear = forms.BooleanField(required=False, label=_("Remove the stored API key"))
 
     class Meta:
         model = AssistantSettings
         fields = ["model_base_url", "model_name", "model_structured_output", "model_api_key"]
         labels = {
-            "model_base_url": "Own model endpoint: base URL",
-            "model_name": "Model name",
-            "model_structured_output": "Structured output",
+            "model_base_url": _("Own model endpoint: base URL"),
+            "model_name": _("Model name"),
+            "model_structured_output": _("Structured output"),
+        }
+        help_texts = {
+            "model_base_url": _(
+                "An OpenAI-compatible base URL, e.g. https://llm.example.com/v1. Empty: the "
+                "installation's model."
+            ),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -41,7 +49,7 @@ class BusinessModelForm(WriteOnlySecrets):
         return str(self.cleaned_data.get("model_structured_output") or "json_schema")
 
     def secret_state(self, name: str, stored: str) -> str:
-        return "Set."  # not even its last characters
+        return gettext("Set.")  # not even its last characters
 
     def clean_model_base_url(self) -> str:
         url = str(self.cleaned_data.get("model_base_url") or "").strip()

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from assistant.knowledge.price_import import ImportRejected, edit_item
@@ -74,7 +75,9 @@ def edit_item_view(request: HttpRequest, item_id: int) -> HttpResponse:
             item, request.POST.get("price", ""), request.POST.get("aliases", ""), request.user
         )
     except ImportRejected as exc:
-        messages.error(request, f"“{item.name}” was not changed: {exc}")
+        text = gettext("“%(name)s” was not changed: %(why)s")
+        messages.error(request, text % {"name": item.name, "why": exc})
         return redirect(back)
-    messages.success(request, f"Saved “{item.name}”: the list is now version {version.number}.")
+    text = gettext("Saved “%(name)s”: the list is now version %(number)s.")
+    messages.success(request, text % {"name": item.name, "number": version.number})
     return redirect(back)

@@ -13,6 +13,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from assistant.knowledge import price_upload
@@ -20,13 +22,14 @@ from assistant.knowledge.effective import assistant_settings
 from assistant.models import ReplayRun, ReplayTurn
 from assistant.replay import engine
 from assistant.replay.candidate import Candidate, CandidateModel
-from inbox.conversations.models import Business
+from inbox.conversations.models import Business, HandoffReason
 from inbox.platform import egress
 from inbox.platform.logs import mask_phone_numbers
 from inbox.web.administered import administered_business, require_business_admin
 from inbox.web.params import id_param, parse_id
 from inbox.web.settings import review_fixes
 from inbox.web.settings.admin_pages import AssistantSettingsForm
+from inbox.web.why import action_label
 
 
 class CandidateRulesForm(AssistantSettingsForm):
@@ -39,33 +42,38 @@ class CandidateRulesForm(AssistantSettingsForm):
 class ReplayForm(forms.Form):
     """Which past turns, and what to try: the staged price list, edited rules, another model."""
 
-    business = forms.ChoiceField()
-    days = forms.IntegerField(min_value=1, max_value=365, initial=7, label="Last N days")
-    channel = forms.ChoiceField(required=False, label="Channel")
-    reason = forms.CharField(required=False, max_length=64, label="Only handoffs with reason")
+    business = forms.ChoiceField(label=_("Business"))
+    days = forms.IntegerField(min_value=1, max_value=365, initial=7, label=_("Last N days"))
+    channel = forms.ChoiceField(required=False, label=_("Channel"))
+    reason = forms.CharField(required=False, max_length=64, label=_("Only handoffs with reason"))
     chat_ids = forms.CharField(
-        required=False, label="Saved set: chat ids", help_text="Comma-separated; empty: all chats."
+        required=False,
+        label=_("Saved set: chat ids"),
+        help_text=_("Comma-separated; empty: all chats."),
     )
-    limit = forms.IntegerField(min_value=1, max_value=engine.MAX_TURNS, initial=200)
+    limit = forms.IntegerField(
+        min_value=1, max_value=engine.MAX_TURNS, initial=200, label=_("Limit")
+    )
     upload = forms.CharField(required=False, widget=forms.HiddenInput)
-    change_rules = forms.BooleanField(required=False, label="Try edited rules")
+    change_rules = forms.BooleanField(required=False, label=_("Try edited rules"))
     model_base_url = forms.URLField(
-        required=False, assume_scheme="https", label="Try another model: base URL"
+        required=False, assume_scheme="https", label=_("Try another model: base URL")
     )
-    model_name = forms.CharField(required=False, max_length=200, label="Model name")
+    model_name = forms.CharField(required=False, max_length=200, label=_("Model name"))
     model_structured_output = forms.ChoiceField(
         choices=[("json_schema", "json_schema (vLLM)"), ("json_object", "json_object")],
         required=False,
+        label=_("Model structured output"),
     )
     model_api_key = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), label="API key"
+        required=False, widget=forms.PasswordInput(render_value=False), label=_("API key")
     )
 
     def __init__(self, *args: Any, businesses: list[Business], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.businesses = {b.pk: b for b in businesses}
         self.fields["business"].choices = [(b.pk, b.name) for b in businesses]  # type: ignore[attr-defined]
-        channels = [("", "All channels")] + [
+        channels = [("", gettext("All channels"))] + [
             (c.pk, f"{b.name}: {c.name}") for b in businesses for c in b.channels.order_by("name")
         ]
         self.fields["channel"].choices = channels  # type: ignore[attr-defined]
@@ -74,7 +82,7 @@ class ReplayForm(forms.Form):
         raw = self.cleaned_data["chat_ids"].replace(" ", "")
         ids = [parse_id(p) for p in raw.split(",") if p]
         if None in ids:
-            raise forms.ValidationError("Chat ids are numbers, separated by commas.")
+            raise forms.ValidationError(gettext("Chat ids are numbers, separated by commas."))
         return tuple(i for i in ids if i is not None)
 
     def clean_model_base_url(self) -> str:
@@ -90,7 +98,7 @@ class ReplayForm(forms.Form):
         data = super().clean() or {}
         channel, business = data.get("channel"), data.get("business")
         if channel and business and int(channel) not in self._channel_ids(int(business)):
-            self.add_error("channel", "This channel belongs to another business.")
+            self.add_error("channel", gettext("This channel belongs to another business."))
         return data
 
     def _channel_ids(self, business_id: int) -> set[int]:
@@ -181,14 +189,16 @@ def _candidate(
     preview, channel_id = None, None
     if staged is not None:
         if staged.business_id != business.pk:
-            return Candidate(), "The staged price list belongs to another business."
+            return Candidate(), gettext("The staged price list belongs to another business.")
         if not staged.preview.ok:
-            return Candidate(), "The staged price list has errors; fix the file first."
+            return Candidate(), gettext("The staged price list has errors; fix the file first.")
         preview, channel_id = staged.preview, staged.channel_id
     rules = None
     if form.cleaned_data["change_rules"]:
         if not rules_form.is_valid():
-            return Candidate(), "The edited rules are not valid: " + rules_form.errors.as_text()
+            return Candidate(), gettext("The edited rules are not valid: %(errors)s") % {
+                "errors": rules_form.errors.as_text()
+            }
         rules = {
             "business_rules": rules_form.cleaned_data["business_rules"],
             "handoff_reasons": rules_form.cleaned_data["reasons_text"],
@@ -204,7 +214,9 @@ def _candidate(
         )
     candidate = Candidate(preview, channel_id, rules, model)
     if candidate.empty:
-        return candidate, "Choose something to try: a staged price list, edited rules or a model."
+        return candidate, gettext(
+            "Choose something to try: a staged price list, edited rules or a model."
+        )
     return candidate, ""
 
 
@@ -250,10 +262,15 @@ def _row(row: ReplayTurn, show_phones: bool) -> dict[str, Any]:
         label = chat.customer_name or mask_phone_numbers(chat.customer_phone or chat.customer_key)
 
     def side(answer: dict[str, Any]) -> dict[str, Any]:
+        labels = {
+            "action_label": action_label(str(answer.get("action", ""))),
+            "reason_label": HandoffReason.label_for(str(answer.get("reason") or "")),
+        }
         if show_phones:
-            return answer
+            return {**answer, **labels}
         return {
             **answer,
+            **labels,
             "reply": mask_phone_numbers(answer.get("reply", "")),
             "sent": mask_phone_numbers(answer.get("sent", "")),
         }
@@ -276,13 +293,15 @@ def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         applied = engine.apply(run, request.user, confirmed=request.POST.get("confirm") == "1")
     except engine.GateClosed as exc:
-        messages.error(request, f"Not applied: {exc}. Confirm to apply anyway.")
+        text = gettext("Not applied: %(why)s. Confirm to apply anyway.")
+        messages.error(request, text % {"why": exc})
         return redirect("settings_replay_run", run_id=run.pk)
     except (engine.NotAppliable, egress.EgressRefused) as exc:
-        messages.error(request, f"Not applied: {exc}.")
+        messages.error(request, gettext("Not applied: %(why)s.") % {"why": exc})
         return redirect("settings_replay_run", run_id=run.pk)
     review_fixes.resolve_replayed(request.user, run)
-    messages.success(request, "Applied " + " and ".join(applied) + ".")
+    what = (" " + gettext("and") + " ").join(applied)
+    messages.success(request, gettext("Applied %(what)s.") % {"what": what})
     return redirect("settings_replay_run", run_id=run.pk)
 
 
@@ -291,7 +310,7 @@ def replay_apply(request: HttpRequest, run_id: int) -> HttpResponse:
 def replay_discard(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _visible_run(request, run_id)
     if engine.discard(run):
-        messages.success(request, "Discarded the change; nothing was applied.")
+        messages.success(request, gettext("Discarded the change; nothing was applied."))
     else:
-        messages.error(request, "This change was applied already.")
+        messages.error(request, gettext("This change was applied already."))
     return redirect("settings_replay_run", run_id=run.pk)

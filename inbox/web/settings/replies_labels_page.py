@@ -10,6 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations.models import Business, CannedReply, Label
@@ -22,8 +24,10 @@ class CannedReplyForm(forms.ModelForm):  # type: ignore[type-arg]
         model = CannedReply
         fields = ["title", "shortcut", "text"]
         widgets = {"text": forms.Textarea(attrs={"rows": 3})}
+        labels = {"title": _("Title"), "shortcut": _("Shortcut"), "text": _("Text")}
         help_texts = {
-            "text": "May name {customer_name}, {manager_name} and {business_name}.",
+            "shortcut": _("Typed after / to find it fast."),
+            "text": _("May name {customer_name}, {manager_name} and {business_name}."),
         }
 
 
@@ -31,12 +35,20 @@ class LabelForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Label
         fields = ["name", "colour"]
+        labels = {"name": _("Name"), "colour": _("Colour")}
 
 
 class PrivacyForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Business
         fields = ["mask_phone_for_managers"]
+        labels = {"mask_phone_for_managers": _("Mask phone for managers")}
+        help_texts = {
+            "mask_phone_for_managers": _(
+                "Show customers' phone numbers to managers with the middle digits hidden "
+                "(business admins still see them whole)."
+            )
+        }
 
 
 def _delete(model: type[CannedReply] | type[Label], business: Business, raw: str) -> None:
@@ -63,7 +75,7 @@ def replies_labels(request: HttpRequest) -> HttpResponse:
             if reply_form.is_valid():
                 reply_form.instance.business = business
                 reply_form.save()
-                messages.success(request, "Canned reply added.")
+                messages.success(request, gettext("Canned reply added."))
                 return redirect(f"{request.path}?business={business.pk}")
         elif action == "add_label":
             label_form = LabelForm(request.POST, prefix="label")
@@ -73,9 +85,11 @@ def replies_labels(request: HttpRequest) -> HttpResponse:
                     with transaction.atomic():
                         label_form.save()
                 except IntegrityError:
-                    label_form.add_error("name", "This business already has a label so named.")
+                    label_form.add_error(
+                        "name", gettext("This business already has a label so named.")
+                    )
                 else:
-                    messages.success(request, "Label added.")
+                    messages.success(request, gettext("Label added."))
                     return redirect(f"{request.path}?business={business.pk}")
         elif action == "delete_reply":
             _delete(CannedReply, business, request.POST.get("id", ""))
@@ -87,7 +101,7 @@ def replies_labels(request: HttpRequest) -> HttpResponse:
             privacy_form = PrivacyForm(request.POST, instance=business, prefix="privacy")
             if privacy_form.is_valid():
                 privacy_form.save()
-                messages.success(request, "Saved.")
+                messages.success(request, gettext("Saved."))
                 return redirect(f"{request.path}?business={business.pk}")
     return render(
         request,
