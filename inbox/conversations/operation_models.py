@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Alert(models.Model):
@@ -87,15 +88,15 @@ class Job(models.Model):
     `inbox.conversations.progress` and shown live on that work's page."""
 
     class Kind(models.TextChoices):
-        PRICE_IMPORT = "price_import", "Price-list import"
-        CRM_FULL_SYNC = "crm_full_sync", "Bitrix24: every chat checked against the CRM"
-        CRM_RECONCILE = "crm_reconcile", "Bitrix24: reconciliation pass"
-        PURGE = "purge", "Data purge (retention)"
+        PRICE_IMPORT = "price_import", _("Price-list import")
+        CRM_FULL_SYNC = "crm_full_sync", _("Bitrix24: every chat checked against the CRM")
+        CRM_RECONCILE = "crm_reconcile", _("Bitrix24: reconciliation pass")
+        PURGE = "purge", _("Data purge (retention)")
 
     class State(models.TextChoices):
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     business = models.ForeignKey("inbox.Business", on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=32, choices=Kind.choices)
