@@ -39,6 +39,9 @@ DAYS: list[tuple[str, StrOrPromise]] = [
 ]
 
 
+# Django's own words, marked here too: Django's Kazakh catalogue lacks them (ours fills in).
+AT_LEAST = _("Ensure this value is greater than or equal to %(limit_value)s.")
+
 # The transport fields each kind's page shows, in order.
 TRANSPORT_FIELDS: dict[str, tuple[str, ...]] = {
     Channel.Kind.CLOUD_API: ("phone_number_id", "display_phone_number", "access_token", "waba_id"),
@@ -196,13 +199,15 @@ class ChannelSettingsForm(ChannelAdminForm):
                     widget=forms.TimeInput(format="%H:%M", attrs={"type": "time"}),
                 )
         for name in ("debounce_seconds", "idle_release_hours", "late_answer_cutoff_minutes"):
-            self.fields[name].validators.append(MinValueValidator(0))
+            self.fields[name].validators.append(MinValueValidator(0, AT_LEAST))
             self.fields[name].widget.attrs["min"] = "0"
         if "approval" in self.fields:  # a new channel's short form has none
             # A form posted without them (an older page, a script) keeps the channel's values.
             self.fields["approval"].required = False
             self.fields["approval_timeout_minutes"].required = False
-            self.fields["approval_timeout_minutes"].validators.append(MinValueValidator(1))
+            self.fields["approval_timeout_minutes"].validators.append(
+                MinValueValidator(1, AT_LEAST)
+            )
             self.fields["approval_timeout_minutes"].widget.attrs["min"] = "1"
         self.fields["voice_confidence_threshold"].widget.attrs.update(
             {"min": "0", "max": "1", "step": "0.05"}

@@ -336,3 +336,18 @@ def test_an_english_admin_still_reads_english() -> None:
     assert "<span>Gateway URL</span>" in page
     assert "Settings to give the gateway" in page
     assert "No event received yet" in client.get("/inbox/settings/channels/").content.decode()
+
+
+def test_django_words_missing_from_its_kazakh_catalogue_come_from_ours() -> None:
+    client, membership = _admin("kk")
+    channel = factories.channel(membership.business, name="Негізгі", kind=Channel.Kind.SANDBOX)
+    form = {
+        "name": "Негізгі", "is_active": "on", "language": "kk", "debounce_seconds": "-1",
+        "idle_release_hours": "4", "late_answer_cutoff_minutes": "30",
+        "voice_confidence_threshold": "0.6", "silent_alert_minutes": "120",
+    }  # fmt: skip
+
+    refused = client.post(f"/inbox/settings/channels/{channel.pk}/", form).content.decode()
+
+    assert "Бұл мән 0 мәнінен кем болмауы керек." in refused
+    assert untranslated(refused) == set()
