@@ -35,6 +35,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 import redis
+from django.utils import translation
 from django.utils.translation import gettext
 
 from inbox.conversations import outbound
@@ -294,6 +295,8 @@ def session_changed(channel_id: int, state: str) -> None:
     WORKING session clears it."""
     if state in UNLINKED_STATES:
         log.warning("waha.session_unlinked", extra={"channel_id": channel_id, "state": state})
-        alerts.gateway_link_lost(channel_id, f"the WAHA session is {state}: {_advice(state)}")
+        with translation.override("en"):  # an alert is English, whoever's request this is
+            advice = _advice(state)
+        alerts.gateway_link_lost(channel_id, f"the WAHA session is {state}: {advice}")
     elif state == "WORKING":
         alerts.gateway_link_restored(channel_id)
