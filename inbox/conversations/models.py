@@ -125,26 +125,26 @@ class Business(models.Model):
 
 # Why a channel's number is refused when another channel has it: the same words whichever
 # business that is, so the form tells no admin which numbers other tenants use.
-NUMBER_REFUSED = "This number can't be added. Contact support if it is yours."
+NUMBER_REFUSED = _("This number can't be added. Contact support if it is yours.")
 
 
 class Approval(models.TextChoices):
     """Which of a channel's bot replies a person approves first (`inbox.conversations.drafts`)."""
 
-    OFF = "off", "Off: the bot replies by itself"
-    AMOUNTS = "amounts", "Replies that state an amount, a date or a promise"
-    ALL = "all", "Every bot reply"
+    OFF = "off", _("Off: the bot replies by itself")
+    AMOUNTS = "amounts", _("Replies that state an amount, a date or a promise")
+    ALL = "all", _("Every bot reply")
 
 
 class Channel(models.Model):
     """One WhatsApp number (or the sandbox) of a business, with its own timing rules."""
 
     class Kind(models.TextChoices):
-        CLOUD_API = "cloud_api", "WhatsApp Cloud API"
-        BRIDGE = "bridge", "Linked-device bridge"
-        EVOLUTION = "evolution", "Evolution API (linked device)"
-        WAHA = "waha", "WAHA (linked device)"
-        SANDBOX = "sandbox", "Sandbox (test chat in the browser)"
+        CLOUD_API = "cloud_api", _("WhatsApp Cloud API")
+        BRIDGE = "bridge", _("Linked-device bridge")
+        EVOLUTION = "evolution", _("Evolution API (linked device)")
+        WAHA = "waha", _("WAHA (linked device)")
+        SANDBOX = "sandbox", _("Sandbox (test chat in the browser)")
 
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="channels")
     name = models.CharField(max_length=200)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class MessageTemplate(models.Model):
@@ -15,16 +16,16 @@ class MessageTemplate(models.Model):
     said (`integrations/whatsapp/template_sync.py`) or a status webhook changed it."""
 
     class Category(models.TextChoices):
-        MARKETING = "MARKETING", "Marketing"
-        UTILITY = "UTILITY", "Utility"
-        AUTHENTICATION = "AUTHENTICATION", "Authentication"
+        MARKETING = "MARKETING", _("Marketing")
+        UTILITY = "UTILITY", _("Utility")
+        AUTHENTICATION = "AUTHENTICATION", _("Authentication")
 
     class Status(models.TextChoices):
-        APPROVED = "APPROVED", "Approved"
-        PENDING = "PENDING", "Pending review"
-        REJECTED = "REJECTED", "Rejected"
-        PAUSED = "PAUSED", "Paused"
-        DISABLED = "DISABLED", "Disabled"
+        APPROVED = "APPROVED", _("Approved")
+        PENDING = "PENDING", _("Pending review")
+        REJECTED = "REJECTED", _("Rejected")
+        PAUSED = "PAUSED", _("Paused")
+        DISABLED = "DISABLED", _("Disabled")
 
     channel = models.ForeignKey("inbox.Channel", on_delete=models.CASCADE, related_name="templates")
     name = models.CharField(max_length=512)

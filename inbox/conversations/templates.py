@@ -24,7 +24,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max, QuerySet
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from inbox.conversations import opt_outs, ownership, window
 from inbox.conversations.models import Channel, Chat, Message, MessageTemplate, Turn
@@ -142,7 +142,8 @@ def refusal(template: MessageTemplate | None, chat: Chat) -> str:
     if chat.channel.kind != Channel.Kind.CLOUD_API:
         return "Templates are sent only on WhatsApp Cloud API numbers."
     if template.status != MessageTemplate.Status.APPROVED:
-        label = MessageTemplate.Status(template.status).label.lower()
+        with translation.override("en"):  # the sentence around it is English
+            label = str(MessageTemplate.Status(template.status).label).lower()
         return (
             f"The template {template.name} ({template.language}) is {label}: only an approved "
             "template can be sent."

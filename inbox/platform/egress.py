@@ -35,12 +35,30 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 from django.conf import settings
+from django.utils.translation import gettext
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class EgressRefused(ValueError):
-    """The URL names an address the operator did not allow."""
+    """The URL names an address the operator did not allow. `host` is the refused host (empty
+    when the URL has none or is not http(s)); `explain` words the refusal for a page."""
+
+    host = ""
+
+    def __init__(self, message: str, host: str = "") -> None:
+        super().__init__(message)
+        self.host = host
+
+
+def explain(refused: EgressRefused) -> str:
+    """The refusal in the reader's language (the exception's own text, for logs, is English)."""
+    if refused.host:
+        return gettext(
+            "%(host)s is a private or local address; the operator can allow it in "
+            "OUTBOUND_ALLOWED_HOSTS"
+        ) % {"host": refused.host}
+    return gettext("only http and https URLs with a host name can be used")
 
 
 def _allowed_entries() -> tuple[set[str], list[ipaddress.IPv4Network | ipaddress.IPv6Network]]:
@@ -105,7 +123,8 @@ def _refusal(host: str, addresses: Iterable[IpAddress]) -> EgressRefused | None:
             continue
         return EgressRefused(
             f"{host} is a private or local address; the operator can allow it in "
-            "OUTBOUND_ALLOWED_HOSTS"
+            "OUTBOUND_ALLOWED_HOSTS",
+            host,
         )
     return None
 

@@ -50,7 +50,7 @@ class ChannelAdminForm(WriteOnlySecrets):
             try:
                 egress.check(url)
             except egress.EgressRefused as exc:
-                raise forms.ValidationError(str(exc)) from None
+                raise forms.ValidationError(egress.explain(exc)) from None
         return url
 
     class Meta:

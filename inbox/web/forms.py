@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils.translation import gettext
 
 from inbox.platform.fields import mask_secret
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
-def secret_field(help_text: str = "") -> forms.CharField:
+
+def secret_field(
+    help_text: StrOrPromise = "", label: StrOrPromise | None = None
+) -> forms.CharField:
     """An input for a credential: typed in, never rendered back."""
     return forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
         strip=True,
+        label=label,
         help_text=help_text,
     )
+
+
+def _in_sentence(label: object) -> str:
+    """A field label inside a sentence: its first letter lowered, unless it starts an acronym
+    ("Application key" → "application key", "URL of…" stays)."""
+    text = str(label)
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
@@ -55,7 +68,8 @@ class WriteOnlySecrets(forms.ModelForm):  # type: ignore[type-arg]
             if name in self.secret_fields and stored:
                 label = self.fields[name].label or name.replace("_", " ")
                 self.fields[f"clear_{name}"] = forms.BooleanField(
-                    required=False, label=f"Clear the stored {str(label).lower()}"
+                    required=False,
+                    label=gettext("Clear the stored %(name)s") % {"name": _in_sentence(label)},
                 )
                 order.append(f"clear_{name}")
         self.order_fields(order)

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations.models import Business, Chat, Handoff, Message
 from inbox.platform.fields import EncryptedTextField
@@ -36,14 +37,14 @@ class Bitrix24Settings(models.Model):
     write-only in forms and never logged (logs name `portal_host` only)."""
 
     class Mode(models.TextChoices):
-        WEBHOOK = "webhook", "Incoming webhook"
-        APP = "app", "Local application (server-side, no UI)"
+        WEBHOOK = "webhook", _("Incoming webhook")
+        APP = "app", _("Local application (server-side, no UI)")
 
     class Entity(models.TextChoices):
         """What a new chat creates: the `CrmEntity` values a business may choose."""
 
-        DEAL = CrmEntity.DEAL.value, "Deal"
-        LEAD = CrmEntity.LEAD.value, "Lead"
+        DEAL = CrmEntity.DEAL.value, _("Deal")
+        LEAD = CrmEntity.LEAD.value, _("Lead")
 
     business = models.OneToOneField(Business, on_delete=models.CASCADE, related_name="bitrix24")
     is_active = models.BooleanField(default=True)

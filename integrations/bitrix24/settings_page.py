@@ -15,11 +15,13 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import get_language, gettext
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations import progress
 from inbox.conversations.models import Job
 from inbox.web.administered import administered_business
+from inbox.web.elapsed import elapsed
 from integrations.bitrix24 import tasks
 from integrations.bitrix24.models import Bitrix24Settings
 from integrations.bitrix24.setup import check, config
@@ -61,18 +63,25 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", Action.SAVE)
     if request.method == "POST" and action == Action.TEST and current.pk:
         asked = time.time()
-        tasks.test_connection_task.delay(business.pk)
+        # The worker words its report in the language of the admin who asked.
+        tasks.test_connection_task.delay(business.pk, get_language() or "")
         if getattr(request, "htmx", False):
             return _status(request, current, business.pk, asked=asked)
-        messages.info(request, "Testing the connection… the result appears below in a moment.")
+        messages.info(
+            request, gettext("Testing the connection… the result appears below in a moment.")
+        )
         return redirect(here)
     if request.method == "POST" and action == Action.RECONCILE and current.pk:
         tasks.reconcile_task.delay(business.pk)
-        messages.success(request, "A reconciliation pass is queued; its progress shows below.")
+        messages.success(
+            request, gettext("A reconciliation pass is queued; its progress shows below.")
+        )
         return redirect(here)
     if request.method == "POST" and action == Action.FULL_SYNC and current.pk:
         count = config.request_full_sync(business.pk)
-        messages.success(request, f"A checking sync of {count} chats is queued.")
+        messages.success(
+            request, gettext("A checking sync of %(count)s chats is queued.") % {"count": count}
+        )
         return redirect(here)
     if request.method == "POST" and form.is_valid():
         try:
@@ -81,7 +90,10 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
         except config.ConfigError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Saved the Bitrix24 settings of {business.name}.")
+            messages.success(
+                request,
+                gettext("Saved the Bitrix24 settings of %(name)s.") % {"name": business.name},
+            )
             return redirect(here)
     return render(
         request,
@@ -97,7 +109,7 @@ def bitrix24_settings(request: HttpRequest) -> HttpResponse:
             "businesses": businesses,
             "configured": bool(current.pk),
             "report": check.last_report(business.pk) if current.pk else None,
-            "checked_at": current.last_check_at,
+            "checked_ago": elapsed(current.last_check_at) if current.last_check_at else "",
             "summary": config.describe(current) if current.pk else [],
             "full_sync_job": progress.latest([business.pk], Job.Kind.CRM_FULL_SYNC),
             "reconcile_job": progress.latest([business.pk], Job.Kind.CRM_RECONCILE),
@@ -136,7 +148,7 @@ def _status(
         {
             "business_id": business_id,
             "report": check.last_report(business_id) if current.pk else None,
-            "checked_at": checked_at,
+            "checked_ago": elapsed(checked_at) if checked_at else "",
             "testing": waiting and time.time() - (asked or 0) < TEST_WAIT_SECONDS,
             "no_answer": waiting and time.time() - (asked or 0) >= TEST_WAIT_SECONDS,
             "asked": asked,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 
 from celery import Task, shared_task
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from inbox.conversations.models import Alert
 from inbox.upkeep import alerts
@@ -187,9 +187,11 @@ def app_installed(self: Task, business_id: int) -> None:  # type: ignore[type-ar
 
 
 @shared_task(name="bitrix24.test_connection", time_limit=120)
-def test_connection_task(business_id: int) -> dict[str, Any]:
-    """The settings page's "test connection": the report is stored on the settings row."""
-    return check.store_report(business_id, check.test_connection(business_id))
+def test_connection_task(business_id: int, language: str = "") -> dict[str, Any]:  # noqa: PT028
+    """The settings page's "test connection": the report is stored on the settings row, worded
+    in `language` (the admin's who asked; English when none is given)."""
+    with translation.override(language or "en"):
+        return check.store_report(business_id, check.test_connection(business_id))
 
 
 @shared_task(name="bitrix24.sweep", time_limit=60)

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from inbox.conversations import templates
@@ -22,14 +23,17 @@ from integrations.whatsapp import template_sync
 def sync_now(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = _administered_channel(request, channel_id)
     if channel.kind != Channel.Kind.CLOUD_API:
-        messages.error(request, "Only WhatsApp Cloud API numbers have message templates.")
+        messages.error(request, gettext("Only WhatsApp Cloud API numbers have message templates."))
         return redirect("settings_channel", channel_id=channel.pk)
     try:
         result = template_sync.sync(channel)
     except template_sync.SyncError as exc:
-        messages.error(request, f"Templates not synced: {exc}")
+        messages.error(request, gettext("Templates not synced: %(why)s") % {"why": exc})
     else:
-        messages.success(request, f"Synced {result.stored} templates from WhatsApp.")
+        messages.success(
+            request,
+            gettext("Synced %(count)s templates from WhatsApp.") % {"count": result.stored},
+        )
     return redirect("settings_channel", channel_id=channel.pk)
 
 
@@ -44,15 +48,16 @@ def choose_reengage(request: HttpRequest, channel_id: int) -> HttpResponse:
         utility = templates.approved(channel).filter(category=MessageTemplate.Category.UTILITY)
         template = utility.filter(pk=parse_id(chosen) or 0).first()
         if template is None:
-            messages.error(request, "Choose an approved utility template of this channel.")
+            messages.error(request, gettext("Choose an approved utility template of this channel."))
             return redirect("settings_channel", channel_id=channel.pk)
     channel.reengage_template_name = template.name if template else ""
     channel.reengage_template_language = template.language if template else ""
     channel.save(update_fields=["reengage_template_name", "reengage_template_language"])
     messages.success(
         request,
-        f"Answers kept after the window closed invite the customer back with {template}."
+        gettext("Answers kept after the window closed invite the customer back with %(template)s.")
+        % {"template": template}
         if template
-        else "No template invites the customer back; kept answers wait for them.",
+        else gettext("No template invites the customer back; kept answers wait for them."),
     )
     return redirect("settings_channel", channel_id=channel.pk)

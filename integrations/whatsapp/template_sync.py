@@ -21,6 +21,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from inbox.conversations import templates
 from inbox.conversations.models import Channel, MessageTemplate
@@ -50,7 +51,7 @@ class SyncResult:
 def fetch(channel: Channel) -> list[dict[str, Any]]:
     """Every template of the channel's WABA, all pages."""
     if not channel.waba_id or not channel.access_token:
-        raise SyncError("Set the channel's WABA ID and access token first.")
+        raise SyncError(gettext("Set the channel's WABA ID and access token first."))
     url = f"{settings.WHATSAPP_GRAPH_URL}/{channel.waba_id}/message_templates"
     headers = {"Authorization": f"Bearer {channel.access_token}"}
     params: dict[str, Any] = {"fields": FIELDS, "limit": PAGE_SIZE}
@@ -59,21 +60,24 @@ def fetch(channel: Channel) -> list[dict[str, Any]]:
         try:
             response = http.shared().get(url, params=params, headers=headers, timeout=TIMEOUT)
         except httpx.TransportError as exc:
-            raise SyncError("The Graph API is unreachable: try again later.") from exc
+            raise SyncError(gettext("The Graph API is unreachable: try again later.")) from exc
         if response.status_code != 200:
             error = _graph_error(response)
             if error.code == "100":
                 raise SyncError(
-                    f"WhatsApp does not know the WABA ID {channel.waba_id} (or this token cannot "
-                    "see it): check the channel's WABA ID."
+                    gettext(
+                        "WhatsApp does not know the WABA ID %(waba)s (or this token cannot "
+                        "see it): check the channel's WABA ID."
+                    )
+                    % {"waba": channel.waba_id}
                 )
             raise SyncError(error.title)
         try:
             body = response.json()
         except ValueError as exc:
-            raise SyncError("The Graph API gave an unexpected answer.") from exc
+            raise SyncError(gettext("The Graph API gave an unexpected answer.")) from exc
         if not isinstance(body, dict):
-            raise SyncError("The Graph API gave an unexpected answer.")
+            raise SyncError(gettext("The Graph API gave an unexpected answer."))
         data = body.get("data")
         if isinstance(data, list):
             found.extend(item for item in data if isinstance(item, dict))

@@ -70,7 +70,9 @@ def channel_edit(request: HttpRequest, channel_id: int) -> HttpResponse:
     form = channel_settings.ChannelSettingsForm(request.POST or None, instance=channel)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Saved the settings of {channel.name}.")
+        messages.success(
+            request, gettext("Saved the settings of %(name)s.") % {"name": channel.name}
+        )
         return redirect("settings_channels")
     # The box and the test describe what is saved, not what the refused form holds.
     saved = Channel.objects.get(pk=channel.pk) if form.is_bound else channel
@@ -101,11 +103,11 @@ def channel_test_connection(request: HttpRequest, channel_id: int) -> HttpRespon
             request, "inbox/settings/_gateway_connection.html", {"report": report, "tested": True}
         )
     if report is None:
-        messages.info(request, "This kind of channel has no connection to test.")
+        messages.info(request, gettext("This kind of channel has no connection to test."))
     elif report.linked:
-        messages.success(request, f"Linked: {report.text}")
+        messages.success(request, gettext("Linked: %(text)s") % {"text": report.text})
     else:
-        messages.error(request, f"Not linked: {report.text}")
+        messages.error(request, gettext("Not linked: %(text)s") % {"text": report.text})
     return redirect("settings_channel", channel_id=channel.pk)
 
 

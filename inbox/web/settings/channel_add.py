@@ -14,6 +14,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.functional import Promise
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from inbox.conversations.models import Channel
@@ -21,27 +24,35 @@ from inbox.web.administered import administered_business
 from inbox.web.settings.channel_settings import TRANSPORT_FIELDS, ChannelSettingsForm
 
 # The kinds an admin adds, in the order offered, with what each one is.
-KIND_CHOICES: tuple[tuple[str, str], ...] = (
+KIND_CHOICES: tuple[tuple[str, str | Promise], ...] = (
     (
         Channel.Kind.CLOUD_API,
-        "Meta's official API: a number registered in WhatsApp Manager. Needs the phone number "
-        "ID and an access token from Meta; the only kind with message templates.",
+        _(
+            "Meta's official API: a number registered in WhatsApp Manager. Needs the phone "
+            "number ID and an access token from Meta; the only kind with message templates."
+        ),
     ),
     (
         Channel.Kind.EVOLUTION,
-        "A phone linked as a device (like WhatsApp Web) through an Evolution API server you run.",
+        _(
+            "A phone linked as a device (like WhatsApp Web) through an Evolution API server "
+            "you run."
+        ),
     ),
     (
         Channel.Kind.WAHA,
-        "A phone linked as a device through a WAHA server you run.",
+        _("A phone linked as a device through a WAHA server you run."),
     ),
     (
         Channel.Kind.BRIDGE,
-        "A phone linked through a bridge that speaks this inbox's own protocol (docs/bridges.md).",
+        _(
+            "A phone linked through a bridge that speaks this inbox's own protocol "
+            "(docs/bridges.md)."
+        ),
     ),
     (
         Channel.Kind.SANDBOX,
-        "A test chat in the browser: try the assistant on your price list before going live.",
+        _("A test chat in the browser: try the assistant on your price list before going live."),
     ),
 )
 # The transport fields a new channel cannot do without (the command line's rule).
@@ -68,15 +79,15 @@ class NewChannelForm(ChannelSettingsForm):
         for name in REQUIRED.get(kind, ()):
             self.fields[name].required = True
         self.fields["name"].required = False
-        self.fields[
-            "name"
-        ].help_text = "What managers see, e.g. “Shop, main number”; empty = the number or the kind."
+        self.fields["name"].help_text = _(
+            "What managers see, e.g. “Shop, main number”; empty = the number or the kind."
+        )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         if not cleaned.get("name"):
             shown = cleaned.get("display_phone_number") or self.instance.get_kind_display()
-            cleaned["name"] = shown
+            cleaned["name"] = str(shown)
         return cleaned
 
 
@@ -104,7 +115,11 @@ def add_channel(request: HttpRequest) -> HttpResponse:
     form = NewChannelForm(request.POST if request.method == "POST" else None, instance=channel)
     if request.method == "POST" and form.is_valid():
         created = form.save()
-        messages.success(request, f"Added {created.name}. Now point the provider to the inbox.")
+        messages.success(
+            request,
+            gettext("Added %(name)s. Now point the provider to the inbox.")
+            % {"name": created.name},
+        )
         return redirect("settings_channel", channel_id=created.pk)
     context.update(form=form, kind=kind, kind_label=Channel.Kind(kind).label)
     return render(request, "inbox/settings/channel_add.html", context)

@@ -11,27 +11,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.core.validators import MinValueValidator
 from django.utils import timezone
-from django.utils.timesince import timesince
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from inbox.conversations.models import Channel
 from inbox.web.admin import ChannelAdminForm
+from inbox.web.elapsed import elapsed
+from inbox.web.forms import secret_field
 
-DAYS = [
-    ("mon", "Monday"),
-    ("tue", "Tuesday"),
-    ("wed", "Wednesday"),
-    ("thu", "Thursday"),
-    ("fri", "Friday"),
-    ("sat", "Saturday"),
-    ("sun", "Sunday"),
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+DAYS: list[tuple[str, StrOrPromise]] = [
+    ("mon", _("Monday")),
+    ("tue", _("Tuesday")),
+    ("wed", _("Wednesday")),
+    ("thu", _("Thursday")),
+    ("fri", _("Friday")),
+    ("sat", _("Saturday")),
+    ("sun", _("Sunday")),
 ]
 
+
+# Django's own words, marked here too: Django's Kazakh catalogue lacks them (ours fills in).
+AT_LEAST = _("Ensure this value is greater than or equal to %(limit_value)s.")
 
 # The transport fields each kind's page shows, in order.
 TRANSPORT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -50,40 +59,114 @@ COURTESY_FIELDS: dict[str, tuple[str, ...]] = {
 _EVERY_COURTESY_FIELD = {name for names in COURTESY_FIELDS.values() for name in names}
 
 # A linked-device gateway's fields in its own words: (label, help text).
-_GATEWAY_WORDS: dict[str, dict[str, tuple[str, str]]] = {
+_GATEWAY_WORDS: dict[str, dict[str, tuple[StrOrPromise, StrOrPromise]]] = {
     Channel.Kind.EVOLUTION: {
         "bridge_url": (
-            "Gateway URL",
-            "Evolution API's base URL as the inbox reaches it, e.g. http://evolution:8080.",
+            _("Gateway URL"),
+            _("Evolution API's base URL as the inbox reaches it, e.g. http://evolution:8080."),
         ),
         "bridge_token": (
-            "Instance token",
-            'The instance\'s token (the "hash" instance/create answered); Evolution sends it '
-            "back in every webhook.",
+            _("Instance token"),
+            _(
+                'The instance\'s token (the "hash" instance/create answered); Evolution sends it '
+                "back in every webhook."
+            ),
         ),
-        "gateway_instance": ("Instance", "The instance's name in Evolution API, e.g. shop."),
+        "gateway_instance": (_("Instance"), _("The instance's name in Evolution API, e.g. shop.")),
     },
     Channel.Kind.WAHA: {
         "bridge_url": (
-            "Gateway URL",
-            "WAHA's base URL as the inbox reaches it, e.g. http://waha:3000.",
+            _("Gateway URL"),
+            _("WAHA's base URL as the inbox reaches it, e.g. http://waha:3000."),
         ),
         "bridge_token": (
-            "API key",
-            "WAHA's API key (X-Api-Key); WAHA signs its webhooks with the same key.",
+            _("API key"),
+            _("WAHA's API key (X-Api-Key); WAHA signs its webhooks with the same key."),
         ),
-        "gateway_instance": ("Session", "The session's name in WAHA, e.g. default."),
+        "gateway_instance": (_("Session"), _("The session's name in WAHA, e.g. default.")),
     },
 }
 
 
 class ChannelSettingsForm(ChannelAdminForm):
+    """The channel page's form, every label and help text in the admin's language (the model's
+    own words, marked here)."""
+
+    access_token = secret_field(_("Cloud API access token."), label=_("Access token"))
+    bridge_token = secret_field(
+        _(
+            "The bridge's bearer token; for Evolution API the instance token, for WAHA the API "
+            "key (also the key of its webhook signatures)."
+        ),
+        label=_("Bridge token"),
+    )
+    bridge_url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        label=_("Bridge URL"),
+        help_text=_("Base URL of the bridge, Evolution API or WAHA, as the inbox reaches it."),
+    )
+
     class Meta(ChannelAdminForm.Meta):
         fields = [
             name
             for name in ChannelAdminForm.Meta.fields
             if name not in ("business", "kind", "working_hours")
         ]
+        labels = {
+            "name": _("Channel name"),
+            "is_active": _("Active"),
+            "language": _("Language"),
+            "phone_number_id": _("Phone number ID"),
+            "display_phone_number": _("Display phone number"),
+            "waba_id": _("WABA ID"),
+            "gateway_instance": _("Gateway instance"),
+            "debounce_seconds": _("Debounce, seconds"),
+            "idle_release_hours": _("Idle release, hours"),
+            "late_answer_cutoff_minutes": _("Late answer cutoff, minutes"),
+            "voice_confidence_threshold": _("Voice confidence threshold"),
+            "silent_alert_minutes": _("Silent alert, minutes"),
+            "read_receipts": _("Read receipts"),
+            "typing_indicator": _("Typing indicator"),
+            "approval": _("Approval"),
+            "approval_timeout_minutes": _("Approval timeout, minutes"),
+        }
+        help_texts = {
+            "phone_number_id": _("Cloud API phone number ID (from Meta)."),
+            "waba_id": _(
+                "WhatsApp Business Account ID (from Meta): its message templates are synced."
+            ),
+            "gateway_instance": _("Evolution API instance or WAHA session name."),
+            "language": _("Language of most customers (e.g. en, ru); blank = detect."),
+            "debounce_seconds": _(
+                "Wait this long after a customer's last message before answering."
+            ),
+            "idle_release_hours": _(
+                "Give a chat back to the bot after this long without a manager message."
+            ),
+            "late_answer_cutoff_minutes": _(
+                "Older customer messages go to a human instead of the bot."
+            ),
+            "voice_confidence_threshold": _(
+                "Below this transcript confidence the assistant asks to clarify."
+            ),
+            "silent_alert_minutes": _(
+                "Alert when no event arrives for this long during working hours."
+            ),
+            "read_receipts": _(
+                "Mark the customer's messages read when the assistant starts answering "
+                "(Cloud API and WAHA numbers)."
+            ),
+            "typing_indicator": _(
+                'Show "typing…" while the assistant composes a reply; WhatsApp shows it '
+                "only together with the read mark, so it needs read receipts on."
+            ),
+            "approval": _("Bot replies that wait for a manager's approval before they go out."),
+            "approval_timeout_minutes": _(
+                "A draft not approved within this many minutes (of working hours, when set) "
+                "hands the chat to a person and tells the customer so."
+            ),
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -106,21 +189,25 @@ class ChannelSettingsForm(ChannelAdminForm):
         hours = self.instance.working_hours if isinstance(self.instance.working_hours, dict) else {}
         for day, label in DAYS:
             span = hours.get(day) or ["", ""]
-            for index, part in enumerate(("from", "to")):
+            for index, (part, words) in enumerate(
+                (("from", gettext("%(day)s from")), ("to", gettext("%(day)s to")))
+            ):
                 self.fields[f"wh_{day}_{part}"] = forms.TimeField(
                     required=False,
-                    label=f"{label} {part}",
+                    label=words % {"day": label},
                     initial=span[index] if len(span) == 2 else "",
                     widget=forms.TimeInput(format="%H:%M", attrs={"type": "time"}),
                 )
         for name in ("debounce_seconds", "idle_release_hours", "late_answer_cutoff_minutes"):
-            self.fields[name].validators.append(MinValueValidator(0))
+            self.fields[name].validators.append(MinValueValidator(0, AT_LEAST))
             self.fields[name].widget.attrs["min"] = "0"
         if "approval" in self.fields:  # a new channel's short form has none
             # A form posted without them (an older page, a script) keeps the channel's values.
             self.fields["approval"].required = False
             self.fields["approval_timeout_minutes"].required = False
-            self.fields["approval_timeout_minutes"].validators.append(MinValueValidator(1))
+            self.fields["approval_timeout_minutes"].validators.append(
+                MinValueValidator(1, AT_LEAST)
+            )
             self.fields["approval_timeout_minutes"].widget.attrs["min"] = "1"
         self.fields["voice_confidence_threshold"].widget.attrs.update(
             {"min": "0", "max": "1", "step": "0.05"}
@@ -132,13 +219,13 @@ class ChannelSettingsForm(ChannelAdminForm):
     def courtesy_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in COURTESY_FIELDS.get(self.instance.kind, ())]
 
-    def day_fields(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
+    def day_fields(self) -> list[tuple[StrOrPromise, forms.BoundField, forms.BoundField]]:
         return [(label, self[f"wh_{day}_from"], self[f"wh_{day}_to"]) for day, label in DAYS]
 
     def clean_voice_confidence_threshold(self) -> float:
         value = float(self.cleaned_data["voice_confidence_threshold"])
         if not 0 <= value <= 1:
-            raise forms.ValidationError("Between 0 and 1 (e.g. 0.6).")
+            raise forms.ValidationError(gettext("Between 0 and 1 (e.g. 0.6)."))
         return value
 
     def clean(self) -> dict[str, Any]:
@@ -150,7 +237,10 @@ class ChannelSettingsForm(ChannelAdminForm):
             if start is None and end is None:
                 continue
             if start is None or end is None or start >= end:
-                self.add_error(f"wh_{day}_from", f"{label}: give both times, the start first.")
+                self.add_error(
+                    f"wh_{day}_from",
+                    gettext("%(day)s: give both times, the start first.") % {"day": label},
+                )
                 continue
             hours[day] = [start.strftime("%H:%M"), end.strftime("%H:%M")]
         cleaned["working_hours"] = hours
@@ -195,15 +285,18 @@ def health(channel: Channel, now: datetime | None = None) -> Health:
     """One line per channel: when it last heard anything, and whether that is too long ago."""
     now = now or timezone.now()
     if not channel.is_active:
-        return Health("idle", "Switched off")
+        return Health("idle", gettext("Switched off"))
     if channel.last_event_at is None:
-        return Health("idle", "No event received yet")
-    ago = timesince(channel.last_event_at, now)
+        return Health("idle", gettext("No event received yet"))
+    ago = elapsed(channel.last_event_at, now)
     silent = now - channel.last_event_at > timedelta(minutes=channel.silent_alert_minutes)
     if silent and in_working_hours(channel, now):
         return Health(
             "warn",
-            f"Silent for {ago}, longer than its {channel.silent_alert_minutes}-minute window: "
-            "is the phone online?",
+            gettext(
+                "Silent for %(ago)s, longer than its %(minutes)s-minute window: "
+                "is the phone online?"
+            )
+            % {"ago": ago, "minutes": channel.silent_alert_minutes},
         )
-    return Health("ok", f"Last event {ago} ago")
+    return Health("ok", gettext("Last event %(ago)s ago") % {"ago": ago})

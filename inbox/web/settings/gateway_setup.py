@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from inbox.conversations import transport_registry
 from inbox.conversations.models import Channel
@@ -120,9 +121,9 @@ def connection_report(channel: Channel) -> ConnectionReport | None:
     with nothing to test. Never raises for what the gateway does: a refused address, an
     unreachable host or a wrong key come back as the report's text."""
     if not channel.bridge_url:
-        return ConnectionReport(False, "Give the gateway URL and save first.")
+        return ConnectionReport(False, gettext("Give the gateway URL and save first."))
     if channel.kind == Channel.Kind.EVOLUTION and not channel.gateway_instance:
-        return ConnectionReport(False, "Give the instance name and save first.")
+        return ConnectionReport(False, gettext("Give the instance name and save first."))
     answer = transport_registry.check_connection(channel)
     if answer is None:
         return None

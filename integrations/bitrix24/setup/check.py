@@ -1,7 +1,8 @@
 """ "Test connection": who we are on which portal with which permissions, or a clear error.
 
 Used by `manage.py bitrix24_check` and (through the `bitrix24.test_connection` task, never in
-a web request) by the settings page, which reads the stored report.
+a web request) by the settings page, which reads the stored report. The report's sentences are
+in the active language: the task activates the asking admin's, the command none (English).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from integrations.bitrix24.crm.portal import (
     DEAL_TYPE_ID,
@@ -51,25 +53,42 @@ class ConnectionReport:
 def explain(error: Bitrix24Error, portal: str) -> str:
     """One sentence an operator can act on."""
     detail = f"{error.code}: {error.description}" if error.description else error.code
+    said = {"portal": portal, "detail": detail, "description": error.description}
     if isinstance(error, NotConfigured):
-        return f"Bitrix24 is not configured: {error.description}."
+        return gettext("Bitrix24 is not configured: %(description)s.") % said
     if error.code == "NETWORK":
-        return f"Could not reach {portal} ({error.description}). Check the portal address."
+        return (
+            gettext("Could not reach %(portal)s (%(description)s). Check the portal address.")
+            % said
+        )
     if error.code == "NON_JSON_RESPONSE":
         return (
-            f"{portal} did not answer like a Bitrix24 REST API ({error.description}). "
-            "Check the webhook URL."
+            gettext(
+                "%(portal)s did not answer like a Bitrix24 REST API (%(description)s). "
+                "Check the webhook URL."
+            )
+            % said
         )
     if error.code.lower() == "insufficient_scope":
-        return f"The webhook lacks a permission ({detail}). Tick the CRM and Users scopes."
+        return (
+            gettext("The webhook lacks a permission (%(detail)s). Tick the CRM and Users scopes.")
+            % said
+        )
     if isinstance(error, AuthError):
         return (
-            f"Bitrix24 rejected the credentials ({detail}). The webhook may have been deleted "
-            "or expired, or its user deactivated: create a new one and configure it again."
+            gettext(
+                "Bitrix24 rejected the credentials (%(detail)s). The webhook may have been "
+                "deleted or expired, or its user deactivated: create a new one and configure it "
+                "again."
+            )
+            % said
         )
     if isinstance(error, RateLimited | OperationTimeLimited):
-        return f"The portal is rate limiting requests ({detail}). Try again in a minute."
-    return f"Bitrix24 answered with an error ({detail})."
+        return (
+            gettext("The portal is rate limiting requests (%(detail)s). Try again in a minute.")
+            % said
+        )
+    return gettext("Bitrix24 answered with an error (%(detail)s).") % said
 
 
 def _type_id(cfg: Bitrix24Settings) -> int:
@@ -83,7 +102,9 @@ def test_connection(business_id: int) -> ConnectionReport:
     cfg = Bitrix24Settings.objects.select_related("business").filter(business_id=business_id)
     settings_row = cfg.first()
     if settings_row is None:
-        return ConnectionReport(ok=False, error="Bitrix24 is not configured for this business.")
+        return ConnectionReport(
+            ok=False, error=gettext("Bitrix24 is not configured for this business.")
+        )
     report = ConnectionReport(ok=False, portal=settings_row.portal_host, mode=settings_row.mode)
     try:
         with client_for(settings_row) as client:
@@ -121,7 +142,7 @@ def test_connection(business_id: int) -> ConnectionReport:
     me: dict[str, Any] = outcome.results.get("me") or {}
     name = " ".join(str(me.get(k) or "") for k in ("NAME", "LAST_NAME")).strip()
     report.user_id = int(me["ID"]) if str(me.get("ID", "")).isdigit() else None
-    report.user = f"{name or 'user'} (ID {report.user_id})"
+    report.user = f"{name or gettext('user')} (ID {report.user_id})"
     scopes = outcome.results.get("scope")
     report.scopes = sorted(str(s) for s in scopes) if isinstance(scopes, list) else []
     _warnings(settings_row, outcome.results, outcome.errors, report)
@@ -148,10 +169,12 @@ def _warnings(
         wanted |= APP_CONNECTOR_SCOPES
     missing = sorted(wanted - set(report.scopes))
     if report.scopes and missing:
-        report.warnings.append(f"Missing scopes: {', '.join(missing)}.")
+        report.warnings.append(
+            gettext("Missing scopes: %(scopes)s.") % {"scopes": ", ".join(missing)}
+        )
     if str(results.get("mode")) == "2" and cfg.entity == Bitrix24Settings.Entity.LEAD:
         report.warnings.append(
-            "Leads are disabled on this portal (simple CRM mode): chats will create deals."
+            gettext("Leads are disabled on this portal (simple CRM mode): chats will create deals.")
         )
     pipelines = (
         (results.get("pipelines") or {}).get("categories")
@@ -161,7 +184,10 @@ def _warnings(
     if cfg.entity == Bitrix24Settings.Entity.DEAL and isinstance(pipelines, list):
         ids = {int(p.get("id", -1)) for p in pipelines}
         if cfg.pipeline_id not in ids:
-            report.warnings.append(f"Pipeline {cfg.pipeline_id} does not exist on this portal.")
+            report.warnings.append(
+                gettext("Pipeline %(pipeline)s does not exist on this portal.")
+                % {"pipeline": cfg.pipeline_id}
+            )
     pipeline: Pipeline | None = None
     if "stages" not in errors:
         try:
@@ -171,16 +197,25 @@ def _warnings(
     if pipeline is not None and cfg.handoff_stage:
         try:
             pipeline.resolve(cfg.handoff_stage)
-        except Bitrix24Error as exc:
-            report.warnings.append(f"Handoff stage: {exc.description}.")
+        except Bitrix24Error:
+            report.warnings.append(
+                gettext("Handoff stage: stage %(stage)s is not in this pipeline (%(stages)s).")
+                % {
+                    "stage": repr(cfg.handoff_stage.strip()),
+                    "stages": ", ".join(s.id for s in pipeline.stages),
+                }
+            )
     if cfg.technical_user_id and report.user_id and cfg.technical_user_id != report.user_id:
         report.warnings.append(
-            f"The technical user is set to {cfg.technical_user_id} but the connection acts as "
-            f"{report.user_id}: echoes of our own writes are recognised by that user."
+            gettext(
+                "The technical user is set to %(set)s but the connection acts as %(acting)s: "
+                "echoes of our own writes are recognised by that user."
+            )
+            % {"set": cfg.technical_user_id, "acting": report.user_id}
         )
     app_error = errors.get("app")
     if app_error is not None and not isinstance(app_error, NotFound):
-        report.warnings.append(f"app.info failed: {app_error.code}.")
+        report.warnings.append(gettext("app.info failed: %(code)s.") % {"code": app_error.code})
 
 
 def store_report(business_id: int, report: ConnectionReport) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from inbox.conversations.models import Business, Chat, Handoff
 from inbox.platform import egress
@@ -43,13 +44,17 @@ def parse_webhook_url(raw: str) -> Webhook:
     parts = urlsplit(raw.strip())
     host = parts.hostname or ""
     if not host:
-        raise ConfigError("the webhook URL has no host")
+        raise ConfigError(gettext("the webhook URL has no host"))
     if parts.scheme != "https" and not (parts.scheme == "http" and host in LOOPBACK):
-        raise ConfigError(f"the webhook URL for {host} must use https")
+        raise ConfigError(gettext("the webhook URL for %(host)s must use https") % {"host": host})
     match = _WEBHOOK_PATH.match(parts.path)
     if not match or parts.query or parts.fragment:
         raise ConfigError(
-            f"the webhook URL for {host} must look like https://{host}/rest/<user id>/<code>/"
+            gettext(
+                "the webhook URL for %(host)s must look like "
+                "https://%(host)s/rest/<user id>/<code>/"
+            )
+            % {"host": host}
         )
     _allowed(raw.strip())
     user_id, code = int(match.group(1)), match.group(2)
@@ -60,7 +65,7 @@ def _portal_url(raw: str) -> str:
     parts = urlsplit(raw.strip())
     host = parts.hostname or ""
     if not host or (parts.scheme != "https" and not (parts.scheme == "http" and host in LOOPBACK)):
-        raise ConfigError("the portal URL must be https://<portal>")
+        raise ConfigError(gettext("the portal URL must be https://<portal>"))
     _allowed(raw.strip())
     return f"{parts.scheme}://{parts.netloc}"
 
@@ -69,7 +74,7 @@ def _allowed(url: str) -> None:
     try:
         egress.check(url)
     except egress.EgressRefused as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(egress.explain(exc)) from None
 
 
 def configure(business: Business, **options: Any) -> Bitrix24Settings:
@@ -91,18 +96,18 @@ def configure(business: Business, **options: Any) -> Bitrix24Settings:
     if "portal_url" in given:
         cfg.portal_url = _portal_url(str(given.pop("portal_url")))
     if "entity" in given and given["entity"] not in Bitrix24Settings.Entity.values:
-        raise ConfigError("entity must be deal or lead")
+        raise ConfigError(gettext("entity must be deal or lead"))
     if "mode" in given and given["mode"] not in Bitrix24Settings.Mode.values:
-        raise ConfigError("mode must be webhook or app")
+        raise ConfigError(gettext("mode must be webhook or app"))
     for name in ("rate_limit", "burst"):
         if name in given and float(given[name]) <= 0:
-            raise ConfigError(f"{name} must be positive")
+            raise ConfigError(gettext("%(name)s must be positive") % {"name": name})
     field_map = given.pop("field_map", None)
     if field_map is not None:
         cfg.field_map = {**cfg.field_map, **field_map}
     for name, value in given.items():
         if not hasattr(cfg, name):
-            raise ConfigError(f"unknown setting {name}")
+            raise ConfigError(gettext("unknown setting %(name)s") % {"name": name})
         setattr(cfg, name, value)
     if cfg.mode == Bitrix24Settings.Mode.APP and not cfg.auth_connector:
         cfg.auth_connector = f"wa_inbox_{business.pk}_{secrets.token_hex(4)}"
@@ -111,31 +116,42 @@ def configure(business: Business, **options: Any) -> Bitrix24Settings:
 
 
 def describe(cfg: Bitrix24Settings) -> list[str]:
-    """The settings as an operator may see them: secrets only as set / not set."""
+    """The settings as an operator may see them: secrets only as set / not set. In the active
+    language (the settings page's reader; English for the management command)."""
 
     def secret(value: str) -> str:
-        return "set" if value else "not set"
+        return gettext("set") if value else gettext("not set")
 
     lines = [
-        f"business: {cfg.business.name}",
-        f"active: {'yes' if cfg.is_active else 'no'}",
-        f"mode: {cfg.get_mode_display()}",
-        f"portal: {cfg.portal_host or '-'}",
-        f"webhook URL: {secret(cfg.webhook_url)}",
-        f"application token: {secret(cfg.application_token)}",
-        f"entity: {cfg.entity}, pipeline: {cfg.pipeline_id}, "
-        f"handoff stage: {cfg.handoff_stage or '(unchanged)'}",
-        f"rate limit: {cfg.rate_limit:g}/s, burst {cfg.burst} (we use 90 % / 80 % of it)",
-        f"technical user: {cfg.technical_user_id or '-'}",
+        gettext("business: %(name)s") % {"name": cfg.business.name},
+        gettext("active: %(answer)s")
+        % {"answer": gettext("yes") if cfg.is_active else gettext("no")},
+        gettext("mode: %(mode)s") % {"mode": cfg.get_mode_display()},
+        gettext("portal: %(portal)s") % {"portal": cfg.portal_host or "-"},
+        gettext("webhook URL: %(state)s") % {"state": secret(cfg.webhook_url)},
+        gettext("application token: %(state)s") % {"state": secret(cfg.application_token)},
+        gettext("entity: %(entity)s, pipeline: %(pipeline)s, handoff stage: %(stage)s")
+        % {
+            "entity": cfg.get_entity_display(),
+            "pipeline": cfg.pipeline_id,
+            "stage": cfg.handoff_stage or gettext("(unchanged)"),
+        },
+        gettext("rate limit: %(rate)s/s, burst %(burst)s (we use 90 %% / 80 %% of it)")
+        % {"rate": f"{cfg.rate_limit:g}", "burst": cfg.burst},
+        gettext("technical user: %(user)s") % {"user": cfg.technical_user_id or "-"},
     ]
     if cfg.mode == Bitrix24Settings.Mode.APP:
         lines += [
-            f"client id: {cfg.client_id or '-'}, client secret: {secret(cfg.client_secret)}",
-            f"tokens: {secret(cfg.refresh_token)}, installed: {cfg.installed_at or 'no'}",
-            f"open channels: {cfg.connector_id or '-'} line {cfg.line_id or '-'}",
+            gettext("client id: %(client)s, client secret: %(state)s")
+            % {"client": cfg.client_id or "-", "state": secret(cfg.client_secret)},
+            gettext("tokens: %(state)s, installed: %(installed)s")
+            % {"state": secret(cfg.refresh_token), "installed": cfg.installed_at or gettext("no")},
+            gettext("open channels: %(connector)s line %(line)s")
+            % {"connector": cfg.connector_id or "-", "line": cfg.line_id or "-"},
         ]
     if cfg.field_map:
-        lines.append("user fields: " + ", ".join(f"{k}→{v}" for k, v in cfg.field_map.items()))
+        fields = ", ".join(f"{k}→{v}" for k, v in cfg.field_map.items())
+        lines.append(gettext("user fields: %(fields)s") % {"fields": fields})
     return lines
 
 

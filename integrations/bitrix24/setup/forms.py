@@ -11,6 +11,8 @@ from typing import Any
 
 from django import forms
 from django.http import QueryDict
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from inbox.web.forms import WriteOnlySecrets, secret_field
 from integrations.bitrix24.models import Bitrix24Settings
@@ -45,19 +47,19 @@ class Bitrix24SettingsForm(WriteOnlySecrets):
     secret_fields: tuple[str, ...] = SECRETS
     clearable_secrets = True
     portal_url = forms.URLField(
-        required=False, assume_scheme="https", help_text="https://{portal} (local application)."
+        required=False, assume_scheme="https", help_text=_("https://{portal} (local application).")
     )
-    webhook_url = secret_field("https://{portal}/rest/{user}/{code}/ — incoming webhook mode.")
-    application_token = secret_field("Checks the events Bitrix24 sends to /webhooks/bitrix24/.")
-    client_secret = secret_field("Local application mode.")
+    webhook_url = secret_field(_("https://{portal}/rest/{user}/{code}/ — incoming webhook mode."))
+    application_token = secret_field(_("Checks the events Bitrix24 sends to /webhooks/bitrix24/."))
+    client_secret = secret_field(_("Local application mode."))
 
     class Meta:
         model = Bitrix24Settings
         fields = FIELDS
         labels = {
-            "is_active": "Sync switched on",
-            "portal_url": "Portal URL",
-            "client_id": "Client ID",
+            "is_active": _("Sync switched on"),
+            "portal_url": _("Portal URL"),
+            "client_id": _("Client ID"),
         }
 
     field_order: list[str] | None = [
@@ -70,7 +72,7 @@ class Bitrix24SettingsForm(WriteOnlySecrets):
     def secret_state(self, name: str, stored: str) -> str:
         """A stored webhook URL is described by its portal, never by its code."""
         if name == "webhook_url":
-            return f"Set (portal {self.instance.portal_host})."
+            return gettext("Set (portal %(portal)s).") % {"portal": self.instance.portal_host}
         return super().secret_state(name, stored)
 
     def options(self) -> dict[str, Any]:
@@ -100,9 +102,9 @@ ADVANCED_FIELDS = (
     "technical_user_id", "default_responsible_id", "connector_id", "line_id", "rate_limit", "burst",
 )  # fmt: skip
 SECRET_LABELS = {
-    "webhook_url": "Inbound webhook URL",
-    "application_token": "Outbound webhook token",
-    "client_secret": "Application key",
+    "webhook_url": _("Inbound webhook URL"),
+    "application_token": _("Outbound webhook token"),
+    "client_secret": _("Application key"),
 }
 WEBHOOKS_HELP = "https://apidocs.bitrix24.com/local-integrations/local-webhooks.html"
 APPS_HELP = "https://apidocs.bitrix24.com/local-integrations/local-apps.html"
@@ -113,59 +115,79 @@ class Bitrix24PageForm(Bitrix24SettingsForm):
     in plain words saying where Bitrix24 shows the value; the rest grouped by what it is for."""
 
     webhook_url = secret_field(
-        "In Bitrix24: Applications → Developer resources → Other → Inbound webhook. Give it the "
-        "CRM, Users and Chat permissions and paste the URL it shows "
-        "(https://yourshop.bitrix24.kz/rest/1/…/)."
+        _(
+            "In Bitrix24: Applications → Developer resources → Other → Inbound webhook. Give it "
+            "the CRM, Users and Chat permissions and paste the URL it shows "
+            "(https://yourshop.bitrix24.kz/rest/1/…/)."
+        ),
+        label=SECRET_LABELS["webhook_url"],
     )
     application_token = secret_field(
-        "Optional, so changes made in Bitrix24 come back: Developer resources → Other → "
-        "Outbound webhook, handler address <inbox>/webhooks/bitrix24/; paste its "
-        "“application token” here."
+        _(
+            "Optional, so changes made in Bitrix24 come back: Developer resources → Other → "
+            "Outbound webhook, handler address <inbox>/webhooks/bitrix24/; paste its "
+            "“application token” here."
+        ),
+        label=SECRET_LABELS["application_token"],
     )
     client_secret = secret_field(
-        "Developer resources → Other → Local application (server-side): “Application key”."
+        _("Developer resources → Other → Local application (server-side): “Application key”."),
+        label=SECRET_LABELS["client_secret"],
     )
     portal_url = forms.URLField(
         required=False,
         assume_scheme="https",
-        label="Your Bitrix24 address",
-        help_text="As in the browser's address bar, e.g. https://yourshop.bitrix24.kz.",
+        label=_("Your Bitrix24 address"),
+        help_text=_("As in the browser's address bar, e.g. https://yourshop.bitrix24.kz."),
     )
 
     class Meta(Bitrix24SettingsForm.Meta):
         labels = {
-            "is_active": "Sync switched on",
-            "client_id": "Application code",
-            "entity": "A new chat creates",
-            "pipeline_id": "Deal pipeline",
-            "handoff_stage": "Stage when a manager takes over",
-            "rate_limit": "Requests per second",
-            "burst": "Burst of requests",
-            "technical_user_id": "Bitrix24 user the inbox writes as",
-            "default_responsible_id": "Responsible for new deals",
-            "connector_id": "Open Channels connector",
-            "line_id": "Open Channel line",
-            "sync_chats": "New chats become a contact and a deal or lead",
-            "sync_handoffs": "A handoff moves the deal and adds its summary to the timeline",
-            "sync_responsible": "The manager a chat is assigned to becomes responsible",
-            "sync_back": "Changes in Bitrix24 (stage, responsible, contact name) come back",
-            "sync_open_channels": "Customer messages go to Open Channels, replies come back",
+            "is_active": _("Sync switched on"),
+            "client_id": _("Application code"),
+            "entity": _("A new chat creates"),
+            "pipeline_id": _("Deal pipeline"),
+            "handoff_stage": _("Stage when a manager takes over"),
+            "rate_limit": _("Requests per second"),
+            "burst": _("Burst of requests"),
+            "technical_user_id": _("Bitrix24 user the inbox writes as"),
+            "default_responsible_id": _("Responsible for new deals"),
+            "connector_id": _("Open Channels connector"),
+            "line_id": _("Open Channel line"),
+            "sync_chats": _("New chats become a contact and a deal or lead"),
+            "sync_handoffs": _("A handoff moves the deal and adds its summary to the timeline"),
+            "sync_responsible": _("The manager a chat is assigned to becomes responsible"),
+            "sync_back": _("Changes in Bitrix24 (stage, responsible, contact name) come back"),
+            "sync_open_channels": _("Customer messages go to Open Channels, replies come back"),
         }
         help_texts = {
-            "client_id": "Developer resources → Other → Local application: “Application code "
-            "(client_id)”.",
-            "pipeline_id": "The number of the pipeline (CRM → Deals → the pipeline's settings); "
-            "0 is the general one.",
-            "handoff_stage": "The stage's name as the pipeline shows it, or its code "
-            "(PREPARATION; C3:PREPARATION in pipeline 3). Empty: the deal stays where it is.",
-            "rate_limit": "Bitrix24's published limit: 2, or 5 on Enterprise plans.",
-            "burst": "Bitrix24's published burst: 50, or 250 on Enterprise plans.",
-            "technical_user_id": "Its number in the user's profile address (/company/personal/"
-            "user/7/ → 7): changes it makes are not echoed back. Empty: the webhook's user.",
-            "default_responsible_id": "A user number as above; empty: the user the inbox writes "
-            "as.",
-            "connector_id": "Set by the inbox when Open Channels are switched on; leave empty.",
-            "line_id": "Contact Center → the Open Channel's settings: its number.",
+            "sync_chats": _("New chats → contact + lead/deal."),
+            "sync_handoffs": _("Handoffs → stage + timeline."),
+            "sync_responsible": _("Assigned manager → responsible."),
+            "sync_back": _("Stage, responsible and contact name changes come back."),
+            "sync_open_channels": _("App mode: customer messages to Open Channels, replies back."),
+            "client_id": _(
+                "Developer resources → Other → Local application: “Application code (client_id)”."
+            ),
+            "pipeline_id": _(
+                "The number of the pipeline (CRM → Deals → the pipeline's settings); "
+                "0 is the general one."
+            ),
+            "handoff_stage": _(
+                "The stage's name as the pipeline shows it, or its code "
+                "(PREPARATION; C3:PREPARATION in pipeline 3). Empty: the deal stays where it is."
+            ),
+            "rate_limit": _("Bitrix24's published limit: 2, or 5 on Enterprise plans."),
+            "burst": _("Bitrix24's published burst: 50, or 250 on Enterprise plans."),
+            "technical_user_id": _(
+                "Its number in the user's profile address (/company/personal/"
+                "user/7/ → 7): changes it makes are not echoed back. Empty: the webhook's user."
+            ),
+            "default_responsible_id": _(
+                "A user number as above; empty: the user the inbox writes as."
+            ),
+            "connector_id": _("Set by the inbox when Open Channels are switched on; leave empty."),
+            "line_id": _("Contact Center → the Open Channel's settings: its number."),
         }
 
     def __init__(self, *args: Any, mode: str, **kwargs: Any) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
+from django.utils.translation import gettext
 
 from inbox.conversations.transports import (
     MediaBlob,
@@ -195,21 +196,38 @@ def _sent_id(response: httpx.Response) -> str:
 
 
 def check_connection(channel: Channel) -> tuple[bool, str]:
-    """The channel page's "Test connection": linked when the instance's state is `open`."""
+    """The channel page's "Test connection": linked when the instance's state is `open`. Its
+    words are the page reader's (run in the request)."""
     try:
         response = EvolutionTransport(channel)._call("GET", "instance/connectionState")
     except (PermanentSendError, TransientSendError) as exc:
-        return False, exc.title
+        return False, _check_failure(exc)
     if response.status_code in (401, 403):
-        return False, "Evolution API refused the key (give the instance token)"
+        return False, gettext("Evolution API refused the key (give the instance token)")
     if response.status_code == 404:
-        return False, "Evolution API has no such instance"
+        return False, gettext("Evolution API has no such instance")
     if response.status_code != 200:
-        return False, f"Evolution API answered HTTP {response.status_code}"
+        return False, gettext("Evolution API answered HTTP %(status)s") % {
+            "status": response.status_code
+        }
     try:
         state = str(response.json()["instance"]["state"])
     except (ValueError, KeyError, TypeError):
-        return False, "Evolution API's answer has no instance state"
+        return False, gettext("Evolution API's answer has no instance state")
     if state == "open":
-        return True, "linked (state open)"
-    return False, f"not linked (state {state[:40]})"
+        return True, gettext("linked (state open)")
+    return False, gettext("not linked (state %(state)s)") % {"state": state[:40]}
+
+
+def _check_failure(exc: PermanentSendError | TransientSendError) -> str:
+    """A failed call of the test in the reader's words (the error's own title is English, for
+    the send path's logs)."""
+    if exc.code == "egress" and isinstance(exc.__cause__, egress.EgressRefused):
+        return gettext("the Evolution API URL is not allowed: %(why)s") % {
+            "why": egress.explain(exc.__cause__)
+        }
+    if exc.code == "timeout":
+        return gettext("Evolution API did not answer in time")
+    if exc.code == "network":
+        return gettext("Evolution API is unreachable")
+    return exc.title

@@ -35,6 +35,8 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 import redis
+from django.utils import translation
+from django.utils.translation import gettext
 
 from inbox.conversations import outbound
 from inbox.conversations.transports import (
@@ -255,31 +257,37 @@ def check_connection(channel: Channel) -> tuple[bool, str]:
     try:
         egress.check(url)
     except egress.EgressRefused as exc:
-        return False, f"the WAHA URL is not allowed: {exc}"
+        return False, gettext("the WAHA URL is not allowed: %(why)s") % {"why": egress.explain(exc)}
     try:
         response = http.shared(pinned=True).get(
             url, headers={"X-Api-Key": channel.bridge_token}, timeout=http.timeouts(10.0)
         )
     except httpx.TransportError:
-        return False, "WAHA is unreachable"
+        return False, gettext("WAHA is unreachable")
     if response.status_code in (401, 403):
-        return False, "WAHA refused the API key"
+        return False, gettext("WAHA refused the API key")
     if response.status_code == 404:
-        return False, f"WAHA has no session “{session}”"
+        return False, gettext("WAHA has no session “%(session)s”") % {"session": session}
     if response.status_code != 200:
-        return False, f"WAHA answered HTTP {response.status_code}"
+        return False, gettext("WAHA answered HTTP %(status)s") % {"status": response.status_code}
     state = str(_json(response).get("status") or "unknown")[:40]
     if state == "WORKING":
-        return True, f"session “{session}” is WORKING"
-    return False, f"session “{session}” is {state}: " + _advice(state)
+        return True, gettext("session “%(session)s” is WORKING") % {"session": session}
+    return False, gettext("session “%(session)s” is %(state)s: %(advice)s") % {
+        "session": session,
+        "state": state,
+        "advice": _advice(state),
+    }
 
 
 def _advice(state: str) -> str:
+    """What to do about a session that is not WORKING: in the page reader's language for the
+    test, in English for the alert a worker raises (no language is active there)."""
     if state == "SCAN_QR_CODE":
-        return "link the phone again (scan the QR code in WAHA's dashboard)"
+        return gettext("link the phone again (scan the QR code in WAHA's dashboard)")
     if state == "STARTING":
-        return "WAHA is connecting, try again in a minute"
-    return "start the session in WAHA"
+        return gettext("WAHA is connecting, try again in a minute")
+    return gettext("start the session in WAHA")
 
 
 def session_changed(channel_id: int, state: str) -> None:
@@ -287,6 +295,8 @@ def session_changed(channel_id: int, state: str) -> None:
     WORKING session clears it."""
     if state in UNLINKED_STATES:
         log.warning("waha.session_unlinked", extra={"channel_id": channel_id, "state": state})
-        alerts.gateway_link_lost(channel_id, f"the WAHA session is {state}: {_advice(state)}")
+        with translation.override("en"):  # an alert is English, whoever's request this is
+            advice = _advice(state)
+        alerts.gateway_link_lost(channel_id, f"the WAHA session is {state}: {advice}")
     elif state == "WORKING":
         alerts.gateway_link_restored(channel_id)
