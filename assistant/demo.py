@@ -1,4 +1,8 @@
-"""Demo data for `make run`: a small furniture price list and assistant settings."""
+"""Demo data for `make run`: a small furniture price list and assistant settings.
+
+The list is named in English with Russian names as aliases, and the rules are written in both
+languages: the demo shop speaks Russian (`seed_demo`), and an English-speaking customer still
+reads English names and sentences."""
 
 from __future__ import annotations
 
@@ -12,7 +16,11 @@ DEMO_PRICE_LIST = Path(__file__).resolve().parent / "data" / "demo_price_list.cs
 DEMO_RULES = (
     "Delivery within Almaty the next working day, 5 000 KZT per order; to other cities of "
     "Kazakhstan 3-7 working days, 15 000 KZT. Assembly 8 000 KZT per item. "
-    "Open daily 10:00-20:00. Payment by card, Kaspi transfer or cash on delivery."
+    "Open daily 10:00-20:00. Payment by card, Kaspi transfer or cash on delivery.\n"
+    "Доставка по Алматы на следующий рабочий день — 5 000 тг за заказ; в другие города "
+    "Казахстана 3-7 рабочих дней — 15 000 тг. Сборка — 8 000 тг за каждое изделие. "
+    "Работаем ежедневно с 10:00 до 20:00. Оплата картой, переводом Kaspi или наличными при "
+    "доставке."
 )
 
 

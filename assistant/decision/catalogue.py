@@ -406,7 +406,7 @@ def _handoff(r: _Reading, reason: str, reply: str) -> Decision:
 def _options(items: list[KnowledgeItem], lang: str) -> str:
     """Which one? by name only: the price comes with the answer, and a price of an item the
     customer did not mean is a price they were not asked about."""
-    shown = [i.name for i in items[:MAX_OPTIONS]]
+    shown = [i.name_in(lang) for i in items[:MAX_OPTIONS]]
     if len(items) > MAX_OPTIONS:
         shown.append(text("answer.more", lang, count=str(len(items) - MAX_OPTIONS)))
     joined = ", ".join(shown[:-1]) + f" {text('word.or', lang)} " + shown[-1]

@@ -26,7 +26,14 @@ from assistant.knowledge.fees import (
 )
 from assistant.knowledge.matching import format_quantity, measure_of, normalise, stem, words
 from assistant.knowledge.money import format_money
-from assistant.knowledge.rules import CHARGED, Charge, RuleAnswer, charges, topic_clauses
+from assistant.knowledge.rules import (
+    CHARGED,
+    Charge,
+    RuleAnswer,
+    charges,
+    topic_clauses,
+    topics,
+)
 from assistant.models import Availability
 
 # A request for the total ("сколько всего?", "with delivery").
@@ -63,13 +70,14 @@ def _quote_parts(
         item = quote.item
         price = format_money(quote.unit_price, item.currency)
         total = format_money(quote.total, item.currency)
+        name = item.name_in(lang)
         if quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
-            line = f"{item.name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
+            line = f"{name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
         elif quote.qty != 1:
-            line = f"{item.name}: {format_quantity(quote.qty)} × {price} = {total}"
+            line = f"{name}: {format_quantity(quote.qty)} × {price} = {total}"
         else:
             unit = f" / {item.unit}" if item.unit and item.unit.lower() not in PIECES else ""
-            line = f"{item.name}: {price}{unit}"
+            line = f"{name}: {price}{unit}"
         value = quote.total
         for term in terms:
             if id(term) in on_lines and _about(term, quote) and not quote.agreed:
@@ -160,6 +168,16 @@ def order_with_charges(
     one per bag, floor or km computed from the counts given); the rules' extras the customer
     named ("с надписью") likewise. When a charge cannot be computed ("from 2 500", a floor
     not given) there is no total at all."""
+    # An item of the list that is itself a fee the rules charge ("Assembly", "Доставка по
+    # Алматы"): the rules' charge stands for it, computed per order, item or km, never twice.
+    fees = [q for q in quotes if topics(q.item.name) & rule.topics & CHARGED]
+    if fees and len(fees) < len(quotes):
+        goods = [q for q in quotes if q not in fees]
+        priced = order_with_charges(goods, message, rule, lang, rules, extras)
+        if _is_total_line(priced.splitlines()[-1], lang) or any(
+            _is_total_line(line, lang) for line in priced.splitlines()
+        ):
+            return priced
     terms = applying_terms(message, rules)
     counted, unavailable = _quote_parts(quotes, lang, True, terms)
     lines = "\n".join(counted + unavailable)

@@ -42,7 +42,7 @@ from assistant.eval.judge import Verdict, judge, name_numbers, parse_allowed, su
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
 from assistant.llm.client import Completion, Endpoint, LLMClient, MessagesFor
 from assistant.llm.resilience import NullGuard
-from assistant.models import AssistantSettings
+from assistant.models import AssistantSettings, split_aliases
 from assistant.schema import Action, HistoryEntry, TurnInput
 from inbox.conversations.models import HandoffReason
 
@@ -287,6 +287,7 @@ def _build(raw: dict[str, Any]) -> Golden:
                 description=i.get("description", ""),
                 availability=i.get("availability", "unknown"),
                 availability_note=i.get("availability_note", ""),
+                aliases=_aliases(i.get("aliases", ())),
             )
             for i in biz["items"]
         )
@@ -301,7 +302,11 @@ def _build(raw: dict[str, Any]) -> Golden:
             key,
             rule_amounts,
             frozenset(prices | rule_amounts),
-            name_numbers([i.name for i in items] + [i.sku for i in items]),
+            name_numbers(
+                [i.name for i in items]
+                + [i.sku for i in items]
+                + [a for i in items for a in i.aliases]
+            ),
         )
     cases = []
     seen: set[str] = set()
@@ -311,6 +316,11 @@ def _build(raw: dict[str, Any]) -> Golden:
         seen.add(c["id"])
         cases.append(_case(n, c, knowledge[c["business"]], threshold))
     return Golden(knowledge, config, tuple(cases), businesses)
+
+
+def _aliases(written: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """An item's `aliases`, as a list or as the price list's one cell ("a, b; c")."""
+    return split_aliases(written) if isinstance(written, str) else tuple(written)
 
 
 def _case(n: int, c: dict[str, Any], biz: Knowledge, threshold: float) -> Case:

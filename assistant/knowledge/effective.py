@@ -17,6 +17,7 @@ from functools import cached_property
 
 from django.db.models import Q
 
+from assistant import language
 from assistant.knowledge.matching import Catalogue
 from assistant.knowledge.money import format_money
 from assistant.knowledge.price_import import item_fields, item_key
@@ -42,6 +43,14 @@ class KnowledgeItem:
     @property
     def key(self) -> str:
         return item_key(self.sku, self.name)
+
+    def name_in(self, lang: str) -> str:
+        """The item's name for a reply in `lang`: the list's name, or, where the name is in the
+        other script, the first alias written in the reply's ("Bookcase" → "Книжный шкаф" in
+        a Russian sentence, when the list gives that alias)."""
+        if language.detect(self.name) == lang:
+            return self.name
+        return next((a for a in self.aliases if language.detect(a) == lang), self.name)
 
     def price_text(self) -> str:
         text = format_money(self.price, self.currency)

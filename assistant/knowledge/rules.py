@@ -76,8 +76,13 @@ PLACES: dict[str, str] = {
     "семей": "semey", "moscow": "moscow", "москва": "moscow", "москве": "moscow",
     "bishkek": "bishkek", "бишкек": "bishkek", "tashkent": "tashkent", "ташкент": "tashkent",
 }  # fmt: skip
+# A Russian place name declines at its last vowel ("в Караганду", "из Астаны"): matched by
+# what comes before it.
+_PLACE_STEMS = {(p[:-1] if p[-1] in "ая" and len(p) > 4 else p): p for p in PLACES}
 _PLACE_RE = re.compile(
-    r"(?<!\w)(" + "|".join(sorted(map(re.escape, PLACES), key=len, reverse=True)) + r")\w{0,3}",
+    r"(?<!\w)("
+    + "|".join(sorted(map(re.escape, _PLACE_STEMS), key=len, reverse=True))
+    + r")\w{0,3}",
     re.IGNORECASE,
 )
 MAX_SENTENCES = 2
@@ -100,7 +105,8 @@ def topics(text: str) -> frozenset[str]:
 
 
 def places(text: str) -> frozenset[str]:
-    return frozenset(PLACES[m.group(1).lower()] for m in _PLACE_RE.finditer(normalise(text)))
+    found = _PLACE_RE.finditer(normalise(text))
+    return frozenset(PLACES[_PLACE_STEMS[m.group(1).lower()]] for m in found)
 
 
 # Abbreviations a sentence does not end at ("пр. Абая 52", "ул. Толе би").
@@ -290,7 +296,13 @@ def charges(
         free_from = [_threshold(c) for c in on_topic if FREE_RE.search(c)]
         fees = [c for c in on_topic if not FREE_RE.search(c) and len(find_amounts(c)) == 1]
         if wanted_places:
-            fees = [c for c in fees if not places(c) or places(c) & wanted_places]
+            # The clause naming the place, else the one for "other cities", else one naming
+            # no place at all ("в Караганду": not the Almaty clause, the other cities' one).
+            fees = (
+                [c for c in fees if places(c) & wanted_places]
+                or [c for c in fees if ELSEWHERE_RE.search(c) and not places(c)]
+                or [c for c in fees if not places(c)]
+            )
         if not fees:
             return None
         # The topic's own words ("доставка") tell the clauses apart no more; a place or a kind

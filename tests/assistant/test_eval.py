@@ -453,14 +453,21 @@ def test_an_old_single_file_golden_set_still_loads(tmp_path):
 
 # The first-sight sets: businesses of trades the golden set lacks (a building-materials shop, a
 # salon, a language school; a bakery, a cleaning service, a vet clinic; a tyre service, a
-# banquet hall, a print centre), written by authors who had not read the assistant's code or
+# banquet hall, a print centre; a barbershop, a hardware store, a tutoring centre; a car wash,
+# a water delivery service, a fitness club), written by authors who had not read the assistant's code or
 # cases. docs/evaluation.md has their figures; these floors keep them from sliding back.
 FIRST_SIGHT = ROOT / "assistant" / "eval" / "first_sight"
 
 
 @pytest.mark.parametrize(
     ("folder", "min_price", "max_wrong_rate"),
-    [("set_a", 0.73, 0.05), ("set_b", 0.55, 0.12), ("set_c", 0.42, 0.14), ("set_d", 0.53, 0.08)],
+    [
+        ("set_a", 0.73, 0.05),
+        ("set_b", 0.57, 0.11),
+        ("set_c", 0.42, 0.14),
+        ("set_d", 0.61, 0.06),
+        ("set_e", 0.34, 0.14),
+    ],
 )
 def test_the_first_sight_businesses_hold_their_measured_floor(folder, min_price, max_wrong_rate):
     golden = load_golden(FIRST_SIGHT / folder)

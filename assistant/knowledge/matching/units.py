@@ -95,7 +95,7 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.PAIR: ("пар", "pair"),
     Family.SET: ("комплект", "набор", "set", "kit", "жиынтық"),
     Family.PAGE: ("страниц", "стр.", "page", "бет", "парақ"),
-    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk"),
+    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk", "издели", "item"),
 }  # fmt: skip
 # Whole short words: "м", "m2", "кг", "ай" (a month in Kazakh), "мес".
 _WORDS: dict[str, tuple[Family, Decimal]] = {
