@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from assistant import language
-from assistant.knowledge.matching import is_stopword, normalise, stem, word_key, words
+from assistant.knowledge.matching import family_of, is_stopword, normalise, stem, word_key, words
+from assistant.knowledge.matching.units import CONTAINERS
 from assistant.knowledge.money import find_amounts
 from assistant.knowledge.transliteration import skeleton
 
@@ -214,7 +215,11 @@ def _subject_keys(text: str) -> set[str]:
     return {
         word_key(w)
         for w in words(text)
-        if len(w) > 3 and not w.isdigit() and not is_stopword(w) and w not in GENERIC_WORDS
+        if len(w) > 3
+        and not w.isdigit()
+        and not is_stopword(w)
+        and w not in GENERIC_WORDS
+        and (family_of(w) or (None,))[0] not in CONTAINERS  # "лист", "мешок": how it is sold
     }
 
 
