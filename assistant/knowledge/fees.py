@@ -63,6 +63,15 @@ def fee_in(clause: str) -> Fee | None:
     return None
 
 
+# Floors counted from the second ("за каждый этаж выше первого", "above the first floor").
+_ABOVE_FIRST_RE = re.compile(
+    r"выше первого|above the first|со второго|from the second|кроме первого|"
+    r"бірінші қабаттан жоғары",
+    re.IGNORECASE,
+)
+_FLOOR_RE = re.compile(r"этаж|floor|қабат", re.IGNORECASE)
+
+
 def fee_total(fee: Fee, count: Callable[[str], Decimal | None]) -> Decimal | None:
     """The fee for this order: the amount × the count of each thing it is per (+ its fixed
     part); None when a count is missing."""
@@ -71,6 +80,8 @@ def fee_total(fee: Fee, count: Callable[[str], Decimal | None]) -> Decimal | Non
         n = count(word)
         if n is None:
             return None
+        if _FLOOR_RE.match(word) and _ABOVE_FIRST_RE.search(fee.clause):
+            n = max(n - 1, Decimal(0))  # "за каждый этаж выше первого": the 5th floor is 4
         total *= n
     return total + fee.base
 

@@ -93,6 +93,8 @@ _SPEAKS_OF_CHILDREN = re.compile(
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
 # Families that say how long or for how many people: beside a thing named, no item.
 _HOW_LONG = frozenset({Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR, Family.PERSON})
+# A name that is a charge for something: "Залог за бутыль", "Deposit for bottle".
+_CHARGE_FOR_RE = re.compile(r"^\s*([^\W\d_]+)\s+(?:за|for)\s+\w", re.IGNORECASE)
 # Three or more consonants and no vowel: an abbreviation ("ВВГ", "ПВС", "MDF"), not a word.
 _ABBREVIATION_RE = re.compile(r"[^\Waeiouyаеёиоуыэюяәөүұі\d_]{3,6}")
 
@@ -201,6 +203,12 @@ class Catalogue:
         self.polarity: list[dict[str, bool]] = [
             {key: denied for key, denied in words_said.items() if key in options}
             for words_said in said
+        ]
+        # A charge for a thing ("Залог за бутыль 19 л", "Deposit for the bottle"): named only
+        # when its own first word is said, never by the thing it is charged for.
+        self.charge_heads: list[str | None] = [
+            word_key(m.group(1)) if (m := _CHARGE_FOR_RE.match(normalise(name))) else None
+            for name in self.names
         ]
         self.skus = [compact(s) for s in skus]
         # What a query can reach each item by: the items a key can score (a name word of one
@@ -474,7 +482,8 @@ class Catalogue:
                 candidates[k] = at
         words_found = [k for k in candidates if not k.isdigit()]
         by_position = {t.position: t for t, _found in keys_of}
-        if not words_found:
+        head = self.charge_heads[index]
+        if not words_found or (head is not None and head not in candidates):
             return None
         # A period and a number ("…, сколько за троих в месяц?") say how long: beside a thing
         # named, they name no item of their own ("Интенсив 3 месяца").
@@ -614,6 +623,7 @@ class Catalogue:
                 last_line = None
                 continue
             tokens = analyse(part)
+            groups = [self._sold_as_counted(group, tokens) for group in groups]
             # A stray word beside the thing named ("teeth whitening") names nothing; nor does
             # its number hide the count ("3 дивана бостон" is no "Sofa Milano 3-seat").
             groups = [g for n, g in enumerate(groups) if not n or max(m.coverage for m in g) >= 0.6]
@@ -636,6 +646,27 @@ class Catalogue:
             for group, qty in lines
             if len(group) == 1 or not ({m.index for m in group} & seen)
         ]
+
+    def _sold_as_counted(self, group: list[ItemMatch], tokens: list[QueryToken]) -> list[ItemMatch]:
+        """Of several items that fit, those sold in the unit the customer counts in ("3 бутыли
+        воды": the water sold by the bottle, not the 6-pack), and of those the one named in the
+        customer's own words rather than in translation."""
+        if len(group) < 2:
+            return group
+        counted = {
+            word_key(after.word)
+            for before, after in itertools.pairwise(tokens)
+            if before.number is not None and after.word.isalpha() and len(after.word) >= 3
+        }
+        sold = [
+            m
+            for m in group
+            if counted & {word_key(w) for w in words(self.units[m.index]) if w.isalpha()}
+        ]
+        if not sold or len(sold) == len(group):
+            return group
+        literal = [m for m in sold if m.literal]
+        return literal if len(literal) == 1 else sold
 
     def _quantity(
         self, part: str, group: list[ItemMatch], tokens: list[QueryToken], taken: set[int]
