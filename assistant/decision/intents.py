@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from assistant.knowledge.matching import normalise, word_key
+from assistant.knowledge.money import find_amounts
 from assistant.knowledge.rules import RuleAnswer
 from inbox.conversations.models import HandoffReason
 
@@ -23,7 +24,8 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"complain", r"\bbroken\b", r"\bbroke\b", r"damaged", r"defect", r"\brefund",
         r"money back", r"\breturn (?:it|the|my|this)", r"want to return", r"terrible", r"awful",
         r"horrible", r"\bworst\b", r"disappoint", r"\bscam", r"cheated", r"\brude\b",
-        r"\bangry\b", r"furious", r"unacceptable", r"never (?:arrived|came|got)",
+        r"\bangry\b", r"furious", r"unacceptable", r"not acceptable", r"неприемлем",
+        r"never (?:arrived|came|got)",
         r"still (?:not|hasn.?t|haven.?t|no)\b", r"(?:not|n.?t) (?:yet )?(?:received|delivered)",
         r"didn.?t (?:get|receive|arrive|come)", r"(?:doesn.?t|does not|stopped|not) work",
         r"\bwrong (?:item|order|size|colou?r|product|model)", r"where is my order",
@@ -51,6 +53,10 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"after (?:your|you) (?:\w+ )?(?:clean|treat|repair|install|service|fix)",
         r"никто не (?:отвечает|берет|перезвонил)", r"не то,? что (?:заказывал|оплачивал|просил)",
         r"шағым", r"сынып", r"бұзыл", r"ақшамды қайтар", r"келмеді", r"нашар",
+        # Theft, loss and staff who do nothing: "украли телефон, администратор ничего не делает".
+        r"украл", r"пропал[аио]?", r"ничего не (?:дела|предприн|реагир)", r"не реагиру",
+        r"stolen", r"stole", r"(?:no ?one|nobody) (?:does|did|is doing) anything",
+        r"ұрлап", r"ұрланды",
         r"енді\s+(?:\w+\s+)?ауыр",
         # A problem told without the obvious words: waiting, no-shows, a repeat, sarcasm.
         r"(?:didn.?t|did not|never|doesn.?t) (?:show|turn) up", r"no.?show", r"\bwasted\b",
@@ -293,15 +299,24 @@ def _affirmed(pattern: str, clause: str) -> bool:
     return False
 
 
+# A number the terms are of: a share, or a period to pay over ("20%", "на 24 месяца").
+TERM_NUMBER_RE = re.compile(
+    r"(\d+)\s*(?:%|процент|percent|месяц|мес\b|month|ай\b|айға|айлық)", re.IGNORECASE
+)
 # A time of day ("к 12:00") is when the customer comes, not a number of the terms asked for.
 CLOCK_RE = re.compile(r"\b\d{1,2}[:.]\d{2}\b")
 
 
 def rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
-    """Whether the rule sentences speak of the terms asked for and of every number in the
-    request ("рассрочка на 24 месяца" is not answered by "рассрочка 0-0-12")."""
+    """Whether the rule sentences speak of the terms asked for and of every number of the terms
+    in the request: a share, a period to pay over, an amount ("рассрочка на 24 месяца" is not
+    answered by "рассрочка 0-0-12", nor "скидку 20%" by "скидка 10%"); how many bottles, an
+    age or a time of day are the order, not the terms."""
     if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
         return False
-    numbers = set(re.findall(r"\d+", CLOCK_RE.sub(" ", message)))
+    text = CLOCK_RE.sub(" ", message)
+    numbers = set(TERM_NUMBER_RE.findall(text))
+    numbers |= {str(int(a.value)) for a in find_amounts(text) if a.currency or a.value >= 1000}
     written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
+    written |= {str(int(a.value)) for s in rule.sentences for a in find_amounts(s)}
     return numbers <= written

@@ -55,7 +55,6 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "zirconia": ("zirconia", "zirconium", "цирконий", "циркониевый"),
     "braces": ("braces", "брекеты", "брекет"),
     "wisdom": ("wisdom", "мудрости", "мудрость"),
-    "child": ("child", "children", "kid", "kids", "детский", "ребенок", "детей", "дети", "бала"),
     # car parts
     "brake": ("brake", "тормоз", "тормозной", "тежегіш"),
     "pad": ("pad", "колодка", "колодки"),
@@ -306,6 +305,8 @@ NAME_COMPOUNDS: dict[tuple[str, str], str] = {
 }
 
 ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    # who it is for: "детская стрижка" is a haircut; "детей 8" alone names nothing
+    "child": ("child", "children", "kid", "kids", "детский", "ребенок", "детей", "дети", "бала"),
     "white": ("white", "белый", "ақ"),
     "black": ("black", "черный", "қара"),
     "red": ("red", "красный", "қызыл"),

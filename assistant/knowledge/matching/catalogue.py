@@ -95,6 +95,8 @@ _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
 _HOW_LONG = frozenset({Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR, Family.PERSON})
 # A name that is a charge for something: "Залог за бутыль", "Deposit for bottle".
 _CHARGE_FOR_RE = re.compile(r"^\s*([^\W\d_]+)\s+(?:за|for)\s+\w", re.IGNORECASE)
+# What follows an age: "8 лет", "8 и 10 лет", "10 жаста", "7 years old".
+_AGE_AFTER = re.compile(r"^(?:(?:и|and|,)?\s*\d+\s+)?(?:лет|года|годиков|жас|жаста|years?|yo)\b")
 # Three or more consonants and no vowel: an abbreviation ("ВВГ", "ПВС", "MDF"), not a word.
 _ABBREVIATION_RE = re.compile(r"[^\Waeiouyаеёиоуыэюяәөүұі\d_]{3,6}")
 
@@ -343,10 +345,20 @@ class Catalogue:
         # A count of bags, months or lessons ("2 месяца") is how many, never the "2" of a
         # name's "A1–B2"; a size ("200 см", "5 кг") may be the name's own.
         counted = {p for p in units if (family_of(by_position[p].word) or (None,))[0] in COUNTED}
+        # An age ("сыну 8 лет", "8 и 10 лет") says who it is for: no name's number.
+        ages = {
+            t.position
+            for t in tokens
+            if t.number is not None
+            and _AGE_AFTER.match(" ".join(w.word for w in tokens[t.position + 1 : t.position + 4]))
+        }
         numbers = [
             t
             for t in tokens
-            if t.number is not None and len(t.word) <= 9 and t.position + 1 not in counted
+            if t.number is not None
+            and len(t.word) <= 9
+            and t.position + 1 not in counted
+            and t.position not in ages
         ]
         compounds = {compact(c) for c in COMPOUND_RE.findall(normalise(text))}
         compounds |= {t.word for t in tokens}
