@@ -186,4 +186,8 @@ def quantity_near(
             return number
         if not is_stopword(t.word) and t.number is None and t.word not in COUNT_WORDS:
             break
-    return 1
+    # Inside the name's words: "химчистку пяти тканевых сидений", "seat cleaning for 4 seats".
+    inside = [
+        count_at(p) for p in range(first + 1, last) if p not in positions and p + 1 in positions
+    ]
+    return next((n for n in inside if n is not None), 1)
