@@ -41,6 +41,7 @@ from assistant.decision.reading import (
     last_bot_message,
     mostly_unknown,
     with_agreement,
+    with_rule_terms,
 )
 from assistant.decision.replies import (
     handoff_message,
@@ -131,7 +132,8 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
     # A terms question leans on the product named before only when it asks a total with it
     # ("сколько тогда с доставкой?").
     leaning = rule is None or bool(TOTAL_RE.search(normalise(message)))
-    found = find_in_context(message, turn.history, last_bot, knowledge, leaning=leaning)
+    read_as = with_rule_terms(message, config.business_rules or "", knowledge)
+    found = find_in_context(read_as, turn.history, last_bot, knowledge, leaning=leaning)
     found = about_agreed(found, message, agreed, knowledge)
     if rule is None and not found.quotes and not found.ambiguous:
         # Nothing listed is named: a sentence of the rules may still answer in its own words.

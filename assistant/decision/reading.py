@@ -25,8 +25,13 @@ from assistant.knowledge.matching import (
     normalise,
     quantity_in,
     segments,
+    stem,
+    word_key,
+    words,
 )
+from assistant.knowledge.rules import sentences as rule_sentences
 from assistant.knowledge.rules import topics
+from assistant.knowledge.transliteration import skeleton
 from assistant.schema import HistoryEntry
 
 # How far back a follow-up without a product ("and the price?") looks for what was discussed.
@@ -112,6 +117,39 @@ def find(query: str, knowledge: Knowledge) -> Found:
         elif not ambiguous:
             ambiguous = [knowledge.items[m.index] for m in group]
     return Found(quotes, ambiguous)
+
+
+# A term the rules define, quoted: "— «кроссовер»", "count as \"SUV\"".
+QUOTED_RE = re.compile(r"«([^»]{2,40})»|\"([^\"]{2,40})\"")
+
+
+def with_rule_terms(message: str, rules: str, knowledge: Knowledge) -> str:
+    """The message with the list's words the business rules define its unknown words by: where
+    a clause of the rules puts a word of the customer's under a quoted term of the list ("рамные
+    внедорожники (Land Cruiser Prado, …) — «внедорожник / минивэн»"), "у меня прадо" reads as
+    "у меня прадо внедорожник минивэн". A word in several clauses defines nothing."""
+    if not rules or not knowledge.items:
+        return message
+    catalogue = knowledge.catalogue
+    clauses = [c for sentence in rule_sentences(rules) for c in sentence.split(";")]
+    shapes = [{skeleton(stem(w)) for w in words(c) if len(w) >= 3} for c in clauses]
+    added: list[str] = []
+    for token in content_tokens(analyse(message)):
+        if token.number is not None or len(token.word) < 4 or catalogue.match(token.word):
+            continue
+        shape = skeleton(token.stem)
+        holding = [n for n, found in enumerate(shapes) if shape in found]
+        if len(holding) != 1:
+            continue
+        quoted = " ".join(a or b for a, b in QUOTED_RE.findall(clauses[holding[0]]))
+        terms = [
+            w
+            for w in words(quoted)
+            if w.isalpha() and len(w) >= 4 and word_key(w) in catalogue.name_words
+        ]
+        if 0 < len(set(terms)) <= 3:
+            added += [t for t in dict.fromkeys(terms) if t not in added]
+    return f"{message} {' '.join(added)}" if added else message
 
 
 def find_in_context(
