@@ -132,7 +132,7 @@ REFUND_RE = re.compile(
 # "без каспи", "not by card": the payment the customer does not want.
 DENIED_RE = re.compile(r"(?:\bбез|\bне|\bnot|\bno|\bwithout)\s+(?:\w+\s+)?$", re.IGNORECASE)
 AMOUNT_RE = re.compile(r"\d{1,3}(?:[ \u00a0]\d{3})+|\d{3,}")
-TOTAL_LINE_RE = re.compile(r"итого|total|барлығы", re.IGNORECASE)
+TOTAL_LINE_RE = re.compile(r"итого|total|барлығы|жалпы", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -329,5 +329,8 @@ def _first_sentence(summary: str) -> str:
 
 
 def _lang(turn: TurnInput) -> str:
+    """The card's language: the customer's, Russian for a Kazakh chat (managers there read
+    Russian; the card has no Kazakh wording)."""
     lang = language_for(turn)
+    lang = "ru" if lang == "kk" else lang
     return lang if lang in LEADS else "en"

@@ -47,10 +47,11 @@ class KnowledgeItem:
     def name_in(self, lang: str) -> str:
         """The item's name for a reply in `lang`: the list's name, or, where the name is in the
         other script, the first alias written in the reply's ("Bookcase" → "Книжный шкаф" in
-        a Russian sentence, when the list gives that alias)."""
-        if language.detect(self.name) == lang:
+        a Russian or Kazakh sentence, when the list gives that alias)."""
+        script = language.script_of(lang)
+        if language.script(self.name) == script:
             return self.name
-        return next((a for a in self.aliases if language.detect(a) == lang), self.name)
+        return next((a for a in self.aliases if language.script(a) == script), self.name)
 
     def price_text(self) -> str:
         text = format_money(self.price, self.currency)

@@ -234,8 +234,8 @@ def _answering(question: str, topic: str, source: Sequence[str]) -> list[str]:
     if not candidates:
         return []
     # Prefer the sentences in the customer's script when the rules are written in both.
-    script = language.detect(question)
-    same = [s for s in candidates if language.detect(s) == script]
+    script = language.script(question)
+    same = [s for s in candidates if language.script(s) == script]
     chosen = same or candidates
     asked_words = _shapes(question)
 

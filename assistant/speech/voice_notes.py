@@ -190,7 +190,10 @@ def _language(chat: Chat) -> str:
         .exclude(text="")
         .order_by("-pk")[:5]
     )
-    return language.customer_language((m.text for m in recent), chat.channel.language)
+    channel = chat.channel
+    return language.customer_language(
+        (m.text for m in recent), channel.language or channel.business.language
+    )
 
 
 def _download_explanation(error: MediaError) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -50,7 +49,6 @@ DEFAULT_TEXTS: dict[str, str] = {
     "en": "Any questions about your order? I'm here to help.",
     "kk": "Тапсырыс бойынша сұрақтарыңыз бар ма? Мен байланыстамын.",
 }
-_KAZAKH = re.compile(r"[әғқңөұүһі]", re.IGNORECASE)
 
 
 def parse_steps(value: str) -> list[float]:
@@ -91,11 +89,7 @@ def language_of(chat: Chat) -> str:
         .values_list("text", flat=True)[:5]
     )
     fallback = chat.channel.language or chat.channel.business.language
-    if _KAZAKH.search(" ".join(written)):
-        return "kk"
     language = customer_language(written, fallback)
-    if language == "ru" and not any(written) and fallback.startswith("kk"):
-        return "kk"
     return language if language in DEFAULT_TEXTS else "en"
 
 

@@ -44,7 +44,7 @@ _EQUALS = re.compile(r"^\s*=\s*$")
 # Words that tie an amount to what the business rules charge for (a fee, not an item's price).
 SERVICE_WORDS = re.compile(
     r"deliver|shipping|courier|assembl|install|fee|card|доставк|доставим|доставят|курьер|"
-    r"сборк|собер|установк|монтаж|открытк|услуг|жеткіз|құрастыр|орнат",
+    r"сборк|собер|установк|монтаж|открытк|услуг|жеткіз|құрастыр|орнат|қызмет",
     re.IGNORECASE,
 )
 

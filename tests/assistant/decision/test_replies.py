@@ -15,7 +15,8 @@ from assistant.schema import Action
 from tests.assistant.builders import item, knowledge, turn
 
 NOTES = ("", "on order", "под заказ", "Под заказ 2 недели", "in stock", "есть", "yes", "нет",
-         "out of stock", "2 weeks", "12", "ожидается поставка 10.03", "sold out")  # fmt: skip
+         "out of stock", "2 weeks", "12", "ожидается поставка 10.03", "sold out", "бар",
+         "жоқ", "тапсырыспен 5 күн")  # fmt: skip
 
 
 def repeated(phrase: str) -> str | None:
@@ -38,12 +39,24 @@ def test_every_fixed_sentence_fills_its_fields_and_says_nothing_twice(key, lang)
     assert "{" not in filled
     assert "}" not in filled
     assert repeated(filled) is None, filled
-    assert set(TEXTS[key]) >= {"en", "ru"}
+    assert set(TEXTS[key]) >= {"en", "ru", "kk"}
+
+
+@pytest.mark.parametrize("key", sorted(TEXTS))
+def test_every_kazakh_sentence_keeps_the_fields_and_is_written_in_kazakh(key):
+    def fields(template: str) -> set[str]:
+        return {name for _, name, _, _ in Formatter().parse(template) if name}
+
+    kk, ru = TEXTS[key]["kk"], TEXTS[key]["ru"]
+    assert fields(kk) == fields(TEXTS[key]["en"])
+    assert (kk == "") == (ru == "")
+    assert kk != ru or kk == ""
+    assert not re.search(r"[a-z]", re.sub(r"\{\w+\}", "", kk), re.IGNORECASE), kk
 
 
 @pytest.mark.parametrize("status", [a.value for a in Availability])
 @pytest.mark.parametrize("note", NOTES)
-@pytest.mark.parametrize("lang", ["en", "ru"])
+@pytest.mark.parametrize("lang", ["en", "ru", "kk"])
 def test_every_availability_and_note_reads_once(status, note, lang):
     phrase = availability_phrase(status, note, lang)
     assert repeated(phrase) is None, phrase
@@ -68,3 +81,5 @@ def test_on_order_with_a_note_that_repeats_it_keeps_only_what_the_note_adds():
         "on order, 2 недели"
     )
     assert availability_phrase(Availability.ON_ORDER, "Под заказ", "ru") == "под заказ"
+    assert availability_phrase(Availability.ON_ORDER, "тапсырыс бойынша", "kk") == "тапсырыспен"
+    assert availability_phrase(Availability.IN_STOCK, "қоймада бар", "kk") == "қоймада бар"

@@ -98,6 +98,17 @@ def test_the_admin_sets_the_time_zone_and_language() -> None:
     assert business.timezone == "Europe/Moscow"
 
 
+def test_a_business_in_kazakhstan_sets_the_assistant_to_kazakh() -> None:
+    business, _, _, admin = seeded("UTC")
+    response = login(admin).post(
+        f"/inbox/settings/business/?business={business.pk}",
+        {"timezone": "Asia/Almaty", "language": "kk", "resolve_returns_to": "bot"},
+    )
+    assert response.status_code == 302
+    business.refresh_from_db()
+    assert business.language == "kk"
+
+
 def test_only_the_business_admin_can_change_it() -> None:
     business, _, _, _ = seeded("UTC")
     manager = factories.manager(business)
