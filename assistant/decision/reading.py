@@ -132,13 +132,16 @@ def with_rule_terms(message: str, rules: str, knowledge: Knowledge) -> str:
         return message
     catalogue = knowledge.catalogue
     clauses = [c for sentence in rule_sentences(rules) for c in sentence.split(";")]
-    shapes = [{skeleton(stem(w)) for w in words(c) if len(w) >= 3} for c in clauses]
+    shapes = [
+        {skeleton(w) for w in words(c) if len(w) >= 3} | {skeleton(stem(w)) for w in words(c)}
+        for c in clauses
+    ]
     added: list[str] = []
     for token in content_tokens(analyse(message)):
         if token.number is not None or len(token.word) < 4 or catalogue.match(token.word):
             continue
-        shape = skeleton(token.stem)
-        holding = [n for n, found in enumerate(shapes) if shape in found]
+        shape = {skeleton(token.word), skeleton(token.stem)}
+        holding = [n for n, found in enumerate(shapes) if shape & found]
         if len(holding) != 1:
             continue
         quoted = " ".join(a or b for a, b in QUOTED_RE.findall(clauses[holding[0]]))

@@ -1,0 +1,117 @@
+"""Reading an order on a list the assistant was not tuned for: what is a charge for a thing and
+what is the thing, what the rules say in their own words, counts among an item's words, sizes
+in a name, items out of stock beside a total, fees the list also sells, places in any case."""
+
+from assistant.decision import catalogue
+from assistant.models import AssistantSettings, Availability
+from assistant.schema import Action
+from tests.assistant.builders import entry, item, knowledge, turn
+
+WATER = (
+    item("W-19", "Вода питьевая 19 л", "1500", unit="бутыль"),
+    item("W-DEP", "Залог за бутыль 19 л", "3500", unit="бутыль"),
+    item("W-6", "Вода 1,5 л, упаковка 6 шт", "1650", unit="упаковка"),
+    item("SUGAR", "Сахар-песок", "550", unit="кг"),
+    item("TEA", "Чай чёрный", "1300", unit="пачка",
+         availability=Availability.OUT_OF_STOCK),
+)  # fmt: skip
+WATER_RULES = (
+    "Доставка по Алматы бесплатная от 7 000 тг, иначе 700 тг. Подъём бутылей без лифта — 100 тг "
+    "за каждую бутыль за каждый этаж выше первого. Мастер выезжает на санобработку кулера в "
+    "течение двух дней, выезд 2 000 тг."
+)
+HARDWARE = (
+    item("VVG-315", "Кабель ВВГнг 3х1.5", "420", unit="м"),
+    item("VVG-325", "Кабель ВВГнг 3х2.5", "650", unit="м"),
+    item("PPR-20", "Труба ППР PN20 20 мм", "350", unit="м"),
+    item("TYT", "Герметик силиконовый Tytan 280 мл", "2400"),
+)
+SEATS = (
+    item("DRY-F", "Химчистка сиденья (ткань)", "4500", unit="сиденье"),
+    item("WASH-S", "Мойка кузова — седан", "3500", unit="авто"),
+    item("WASH-J", "Мойка кузова — внедорожник", "5000", unit="авто"),
+)
+SEAT_RULES = (
+    "Класс авто: седан, хэтчбек — «седан»; рамные внедорожники (Land Cruiser Prado, Nissan "
+    "Patrol) — «внедорожник»."
+)
+SHOP = (
+    item("BED", "Single bed 90", "89000", aliases=("Односпальная кровать 90",)),
+    item("MAT", "Mattress 90 x 200", "64000", aliases=("Матрас 90 x 200",)),
+    item("DLV", "Delivery within Almaty", "5000", unit="order",
+         aliases=("Доставка по Алматы",)),
+)  # fmt: skip
+SHOP_RULES = (
+    "Доставка по Алматы — 5 000 тг за заказ; в другие города Казахстана — 15 000 тг. "
+    "Сборка — 8 000 тг за каждое изделие."
+)
+
+
+def decide(items, message, rules="", history=None):
+    config = AssistantSettings(business_rules=rules)
+    return catalogue.decide(turn(message, history=history), knowledge(items), config)
+
+
+def test_a_charge_for_a_thing_is_named_only_by_its_own_word():
+    reply = decide(WATER, "3 бутыли воды 19 л сколько?").reply_to_customer
+    assert "Вода питьевая 19 л: 3 × 1 500 KZT = 4 500 KZT" in reply
+    assert "Залог" not in reply
+    deposit = decide(WATER, "залог за бутыль сколько?").reply_to_customer
+    assert deposit.startswith("Залог за бутыль 19 л: 3 500 KZT")
+
+
+def test_an_item_out_of_stock_is_quoted_after_the_total_not_in_it():
+    reply = decide(
+        WATER, "2 кг сахара, упаковку воды 1,5 л и чай, сколько всего?"
+    ).reply_to_customer
+    lines = reply.splitlines()
+    assert "Итого: 2 750 KZT" in lines  # 2 × 550 + 1 650, the tea is out of stock
+    assert lines[-1].startswith("Чай чёрный: 1 300 KZT")
+
+
+def test_floors_above_the_first_are_counted_from_the_second():
+    reply = decide(WATER, "2 бутыли 19 л на 5 этаж, лифта нет, сколько за подъём?", WATER_RULES)
+    assert "800" in reply.reply_to_customer  # 2 bottles × 4 floors × 100
+    assert "1 000 KZT" not in reply.reply_to_customer
+
+
+def test_a_rule_sentence_is_found_by_the_question_s_own_words():
+    reply = decide(WATER, "А мастер может приехать? Сколько стоит выезд?", WATER_RULES)
+    assert reply.action == Action.ANSWER
+    assert "выезд 2 000 тг" in reply.reply_to_customer
+
+
+def test_an_abbreviation_names_the_code_it_begins_and_a_size_in_the_name_is_no_quantity():
+    cable = decide(HARDWARE, "Нужно 35 метров ВВГ 3*1,5, сколько будет?").reply_to_customer
+    assert cable.startswith("Кабель ВВГнг 3х1.5: 35 × 420 KZT = 14 700 KZT")
+    pipe = decide(HARDWARE, "Трубу ППР 20 мм 12 метров, сколько?").reply_to_customer
+    assert pipe.startswith("Труба ППР PN20 20 мм: 12 × 350 KZT = 4 200 KZT")
+
+
+def test_a_count_stands_before_what_a_piece_comes_in_or_among_the_item_s_words():
+    tubes = decide(HARDWARE, "how much for 3 tubes of Tytan sealant?").reply_to_customer
+    assert "3 × 2 400 KZT = 7 200 KZT" in tubes
+    seats = decide(SEATS, "Надо химчистку пяти тканевых сидений, сколько выйдет?")
+    assert "5 × 4 500 KZT = 22 500 KZT" in seats.reply_to_customer
+
+
+def test_a_word_the_rules_define_under_a_quoted_term_reads_as_that_term():
+    history = [entry("customer", "помыть кузов сколько?"),
+               entry("bot", "Какой у вас автомобиль: седан или внедорожник?")]  # fmt: skip
+    reply = decide(SEATS, "у меня прадо", SEAT_RULES, history=history).reply_to_customer
+    assert reply.startswith("Мойка кузова — внедорожник: 5 000 KZT")
+
+
+def test_the_lists_own_fee_is_not_charged_twice_and_a_named_city_takes_the_other_cities_fee():
+    almaty = decide(SHOP, "односпальная кровать и матрас 90 с доставкой по Алматы, сколько всего?",
+                    SHOP_RULES).reply_to_customer  # fmt: skip
+    assert "Итого: 158 000 KZT" in almaty  # 89 000 + 64 000 + one delivery of 5 000
+    karaganda = decide(SHOP, "кровать 90 с доставкой в Караганду, сколько всего?", SHOP_RULES)
+    assert "Итого: 104 000 KZT" in karaganda.reply_to_customer  # 89 000 + 15 000
+
+
+def test_a_russian_reply_names_an_english_named_item_by_its_russian_alias():
+    reply = decide(SHOP, "сколько стоит односпальная кровать?").reply_to_customer
+    assert reply.startswith("Односпальная кровать 90: 89 000 KZT")
+    english = decide(SHOP, "how much is the single bed?").reply_to_customer
+    assert english.startswith("Single bed 90: 89 000 KZT")
