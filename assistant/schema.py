@@ -121,3 +121,6 @@ class TurnInput:
     lowest_voice_confidence: float | None = None
     voice_confidence_threshold: float = 0.6
     extra: dict[str, str] = field(default_factory=dict)
+    # The team's language (`Business.ui_language`): what the handoff card is written in. Empty:
+    # the customer's, as before (the evaluation, a turn built without a business).
+    team_language: str = ""

@@ -93,6 +93,7 @@ def build_input(pending: turns.PendingTurn) -> TurnInput:
         pending=[_entry(m) for m in pending.messages],
         lowest_voice_confidence=min(confidences) if confidences else None,
         voice_confidence_threshold=channel.voice_confidence_threshold,
+        team_language=channel.business.ui_language,
     )
 
 

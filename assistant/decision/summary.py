@@ -27,6 +27,7 @@ from assistant.decision.replies import language_for
 from assistant.knowledge.agreements import Agreement
 from assistant.knowledge.effective import Knowledge
 from assistant.knowledge.matching import format_quantity
+from assistant.language import supported
 from assistant.schema import Facts, TurnInput
 from inbox.conversations.models import HandoffReason
 
@@ -329,8 +330,10 @@ def _first_sentence(summary: str) -> str:
 
 
 def _lang(turn: TurnInput) -> str:
-    """The card's language: the customer's, Russian for a Kazakh chat (managers there read
-    Russian; the card has no Kazakh wording)."""
-    lang = language_for(turn)
+    """The card's language: the team's where it works in Russian or Kazakh (it reads Russian
+    about an English-speaking customer), else the customer's, as for a team left at the default
+    English; Russian for Kazakh (the card has no Kazakh wording)."""
+    team = supported(turn.team_language) if turn.team_language else ""
+    lang = team if team in ("ru", "kk") else language_for(turn)
     lang = "ru" if lang == "kk" else lang
     return lang if lang in LEADS else "en"

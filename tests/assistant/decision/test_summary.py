@@ -4,6 +4,7 @@ is kept only when it names the items it read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -51,6 +52,14 @@ def test_an_english_discount_request_is_summarised_in_english():
     assert d.reason == "non_standard_terms"
     assert d.summary.startswith("The customer asks for special terms: 10 × Kitchen chair Oak;")
     assert "discount 15%" in d.summary
+
+
+def test_a_russian_speaking_team_reads_the_card_in_russian_whatever_the_customer_writes():
+    english = turn("Any discount if I take 10 kitchen chairs? 15% maybe")
+    d = catalogue.decide(replace(english, team_language="ru"), LIST, CONFIG)
+    assert d.reply_to_customer.startswith("A manager")  # the customer still reads English
+    assert d.summary.startswith("Клиент просит особые условия: 10 × Kitchen chair Oak;")
+    assert "«Any discount if I take 10 kitchen chairs? 15% maybe»" in d.summary
 
 
 def test_a_complaint_about_a_damaged_item_names_the_item_and_the_refund():
