@@ -38,7 +38,7 @@ OLD_PRICE_AFTER_RE = re.compile(r"^\s*(?:→|->|=>)", re.IGNORECASE)
 EACH_RE = re.compile(
     r"\b(?:each|apiece|per (?:item|piece|unit|chair|one|person|head)|a piece|a head|за штуку|"
     r"за шт\b|за единицу|за каждый|за каждую|каждый|каждая|каждое|каждого|каждой|каждому|"
-    r"за человека|с человека|данасы|әрқайсы)|(?<!\w)по \d",
+    r"за человека|с человека|на человека|на каждого|данасы|әрқайсы)|(?<!\w)по \d",
     re.IGNORECASE,
 )
 QUANTITY_RE = re.compile(

@@ -91,6 +91,11 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+def _family(word: str) -> Family | None:
+    named = family_of(word)
+    return named[0] if named is not None else None
+
+
 # Families that say how long or for how many people: beside a thing named, no item.
 _HOW_LONG = frozenset({Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR, Family.PERSON})
 # A name that is a charge for something: "Залог за бутыль", "Deposit for bottle".
@@ -212,6 +217,13 @@ class Catalogue:
             word_key(m.group(1)) if (m := _CHARGE_FOR_RE.match(normalise(name))) else None
             for name in self.names
         ]
+        # The counts names state with their unit ("3 месяца", "8 занятий", "10 тренировок").
+        self.periods: set[tuple[int | None, Family]] = {
+            (before.number, family[0])
+            for name in self.names
+            for before, after in itertools.pairwise(analyse(name))
+            if before.number is not None and (family := family_of(after.word)) is not None
+        }
         self.skus = [compact(s) for s in skus]
         # What a query can reach each item by: the items a key can score (a name word of one
         # of its namings, or a word it also matches by), and the items a compound SKU names.
@@ -344,7 +356,13 @@ class Catalogue:
         ]
         # A count of bags, months or lessons ("2 месяца") is how many, never the "2" of a
         # name's "A1–B2"; a size ("200 см", "5 кг") may be the name's own.
-        counted = {p for p in units if (family_of(by_position[p].word) or (None,))[0] in COUNTED}
+        # Unless a name says the same ("Безлимит, 3 месяца"): then it is which item.
+        counted = {
+            p
+            for p in units
+            if (family_of(by_position[p].word) or (None,))[0] in COUNTED
+            and (by_position[p - 1].number, _family(by_position[p].word)) not in self.periods
+        }
         # An age ("сыну 8 лет", "8 и 10 лет") says who it is for: no name's number.
         ages = {
             t.position
