@@ -242,6 +242,10 @@ def _quoted(r: _Reading) -> Decision | None:
     if not r.quotes:
         return None
     extras = _named_fees(r)
+    if _asks_each(r.message, r.quotes):
+        # "сколько стоит одна и сколько пакет из 10?": two prices compared, no order to total.
+        each = [quote_lines([q], r.lang, with_availability=True) for q in r.quotes]
+        return Decision(action=Action.ANSWER, reply_to_customer="\n".join(each), facts=r.facts)
     reply = (
         order_with_charges(r.quotes, r.message, NO_RULE, r.lang, r.rules, extras)
         if extras or applying_terms(r.message, r.rules)
@@ -383,6 +387,14 @@ def _asked_price_of(quote: Quote, message: str, knowledge: Knowledge) -> bool:
         for part in segments(message)
         if not topics(part)
     )
+
+
+def _asks_each(message: str, quotes: list[Quote]) -> bool:
+    """Whether the message asks a price once per item, none of them a total: each is quoted on
+    its own ("how much is one, and how much the pack of 10?")."""
+    low = normalise(message)
+    asked = len(HOW_MUCH_RE.findall(low))
+    return len(quotes) > 1 and asked >= len(quotes) and not TOTAL_RE.search(low)
 
 
 def _wants_every_option(message: str, options: list[KnowledgeItem]) -> bool:

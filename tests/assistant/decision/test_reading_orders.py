@@ -115,3 +115,23 @@ def test_a_russian_reply_names_an_english_named_item_by_its_russian_alias():
     assert reply.startswith("Односпальная кровать 90: 89 000 KZT")
     english = decide(SHOP, "how much is the single bed?").reply_to_customer
     assert english.startswith("Single bed 90: 89 000 KZT")
+
+
+CLUB = (
+    item("UN-1", "Безлимит зал + бассейн, 1 месяц", "32000", unit="месяц"),
+    item("UN-3", "Безлимит зал + бассейн, 3 месяца", "85000", unit="3 месяца"),
+    item("PT-1", "Персональная тренировка", "9000", unit="тренировка"),
+    item("PT-10", "Пакет 10 персональных тренировок", "80000", unit="пакет"),
+)
+
+
+def test_a_count_a_name_states_with_its_unit_tells_items_apart():
+    reply = decide(CLUB, "Сколько стоит безлимит на 3 месяца?").reply_to_customer
+    assert reply.startswith("Безлимит зал + бассейн, 3 месяца: 85 000 KZT")
+
+
+def test_a_price_asked_once_per_item_is_quoted_each_without_a_total():
+    reply = decide(CLUB, "персональная тренировка сколько стоит одна и сколько пакет из 10?")
+    assert "9 000 KZT" in reply.reply_to_customer
+    assert "80 000 KZT" in reply.reply_to_customer
+    assert "Итого" not in reply.reply_to_customer
