@@ -24,7 +24,7 @@ from decimal import Decimal
 from assistant import language
 from assistant.knowledge.matching import family_of, is_stopword, normalise, stem, word_key, words
 from assistant.knowledge.matching.units import CONTAINERS
-from assistant.knowledge.money import find_amounts
+from assistant.knowledge.money import Amount, find_amounts
 from assistant.knowledge.transliteration import skeleton
 
 # topic → a pattern that finds it in a question and in a rule sentence
@@ -142,6 +142,7 @@ def sentences(text: str) -> list[str]:
 # A sentence that serves places other than the named ones ("в другие города", "regions").
 ELSEWHERE_RE = re.compile(
     r"other cities|regions?\b|outside|в регион|другие города|межгород|по (?:всему )?казахстану|"
+    r"пригород|suburb|"
     r"за город|басқа қала|облыс",
     re.IGNORECASE,
 )
@@ -299,7 +300,13 @@ def charges(
         ]
         on_topic = [c for c, t in clauses if topic in t]
         free_from = [_threshold(c) for c in on_topic if FREE_RE.search(c)]
-        fees = [c for c in on_topic if not FREE_RE.search(c) and len(find_amounts(c)) == 1]
+        fees = [
+            c
+            for c in on_topic
+            if not FREE_RE.search(c) and (len(find_amounts(c)) == 1 or _below(c) is not None)
+        ]
+        # "если сумма заказа меньше 7 000 тг — доставка 700 тг": only below its limit.
+        fees = [c for c in fees if (below := _below(c)) is None or subtotal < below[0]]
         if wanted_places:
             # The clause naming the place, else the one for "other cities", else one naming
             # no place at all ("в Караганду": not the Almaty clause, the other cities' one).
@@ -315,7 +322,8 @@ def charges(
         pattern = TOPICS[topic]
         asked_here = _shapes(question, pattern)
         fee = max(fees, key=lambda c: (len(_shapes(c, pattern) & asked_here), -fees.index(c)))
-        amount = find_amounts(fee)[0]
+        below = _below(fee)
+        amount = below[1] if below is not None else find_amounts(fee)[0]
         before, after = fee[: amount.start], fee[amount.start + len(amount.text) :]
         if FROM_RE.search(before) or PER_RE.match(after):
             return None
@@ -365,6 +373,18 @@ def _clauses(sentence: str) -> list[tuple[str, frozenset[str]]]:
         current = own or current
         out.append((part, current))
     return out
+
+
+BELOW_RE = re.compile(r"(?:меньше|менее|ниже|less than|below|under)\s*$", re.IGNORECASE)
+
+
+def _below(clause: str) -> tuple[Decimal, Amount] | None:
+    """A fee charged below an order size ("меньше 7 000 тг — доставка 700 тг"): the limit and
+    the fee's amount; None for any other clause."""
+    amounts = find_amounts(clause)
+    if len(amounts) == 2 and BELOW_RE.search(clause[: amounts[0].start]):
+        return amounts[0].value, amounts[1]
+    return None
 
 
 def _threshold(clause: str) -> Decimal | None:

@@ -135,3 +135,14 @@ def test_a_price_asked_once_per_item_is_quoted_each_without_a_total():
     assert "9 000 KZT" in reply.reply_to_customer
     assert "80 000 KZT" in reply.reply_to_customer
     assert "Итого" not in reply.reply_to_customer
+
+
+def test_a_fee_below_an_order_size_is_charged_only_below_it():
+    rules = (
+        "Доставка по Алматы бесплатная при сумме заказа от 7 000 тг; если сумма заказа меньше "
+        "7 000 тг — доставка 700 тг. Пригород — доставка 2 000 тг за заказ при любой сумме."
+    )
+    small = decide(WATER, "2 кг сахара с доставкой, сколько всего?", rules).reply_to_customer
+    assert "Итого: 1 800 KZT" in small  # 1 100 + 700, not the suburbs' 2 000
+    big = decide(WATER, "6 бутылей воды 19 л с доставкой, сколько всего?", rules)
+    assert "Итого: 9 000 KZT" in big.reply_to_customer  # 6 × 1 500, free from 7 000
