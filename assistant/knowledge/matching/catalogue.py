@@ -91,6 +91,8 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+
+
 def _family(word: str) -> Family | None:
     named = family_of(word)
     return named[0] if named is not None else None
