@@ -25,7 +25,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from assistant import approval, composing, opt_out
 from assistant.decision import brain, escalation, explain, guardrails
@@ -179,16 +179,17 @@ def _decide(turn: Turn, pending: turns.PendingTurn) -> tuple[Decision, dict[str,
     result = brain.decide_with(turn_input, knowledge, config)
     turn.backend = result.backend
     turn.model_error = result.model_error[:500]
-    turn.decision = {
-        **result.decision.model_dump(mode="json"),
-        explain.KEY: explain.explained(
+    # The findings and the proofs are stored as text for the team's handoff card and "Why?":
+    # written in the team's language (Business.ui_language); nothing else here changes language.
+    with translation.override(turn_input.team_language or "en"):
+        explained = explain.explained(
             result.decision, turn_input, knowledge, config, result.backend
-        ),
-    }
+        )
+        verdict = guardrails.check_against(result.decision, turn_input, knowledge, config)
+    turn.decision = {**result.decision.model_dump(mode="json"), explain.KEY: explained}
     turn.action = result.decision.action.value
     turn.reason = result.decision.reason
 
-    verdict = guardrails.check_against(result.decision, turn_input, knowledge, config)
     turn.guardrail_findings = verdict.blocked
     return escalation.guarded(result.decision, verdict, turn_input)
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.utils.translation import gettext
+
 from assistant.decision.guardrails.finding import Finding, Proof
 from assistant.decision.guardrails.items import items_named, mask_codes, stated_quantities
 from assistant.decision.guardrails.sentences import (
@@ -225,29 +227,49 @@ def _judge_product(
     elif priced and not any(qty in (state.qty_now(i) or state.qty_for(i)) for i in priced):
         names = ", ".join(state.knowledge.items[i].name for i in priced)
         state.found.append(
-            Finding("price", f"{count} × {shown}: the customer did not ask for {count} × {names}")
+            Finding(
+                "price",
+                gettext("%(count)s × %(price)s: the customer did not ask for %(count)s × %(names)s")
+                % {"count": count, "price": shown, "names": names},
+            )
         )
     elif by_manager and not priced and qty not in set().union({1}, *state.stated.values()):
         state.found.append(
-            Finding("price", f"{count} × {shown}: the customer did not ask for {count}")
+            Finding(
+                "price",
+                gettext("%(count)s × %(price)s: the customer did not ask for %(count)s")
+                % {"count": count, "price": shown},
+            )
         )
     product = unit.value * qty
     if priced and len(state.found) == before:
         names = ", ".join(state.knowledge.items[i].name for i in priced)
-        whose = "a manager agreed for" if any(i in state.agreed for i in priced) else "of"
-        state.proven(unit, f"the price {whose} {names}, × {count} as the customer asked")
+        if any(i in state.agreed for i in priced):
+            basis = gettext(
+                "the price a manager agreed for %(names)s, × %(count)s as the customer asked"
+            )
+        else:
+            basis = gettext("the price of %(names)s, × %(count)s as the customer asked")
+        state.proven(unit, basis % {"names": names, "count": count})
     elif by_manager and len(state.found) == before:
-        state.proven(unit, f"a price a manager gave in this chat, × {count}")
+        state.proven(
+            unit, gettext("a price a manager gave in this chat, × %(count)s") % {"count": count}
+        )
     if result is not None and result.value != product:
         state.found.append(
             Finding(
                 "price",
-                f"{qty} × {shown} is {format_money(product, unit.currency)}, "
-                f"not {format_money(result.value, result.currency or unit.currency)}",
+                gettext("%(count)s × %(price)s is %(product)s, not %(written)s")
+                % {
+                    "count": qty,
+                    "price": shown,
+                    "product": format_money(product, unit.currency),
+                    "written": format_money(result.value, result.currency or unit.currency),
+                },
             )
         )
     if result is not None and result.value == product:
-        state.proven(result, f"{count} × {shown}")
+        state.proven(result, gettext("%(count)s × %(price)s") % {"count": count, "price": shown})
     value = result.value if result is not None else product
     state.lines.append(_Line(value, value))
 
@@ -262,10 +284,14 @@ def _judge_total(state: _Amounts, amount: Amount) -> None:
         shown = format_money(amount.value, amount.currency)
         expected = format_money(min(sums, key=lambda s: abs(s - amount.value)), amount.currency)
         state.found.append(
-            Finding("price", f"total {shown} is not the sum of the lines above ({expected})")
+            Finding(
+                "price",
+                gettext("total %(total)s is not the sum of the lines above (%(expected)s)")
+                % {"total": shown, "expected": expected},
+            )
         )
     else:
-        state.proven(amount, "the sum of the lines above")
+        state.proven(amount, gettext("the sum of the lines above"))
     state.lines = [_Line(amount.value, amount.value)]
 
 
@@ -299,15 +325,25 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
                 for q in quantities
             ):
                 state.lines.append(_Line(amount.value, amount.value))
-                state.proven(amount, f"the price a manager agreed for {item.name}")
+                state.proven(
+                    amount,
+                    gettext("the price a manager agreed for %(name)s") % {"name": item.name},
+                )
                 return
             if _is_price(amount, item):
                 shown = format_money(amount.value, amount.currency)
                 state.found.append(
                     Finding(
                         "price",
-                        f"price {shown} for {item.name} contradicts the "
-                        f"{format_money(agreed.amount.value, item.currency)} a manager agreed",
+                        gettext(
+                            "price %(price)s for %(name)s contradicts the %(agreed)s"
+                            " a manager agreed"
+                        )
+                        % {
+                            "price": shown,
+                            "name": item.name,
+                            "agreed": format_money(agreed.amount.value, item.currency),
+                        },
                     )
                 )
                 return
@@ -317,34 +353,44 @@ def _judge_single(state: _Amounts, amount: Amount, window_start: int) -> None:
             qtys = now or state.stated.get(index, set())
             scaled = amount.value * max(qtys) if len(qtys) == 1 else amount.value
             state.lines.append(_Line(amount.value, scaled, must_scale=len(now) == 1))
-            state.proven(amount, f"the list price of {item.name}")
+            state.proven(amount, gettext("the list price of %(name)s") % {"name": item.name})
             return
         for qty in state.qty_for(index) - {1}:
             if _same_money(amount, item.price * qty, item.currency):
                 state.lines.append(_Line(amount.value, amount.value))
-                state.proven(amount, f"{format_quantity(qty)} × the list price of {item.name}")
+                state.proven(
+                    amount,
+                    gettext("%(count)s × the list price of %(name)s")
+                    % {"count": format_quantity(qty), "name": item.name},
+                )
                 return
     if _by_manager(state, amount):
         state.lines.append(_Line(amount.value, amount.value))
-        state.proven(amount, "an amount a manager gave in this chat")
+        state.proven(amount, gettext("an amount a manager gave in this chat"))
         return
     for rule_amount, sentence in state.rule_amounts:
         if _same_money(amount, rule_amount.value, rule_amount.currency) and _tied_to_rule(
             state, amount, sentence, bool(window_items)
         ):
             state.lines.append(_Line(amount.value, amount.value, from_rules=True))
-            state.proven(amount, f"the business rules: {sentence.strip()[:200]}")
+            state.proven(
+                amount,
+                gettext("the business rules: %(sentence)s") % {"sentence": sentence.strip()[:200]},
+            )
             return
     if _fee_from_rules(state, amount):
         state.lines.append(_Line(amount.value, amount.value, from_rules=True))
-        state.proven(amount, "a fee the business rules charge per unit, at the customer's counts")
+        state.proven(
+            amount,
+            gettext("a fee the business rules charge per unit, at the customer's counts"),
+        )
         return
     if _by_percent(state, amount):
         state.proven(amount, "a discount, surcharge or prepayment the business rules give")
         return
     if len(state.lines) >= 2 and amount.value in _sums(state.lines):
         state.lines = [_Line(amount.value, amount.value)]  # an unlabelled total
-        state.proven(amount, "the sum of the lines above")
+        state.proven(amount, gettext("the sum of the lines above"))
         return
     state.found.append(_not_the_price(state, amount, items))
 
@@ -395,8 +441,12 @@ def _not_the_price(state: _Amounts, amount: Amount, items: Iterable[int]) -> Fin
     shown = format_money(amount.value, amount.currency)
     names = [state.knowledge.items[i].name for i in sorted(items)][:3]
     if names and any(_is_price(amount, i) for i in state.knowledge.items):
-        return Finding("price", f"price {shown} is not the price of {' / '.join(names)}")
-    return Finding("price", f"price {shown} not in the price list")
+        return Finding(
+            "price",
+            gettext("price %(price)s is not the price of %(names)s")
+            % {"price": shown, "names": " / ".join(names)},
+        )
+    return Finding("price", gettext("price %(price)s not in the price list") % {"price": shown})
 
 
 def _tied_to_rule(state: _Amounts, amount: Amount, rule_sentence: str, names_item: bool) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from django.utils.translation import gettext, gettext_noop
+
 from assistant.decision.guardrails.finding import Finding
 from assistant.decision.guardrails.items import items_named, mask_codes, stated_quantities
 from assistant.decision.guardrails.sentences import sentence_text
@@ -79,21 +81,21 @@ DEFERS = re.compile(
 )
 # Promises that need no question to be promises: a discount, free delivery, a special price.
 PROMISES = (
-    ("a discount", re.compile(
+    (gettext_noop("a discount"), re.compile(
         r"(?:give|offer|make|do|get)\s+(?:you\s+)?(?:a\s+)?(?:\d+\s*%\s*)?discount|"
         r"discount for you|сделаем\s+(?:вам\s+)?скидк|дадим\s+(?:вам\s+)?скидк|"
         r"предоставим\s+(?:вам\s+)?скидк|скидк\w* для вас|со скидкой|"
         r"жеңілдік\s+(?:жасаймыз|береміз|жасай аламыз)", re.IGNORECASE), DISCOUNT_WORDS),
-    ("free delivery", re.compile(
+    (gettext_noop("free delivery"), re.compile(
         r"free (?:delivery|shipping|assembly|installation)|(?:deliver|ship)\w* (?:it |them )?"
         r"(?:for )?free|бесплатн\w* (?:доставк|сборк|установк)|(?:доставим|соберем|соберём|"
         r"привезем|привезём) бесплатно|тегін жеткіз|жеткізу тегін|at no (?:extra )?cost|"
         r"for free|бесплатн\w*|тегін|(?<!feel )\bfree\b(?! to\b)", re.IGNORECASE), ASKS_FREE),
-    ("a price cut", re.compile(
+    (gettext_noop("a price cut"), re.compile(
         r"half price|half off|50/50|two for one|2 for 1|buy one,? get one|полцены|"
         r"пол цены|за полцены|два по цене одного|1\+1|жарты бағасына|екеуі бірдің бағасына",
         re.IGNORECASE), re.compile(r"half|полцен|1\+1|жарты", re.IGNORECASE)),
-    ("a special price", re.compile(
+    (gettext_noop("a special price"), re.compile(
         r"special price|price just for you|особ\w* цен|спец\w* цен|персональн\w* цен|"
         r"только для вас|арнайы баға", re.IGNORECASE),
         re.compile(r"special|особ|спец|арнайы", re.IGNORECASE)),
@@ -122,30 +124,51 @@ def promised_terms(
                 pattern.search(m) for m in managers
             ):
                 continue
-            result.append(Finding("promise", f"promises {label}: '{match.group(0).strip()}'"))
+            result.append(
+                Finding(
+                    "promise",
+                    gettext("promises %(what)s: '%(said)s'")
+                    % {"what": gettext(label), "said": match.group(0).strip()},
+                )
+            )
             break
     closing = CLOSES.search(reply)
     if closing and not _negated(reply, closing.start()):
-        result.append(Finding("promise", f"closes a deal: '{closing.group(0).strip()}'"))
+        result.append(
+            Finding(
+                "promise",
+                gettext("closes a deal: '%(said)s'") % {"said": closing.group(0).strip()},
+            )
+        )
     asked = _asked_terms(turn, knowledge, rules)
     if not asked:
         return result
     refuses = REFUSES.search(reply)
     for match in AGREES.finditer(reply):
         if not _negated(reply, match.start()):
-            result.append(Finding("promise", f"agrees to {asked}: '{match.group(0).strip()}'"))
+            result.append(Finding("promise", _agrees(asked, match)))
             return result
     weak = WEAK_YES.search(reply)
     if weak and not refuses and not DEFERS.search(reply):
-        result.append(Finding("promise", f"agrees to {asked}: '{weak.group(0).strip()}'"))
+        result.append(Finding("promise", _agrees(asked, weak)))
     return result
+
+
+def _agrees(asked: str, match: re.Match[str]) -> str:
+    return gettext("agrees to %(asked)s: '%(said)s'") % {
+        "asked": asked,
+        "said": match.group(0).strip(),
+    }
 
 
 FREE_WORDS = re.compile(r"\bfree\b|бесплатн|тегін|no charge|at no (?:extra )?cost", re.I)
 _SUBJECTS = (
-    ("assembly", re.compile(r"assembl|сборк|собер|соберём|құрастыр", re.IGNORECASE)),
-    ("installation", re.compile(r"install|установ|монтаж|орнат", re.IGNORECASE)),
-    ("delivery", re.compile(r"deliver|shipping|ship\b|доставк|доставим|привез|жеткіз", re.I)),
+    (gettext_noop("assembly"), re.compile(r"assembl|сборк|собер|соберём|құрастыр", re.IGNORECASE)),
+    (gettext_noop("installation"), re.compile(r"install|установ|монтаж|орнат", re.IGNORECASE)),
+    (
+        gettext_noop("delivery"),
+        re.compile(r"deliver|shipping|ship\b|доставк|доставим|привез|жеткіз", re.I),
+    ),
 )
 _FROM = re.compile(r"(?:from|over|above|at least|от|свыше|более|бастап)\s*$", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:no|not|none|нет|не|без|жоқ|емес)\b", re.IGNORECASE)
@@ -188,8 +211,17 @@ def _free_refused(
         lowest = min(thresholds) if lowest is None else min(lowest, *thresholds)
     if lowest is not None:
         shown = format_money(lowest, knowledge.default_currency)
-        return f"promises {subject or 'it'} free: '{said}' (the rules give it from {shown})"
-    return f"promises free {subject or 'terms'}: '{said}'"
+        return gettext(
+            "promises %(subject)s free: '%(said)s' (the rules give it from %(price)s)"
+        ) % {
+            "subject": gettext(subject) if subject else gettext("it"),
+            "said": said,
+            "price": shown,
+        }
+    return gettext("promises free %(subject)s: '%(said)s'") % {
+        "subject": gettext(subject) if subject else gettext("terms"),
+        "said": said,
+    }
 
 
 def _order_value(reply: str, turn: TurnInput, knowledge: Knowledge) -> Decimal:
@@ -209,21 +241,23 @@ def _asked_terms(turn: TurnInput, knowledge: Knowledge, rules: str) -> str:
     if not text.strip():
         return ""
     if ASKS_DISCOUNT.search(text):
-        return "a discount the rules do not give"
+        return gettext("a discount the rules do not give")
     if ASKS_FREE.search(text) and not any(FREE_WORDS.search(c) for c in _granting_clauses(rules)):
-        return "free terms the rules do not give"
+        return gettext("free terms the rules do not give")
     named = items_named(knowledge, text)
     prices = {i.price for n, i in enumerate(knowledge.items) if not named or n in named}
     if not named:
         prices |= {a.value for a in find_amounts(rules)}
     custom = [a for a in find_amounts(mask_codes(text, knowledge)) if a.value not in prices]
     if custom and ASKS_PRICE_FOR.search(text):
-        return f"the customer's price {format_money(custom[0].value, custom[0].currency)}"
+        return gettext("the customer's price %(price)s") % {
+            "price": format_money(custom[0].value, custom[0].currency)
+        }
     asked_deadline = [c for c, _ in deadlines(text)] + [c for c, _ in dates(text)]
     written = "\n".join([rules, *(i.name for i in knowledge.items)])
     allowed = {c for c, _ in deadlines(written)} | {c for c, _ in dates(written)}
     if (asked_deadline and not set(asked_deadline) <= allowed) or ASKS_DEADLINE.search(text):
-        return "the customer's deadline"
+        return gettext("the customer's deadline")
     return ""
 
 
@@ -251,7 +285,11 @@ def forbidden_promises(reply: str, config: AssistantSettings) -> list[Finding]:
             needle = _normalise(promise)
             hit = bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", text) is not None
         if hit:
-            result.append(Finding("promise", f"forbidden promise: '{promise}'"))
+            result.append(
+                Finding(
+                    "promise", gettext("forbidden promise: '%(promise)s'") % {"promise": promise}
+                )
+            )
     return result
 
 

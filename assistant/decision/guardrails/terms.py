@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
+from django.utils.translation import gettext
+
 from assistant.decision.guardrails.finding import Finding
 from assistant.decision.guardrails.sentences import find_amounts_free, sentence_text
 from assistant.knowledge.money import find_percentages
@@ -23,13 +25,18 @@ def unbacked_percentages(reply: str, reference: str) -> list[Finding]:
         if found.value in allowed:
             continue
         window = reply[max(0, found.start - 40) : found.start + len(found.text) + 40]
-        label = "discount" if DISCOUNT_WORDS.search(window) else "percentage"
+        discount = DISCOUNT_WORDS.search(window) is not None
         shown = found.text.split("%")[0].strip()
         number = re.match(r"[\d.,]+", shown)
         result.append(
             Finding(
                 "percentage",
-                f"{label} {number.group(0) if number else shown}% not in the price list",
+                (
+                    gettext("discount %(percent)s%% not in the price list")
+                    if discount
+                    else gettext("percentage %(percent)s%% not in the price list")
+                )
+                % {"percent": number.group(0) if number else shown},
             )
         )
     return result
@@ -120,7 +127,9 @@ def unbacked_deadlines(reply: str, reference: str) -> list[Finding]:
             s and s[0] == span[0] and s[1] <= span[1] <= span[2] <= s[2] for s in spans
         ):
             continue
-        result.append(Finding("deadline", f"delivery deadline '{written}'"))
+        result.append(
+            Finding("deadline", gettext("delivery deadline '%(written)s'") % {"written": written})
+        )
     return result
 
 
@@ -198,8 +207,18 @@ def unbacked_dates_and_times(reply: str, reference: str) -> list[Finding]:
     result = []
     for canonical, written in dates(masked):
         if canonical not in allowed:
-            result.append(Finding("deadline", f"date '{written}' not in the business rules"))
+            result.append(
+                Finding(
+                    "deadline",
+                    gettext("date '%(written)s' not in the business rules") % {"written": written},
+                )
+            )
     for canonical, written in times(masked):
         if canonical not in allowed:
-            result.append(Finding("deadline", f"time '{written}' not in the business rules"))
+            result.append(
+                Finding(
+                    "deadline",
+                    gettext("time '%(written)s' not in the business rules") % {"written": written},
+                )
+            )
     return result

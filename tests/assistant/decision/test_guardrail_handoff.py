@@ -3,6 +3,8 @@ says what could not be proven and shows the reply that was stopped."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -20,6 +22,59 @@ WRONG_TOTAL = (
     "Kitchen chair Oak: 2 × 28 000 KZT = 56 000 KZT\n"
     "Total: 111 000 KZT"
 )
+
+
+def _blocked_turn(settings: Any, emu: Any, ui_language: str) -> tuple[Turn, Client]:
+    """A real turn whose reply states a wrong total, of a business whose team reads
+    `ui_language`, and a manager of that business signed in."""
+    business = factories.business(ui_language=ui_language)
+    channel = factories.channel(business)
+    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), business)
+    chat = factories.chat(channel)
+    factories.customer_message(chat, "Office chair Lux and 2 Kitchen chair Oak, total?")
+    Chat.objects.filter(pk=chat.pk).update(version=1)
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(Step.decision(reply=WRONG_TOTAL))
+    turn = take_turn(chat.pk)
+    assert turn is not None
+    manager = Client()
+    manager.force_login(factories.manager(business))
+    return turn, manager
+
+
+def _card(manager: Client, turn: Turn) -> str:
+    page = manager.get(f"/inbox/chat/{turn.chat_id}/").content.decode()
+    return page[page.index('class="handoff-card"') :]
+
+
+def _why(manager: Client, turn: Turn) -> str:
+    assert turn.reply_message_id is not None  # the handoff notice sent instead of the reply
+    url = f"/inbox/chat/{turn.chat_id}/messages/{turn.reply_message_id}/why/"
+    return manager.get(url, HTTP_HX_REQUEST="true").content.decode()
+
+
+def test_a_russian_team_reads_the_finding_and_the_proofs_in_russian(settings, emu):
+    turn, manager = _blocked_turn(settings, emu, "ru")
+
+    assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "guardrail")
+    finding = "итог 111 000 KZT не равен сумме строк выше (101 000 KZT)"
+    assert turn.guardrail_findings == [finding]
+    assert finding in _card(manager, turn)
+    why = _why(manager, turn)
+    assert finding in why
+    assert "<strong>45 000 KZT</strong>: цена из прайс-листа для Office chair Lux" in why
+    assert "not the sum" not in why
+    assert "the list price" not in why
+
+
+def test_an_english_team_reads_the_same_finding_and_proofs_in_english(settings, emu):
+    turn, manager = _blocked_turn(settings, emu, "en")
+
+    finding = "total 111 000 KZT is not the sum of the lines above (101 000 KZT)"
+    assert turn.guardrail_findings == [finding]
+    why = _why(manager, turn)
+    assert finding in why
+    assert "<strong>45 000 KZT</strong>: the list price of Office chair Lux" in why
 
 
 def test_a_wrong_total_is_handed_to_a_manager_with_the_finding_on_the_handoff_card(settings, emu):

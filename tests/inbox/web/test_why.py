@@ -75,6 +75,21 @@ def test_the_why_panel_shows_what_was_read_computed_and_proven(a: Tenant) -> Non
     assert "Wrong amount" in panel
 
 
+def test_a_russian_team_reads_the_proofs_in_russian_while_the_customer_reads_english(
+    a: Tenant,
+) -> None:
+    a.business.ui_language = "ru"
+    a.business.save(update_fields=["ui_language"])
+    reply = _answered(a, "How much for 4 Office chair Lux?")
+    assert reply.text == "Office chair Lux: 4 × 45 000 KZT = 180 000 KZT"  # the customer's
+
+    panel = _client(a.manager).get(_why_url(reply), HTTP_HX_REQUEST="true").content.decode()
+
+    assert "<strong>45 000 KZT</strong>: цена Office chair Lux, × 4, как просил клиент" in panel
+    assert "<strong>180 000 KZT</strong>: 4 × 45 000 KZT" in panel
+    assert "as the customer asked" not in panel
+
+
 def test_an_order_of_two_items_shows_each_line_the_total_and_how_the_total_was_proven(
     a: Tenant,
 ) -> None:
