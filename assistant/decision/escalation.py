@@ -126,7 +126,7 @@ def guarded(
     see of a blocked reply (the reply itself and the findings)."""
     if verdict.allowed:
         return decision, {}
-    blocked = "The assistant's reply was blocked by a guardrail."
+    blocked = card.blocked_line(turn)
     details = {"blocked_reply": decision.reply_to_customer, "findings": verdict.blocked}
     handoff = _handoff(turn, HandoffReason.GUARDRAIL, blocked, decision.facts)
     if decision.summary.strip():

@@ -329,6 +329,17 @@ def _first_sentence(summary: str) -> str:
     return summary
 
 
+BLOCKED = {
+    "en": "The assistant's reply was blocked by a guardrail.",
+    "ru": "Ответ ассистента остановлен проверкой: он не отправлен.",
+}
+
+
+def blocked_line(turn: TurnInput) -> str:
+    """The card's first sentence when a guardrail held the reply back, in the card's language."""
+    return BLOCKED[_lang(turn)]
+
+
 def _lang(turn: TurnInput) -> str:
     """The card's language: the team's where it works in Russian or Kazakh (it reads Russian
     about an English-speaking customer), else the customer's, as for a team left at the default

@@ -10,7 +10,7 @@ from django.test import Client
 
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
 from assistant.turn import take_turn
-from inbox.conversations.models import Chat, Owner, Turn
+from inbox.conversations.models import Chat, Handoff, Owner, Turn
 from tests import factories
 from tests.emulators.openai_server import Step
 
@@ -65,6 +65,8 @@ def test_a_russian_team_reads_the_finding_and_the_proofs_in_russian(settings, em
     assert "<strong>45 000 KZT</strong>: цена из прайс-листа для Office chair Lux" in why
     assert "not the sum" not in why
     assert "the list price" not in why
+    handoff = Handoff.objects.get(chat_id=turn.chat_id)
+    assert handoff.summary.startswith("Ответ ассистента остановлен проверкой")
 
 
 def test_an_english_team_reads_the_same_finding_and_proofs_in_english(settings, emu):
