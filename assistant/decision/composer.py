@@ -174,10 +174,8 @@ def order_with_charges(
     if fees and len(fees) < len(quotes):
         goods = [q for q in quotes if q not in fees]
         priced = order_with_charges(goods, message, rule, lang, rules, extras)
-        if _is_total_line(priced.splitlines()[-1], lang) or any(
-            _is_total_line(line, lang) for line in priced.splitlines()
-        ):
-            return priced
+        if any(_is_total_line(line, lang) for line in priced.splitlines()):
+            return priced  # else no charge could be computed: the list's own fee line stands
     terms = applying_terms(message, rules)
     counted, unavailable = _quote_parts(quotes, lang, True, terms)
     lines = "\n".join(counted + unavailable)
