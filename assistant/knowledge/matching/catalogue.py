@@ -1,7 +1,12 @@
 """`Catalogue`: an index over a price list's names, aliases and SKUs. `match` scores every item
 a text could name, `resolve` groups the matches by thing named (a group of several is
 ambiguous), `order_lines` pairs each thing named with its quantity, `retrieve` ranks items for
-the prompt when the list is too big to send whole (BM25)."""
+the prompt when the list is too big to send whole (BM25).
+
+One module on purpose, past 700 lines: matching, grouping and order reading all work on the
+same per-version index (keys, shapes, sizes, codes, units, periods) and share its caches; a
+split along those lines would hand the private index from module to module. The word-level
+rules live beside it (`keys`, `units`, `quantities`, `distinctions`)."""
 
 from __future__ import annotations
 
