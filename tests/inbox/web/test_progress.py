@@ -23,7 +23,7 @@ def test_the_fragment_shows_done_total_and_errors_and_stops_polling_at_the_end()
 
     running = client.get(f"/inbox/progress/{job_id}/").content.decode()
     assert "<span data-job-done>600</span> / <span data-job-total>1200</span>" in running
-    assert "<span data-job-errors>1</span> error" in running
+    assert "errors: <span data-job-errors>1</span>" in running
     assert "message 42: OSError" in running
     assert 'hx-trigger="every 1s"' in running
 
