@@ -27,6 +27,7 @@ from assistant.knowledge.matching.distinctions import (
     is_denied,
     letter_codes,
     polarity,
+    refused_positions,
     sizes_stated,
 )
 from assistant.knowledge.matching.keys import (
@@ -96,6 +97,11 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+# Russian verb endings ("оформляйте", "заказать", "привезёте"): an action shares a root with
+# the list's noun ("Оформление бороды") and names none of its items.
+_RU_VERB_RE = re.compile(
+    r"[а-яё]{3,}(?:йте|ите|ать|ять|ить|еть|уть|ыть|оть|ться|тся|ешь|ете|ёте|ишь|ает|яет|ует|ают|яют|уют)$"
+)
 
 
 def _family(word: str) -> Family | None:
@@ -323,8 +329,17 @@ class Catalogue:
             if meaning in self.vocabulary:
                 found.add(meaning)
         if not found and not key.startswith("#") and word.isalpha() and not _VERB_RE.search(word):
-            other_script = self.keys_by_script[not language.is_cyrillic(word)]
-            found |= {k for k in other_script if not k.startswith("#") and shared_root(key, k)}
+            # A root shared past its ending: a borrowed word across scripts ("lamination",
+            # "Ламинирование"), or a colloquial form in the list's own ("картошка",
+            # "Картофель").
+            cyrillic = language.is_cyrillic(word)
+            scripts = (not cyrillic,) if _RU_VERB_RE.search(word) else (True, False)
+            found |= {
+                k
+                for script in scripts
+                for k in self.keys_by_script[script]
+                if not k.startswith("#") and shared_root(key, k)
+            }
         if not found and _ABBREVIATION_RE.fullmatch(word):
             # An abbreviation of consonants names the code it begins ("ВВГ" the "ВВГнг").
             found |= {
@@ -431,6 +446,7 @@ class Catalogue:
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
         matches = self._without_contradictions(tokens, matches)
+        matches = self._without_refused(tokens, matches)
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return tuple(matches)
 
@@ -446,7 +462,11 @@ class Catalogue:
         reached = {i for t in unnamed for i in self.items_by_description.get(word_key(t.word), ())}
         found: list[ItemMatch] = []
         content = len(keys_of) or 1
+        said = {k for t, keys in keys_of for k in (*keys, word_key(t.word))}
         for index in sorted(reached):
+            head = self.charge_heads[index]
+            if head is not None and head not in said:
+                continue  # a charge for a thing is named by its own word, as by its name
             described = self.described[index]
             name_keys = set(self.variants[index][0]) if self.variants[index] else set()
             at = frozenset(
@@ -457,6 +477,27 @@ class Catalogue:
             if len(at) >= 2:  # one shared word ("тест" in "пробные тесты") is no description
                 found.append(ItemMatch(index, 0.9 * len(at) / content, float(len(at)), at))
         return found
+
+    def _without_refused(
+        self, tokens: list[QueryToken], matches: list[ItemMatch]
+    ) -> list[ItemMatch]:
+        """Items the customer says they do not want ("не комплексную, только кузов", "залог
+        не нужен"): a match made on a refused word drops out, unless the item's own name
+        denies that word too ("Маникюр без покрытия" for "без покрытия")."""
+        refused = refused_positions(tokens)
+        if not refused:
+            return matches
+        by_position = {t.position: t for t in tokens}
+
+        def agrees(m: ItemMatch, position: int) -> bool:
+            denied_by_name = self.polarity[m.index]
+            return any(denied_by_name.get(k) for k in self._token_keys(by_position[position]))
+
+        return [
+            m
+            for m in matches
+            if m.by_sku or not any(p in refused and not agrees(m, p) for p in m.positions)
+        ]
 
     def _without_contradictions(
         self, tokens: list[QueryToken], matches: list[ItemMatch]

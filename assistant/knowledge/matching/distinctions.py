@@ -36,6 +36,34 @@ def is_denied(tokens: Sequence[QueryToken], position: int) -> bool:
     return any(t.word in DENYING for t in before)
 
 
+# "не комплексную", "not the unlimited": the word after says what the customer does not want.
+_NOT_BEFORE = frozenset({"не", "not", "без", "without"})
+# "безлимит не нужен", "залог не надо", "абонемент керек емес": the word before is refused.
+_REFUSED_AFTER = (
+    ("не", "нужен"), ("не", "нужна"), ("не", "нужно"), ("не", "нужны"), ("не", "надо"),
+    ("не", "интересует"), ("керек", "емес"), ("керек", "жоқ"), ("not", "needed"),
+)  # fmt: skip
+
+
+def refused_positions(tokens: Sequence[QueryToken]) -> frozenset[int]:
+    """Positions of the words a customer refuses ("не комплексную, только кузов", "безлимит
+    не нужен"): the first content word after a denial, or the last one before a refusal."""
+    content = [t for t in tokens if not is_stopword(t.word) and t.number is None]
+    by_position = {t.position: t for t in tokens}
+    refused: set[int] = set()
+    for t in tokens:
+        after = by_position.get(t.position + 1)
+        if t.word in _NOT_BEFORE:
+            nxt = next((c for c in content if c.position > t.position), None)
+            if nxt is not None and nxt.position - t.position <= 2:
+                refused.add(nxt.position)
+        if after is not None and (t.word, after.word) in _REFUSED_AFTER:
+            before = [c for c in content if c.position < t.position]
+            if before and t.position - before[-1].position <= 2:
+                refused.add(before[-1].position)
+    return frozenset(refused)
+
+
 def letter_codes(tokens: Sequence[QueryToken]) -> dict[str, set[str]]:
     """Letter codes: a single letter right before a number ("м 500" of "М500", "r 16")."""
     by_position = {t.position: t for t in tokens}

@@ -39,7 +39,7 @@ _STOPWORD_LINES = (
     "шт штук штуки штука pcs pieces piece units unit x будет будут было был была надо",
     "show send give write text me us so then if take order total much more else other same",
     "стоить стоили цену цене напишите просто тогда также еще ещё беру возьму заказать купить",
-    "покажите скиньте пришлите стал стала стали хорошо ладно ок",
+    "покажите скиньте пришлите стал стала стали хорошо ладно ок только лишь тек ғана",
     "тұрады керек маған бізге және ал алғым келеді ба бе па пе",
     # the same question words in Latin letters ("utyug tefal skolko")
     "skolko skoko stoit stoyat stoimost tsena cena tseny ceny est yest nuzhno nuzhen nuzhna",

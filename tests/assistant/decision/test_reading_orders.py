@@ -146,3 +146,38 @@ def test_a_fee_below_an_order_size_is_charged_only_below_it():
     assert "Итого: 1 800 KZT" in small  # 1 100 + 700, not the suburbs' 2 000
     big = decide(WATER, "6 бутылей воды 19 л с доставкой, сколько всего?", rules)
     assert "Итого: 9 000 KZT" in big.reply_to_customer  # 6 × 1 500, free from 7 000
+
+
+def test_a_charge_is_not_named_by_its_description_and_a_colloquial_word_finds_its_item():
+    described = (
+        *WATER[:3],
+        item("POT", "Картофель", "350", unit="кг"),
+        item("RICE", "Рис девзира", "1400", unit="кг",
+             description="Оплачивается за каждую бутыль при первом заказе."),
+    )  # fmt: skip
+    reply = decide(described, "рахмет за прошлый заказ) 3 кило картошки, сколько?")
+    assert reply.reply_to_customer.startswith("Картофель: 3 × 350 KZT = 1 050 KZT")
+    assert "Залог" not in reply.reply_to_customer
+
+
+def test_a_verb_sharing_a_root_with_a_name_names_nothing():
+    barber = (
+        item("SUB", "Абонемент 4 мужские стрижки", "18000", unit="абонемент"),
+        item("BEARD", "Оформление бороды", "3500", unit="услуга"),
+    )
+    reply = decide(barber, "Беру абонемент на 4 стрижки, оформляйте").reply_to_customer
+    assert "3 500" not in reply
+
+
+def test_what_the_customer_refuses_is_not_quoted():
+    washes = (
+        item("WASH-S", "Мойка кузова — седан", "3500", unit="авто"),
+        item("FULL-S", "Комплексная мойка — седан", "7000", unit="авто"),
+        item("SUB-S", "Абонемент на 5 моек кузова (седан)", "15000", unit="абонемент",
+             description="5 моек кузова седана. Только для седанов."),
+    )  # fmt: skip
+    reply = decide(washes, "не комплексную, только кузов помыть, седан. сколько?")
+    assert reply.reply_to_customer.startswith("Мойка кузова — седан: 3 500 KZT")
+    pool = decide(CLUB, "безлимит не нужен, персональная тренировка сколько?").reply_to_customer
+    assert pool.startswith("Персональная тренировка: 9 000 KZT")
+    assert "32 000" not in pool
