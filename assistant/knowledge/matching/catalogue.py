@@ -195,7 +195,7 @@ class Catalogue:
         # Sizes a name states ("8 кг", "12 мм", "до 70 м²"): a customer's "2-килограммовый"
         # is not the 8 kg bag.
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
-            sizes_stated(analyse(name)) for name in self.names
+            sizes_stated(name) for name in self.names
         ]
         # Name keys by the script of the word they came from: a word the customer types in
         # the other script may share its root ("lamination", "Ламинирование").
@@ -445,7 +445,7 @@ class Catalogue:
         matches = [m for m in matches if m.index not in wider] + list(wider.values())
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
-        matches = self._without_contradictions(tokens, matches)
+        matches = self._without_contradictions(text, tokens, matches)
         matches = self._without_refused(tokens, matches)
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return tuple(matches)
@@ -500,7 +500,7 @@ class Catalogue:
         ]
 
     def _without_contradictions(
-        self, tokens: list[QueryToken], matches: list[ItemMatch]
+        self, text: str, tokens: list[QueryToken], matches: list[ItemMatch]
     ) -> list[ItemMatch]:
         """Options told apart by "with"/"without": "маникюр с покрытием" is not the one "без
         покрытия", and "без покрытия" is not the one with it. An item whose name denies a
@@ -510,7 +510,7 @@ class Catalogue:
         for t in tokens:
             asked.setdefault(word_key(t.word), set()).add(is_denied(tokens, t.position))
         coded = letter_codes(tokens)
-        sized = sizes_stated(tokens)
+        sized = sizes_stated(text)
         kept = [
             m
             for m in matches

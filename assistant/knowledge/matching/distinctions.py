@@ -6,12 +6,13 @@ drops a match that contradicts what the customer wrote. Functions of the text al
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
 
 from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_key
-from assistant.knowledge.matching.tokens import QueryToken, analyse, words
+from assistant.knowledge.matching.tokens import NUMBER_WORDS, QueryToken, analyse, normalise, words
 from assistant.knowledge.matching.units import SIZES, family_of
 
 
@@ -79,23 +80,55 @@ _UP_TO = frozenset({"до", "upto", "to", "max", "максимум", "дейін
 _FROM = frozenset({"от", "from", "min", "минимум", "бастап"})
 
 
-def sizes_stated(tokens: Sequence[QueryToken]) -> dict[str, list[tuple[Decimal, str]]]:
-    """Sizes stated as a number and a unit of size ("8 кг", "12 мм", "до 70 м²"), in the
-    family's base unit, each with "<=" / ">=" when written as a bound, else "="."""
-    by_position = {t.position: t for t in tokens}
+# A size as written: a number with its decimals ("0,5 л", "1.5 l", "19л"), a fraction or
+# count in words ("полтора литра", "пол литра", "поллитровая", "half a litre", "он тоғыз
+# литрлік"), then the unit, with the bound word before it ("до 70 м²").
+_FRACTIONS = {"пол": Decimal("0.5"), "half": Decimal("0.5"), "полтора": Decimal("1.5"),
+              "полторы": Decimal("1.5"), "жарты": Decimal("0.5")}  # fmt: skip
+_SIZE_WORD_RE = re.compile(r"\d+(?:[.,]\d+)?|[a-zа-яёәғқңөұүһі]+")
+_FILLERS = frozenset({"a", "an", "-"})
+
+
+def sizes_stated(text: str) -> dict[str, list[tuple[Decimal, str]]]:
+    """Sizes stated as a number and a unit of size ("8 кг", "0,5 л", "полтора литра", "до
+    70 м²"), in the family's base unit, each with "<=" / ">=" when written as a bound, else
+    "="."""
+    written = [w for w in _SIZE_WORD_RE.findall(normalise(text)) if w not in _FILLERS]
     found: dict[str, list[tuple[Decimal, str]]] = {}
-    for t in tokens:
-        after = by_position.get(t.position + 1)
-        if t.number is None or after is None:
+    # "двадцать четыре литра" is read as 24 and as 4 (a voice note's "ноль вэ двадцать,
+    # четыре литра"): an item fits when either does.
+    for i, word in enumerate(written):
+        value, unit_at = _size_number(written, i)
+        if value is None and word.startswith("пол") and len(word) > 5:
+            value, unit_word = Decimal("0.5"), word[3:]  # "поллитровая"
+        elif value is not None and unit_at < len(written):
+            unit_word = written[unit_at]
+        else:
             continue
-        unit = family_of(after.word)
+        unit = family_of(unit_word)
         if unit is None or unit[0] not in SIZES:
             continue
-        before = by_position.get(t.position - 1)
-        word = before.word if before is not None else ""
-        op = "<=" if word in _UP_TO else ">=" if word in _FROM else "="
-        found.setdefault(unit[0].value, []).append((Decimal(t.number) * unit[1], op))
+        bound = written[i - 1] if i else ""
+        op = "<=" if bound in _UP_TO else ">=" if bound in _FROM else "="
+        found.setdefault(unit[0].value, []).append((value * unit[1], op))
     return found
+
+
+def _size_number(written: list[str], i: int) -> tuple[Decimal | None, int]:
+    """The number written at `i` (digits, a fraction or a count in words, "он тоғыз" as one)
+    and where the word after it is."""
+    word = written[i]
+    if word[0].isdigit():
+        return Decimal(word.replace(",", ".")), i + 1
+    if word in _FRACTIONS:
+        return _FRACTIONS[word], i + 1
+    count = NUMBER_WORDS.get(word)
+    if count is None and word != "он":
+        return None, i
+    after = NUMBER_WORDS.get(written[i + 1]) if i + 1 < len(written) else None
+    if after is not None and after < 10 and (word == "он" or (count or 0) % 10 == 0):
+        return Decimal((count or 10) + after), i + 2  # "он тоғыз", "двадцать пять"
+    return (Decimal(count), i + 1) if count is not None else (None, i)
 
 
 def fits(value: Decimal, bound: tuple[Decimal, str]) -> bool:

@@ -181,3 +181,17 @@ def test_what_the_customer_refuses_is_not_quoted():
     pool = decide(CLUB, "безлимит не нужен, персональная тренировка сколько?").reply_to_customer
     assert pool.startswith("Персональная тренировка: 9 000 KZT")
     assert "32 000" not in pool
+
+
+def test_sizes_are_read_with_their_decimals_and_in_words():
+    bottles = (
+        item("W-05", "Вода 0,5 л, упаковка 12 шт", "2200", unit="упаковка"),
+        item("W-15", "Вода 1,5 л, упаковка 6 шт", "1650", unit="упаковка"),
+        item("W-5", "Вода питьевая 5 л", "600", unit="шт"),
+    )
+    words = decide(bottles, "две упаковки воды по полтора литра, сколько?").reply_to_customer
+    assert words.startswith("Вода 1,5 л, упаковка 6 шт: 2 × 1 650 KZT = 3 300 KZT")
+    half = decide(bottles, "вода по пол литра упаковку сколько?").reply_to_customer
+    assert half.startswith("Вода 0,5 л, упаковка 12 шт: 2 200 KZT")
+    five = decide(bottles, "вода 5 литров сколько?").reply_to_customer
+    assert five.startswith("Вода питьевая 5 л: 600 KZT")
