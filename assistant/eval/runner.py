@@ -79,10 +79,12 @@ class Case:
         frozenset()
     )  # rule amounts that are wrong here (free delivery agreed)
     summary_must: tuple[str, ...] = ()  # facts a right handoff summary carries
+    expected_percents: tuple[str, ...] = ()  # percentages a right reply must state ("10%")
 
     @property
     def required(self) -> tuple[str, ...]:
-        return tuple(parse_allowed(p) for p in self.expected_prices)
+        prices = tuple(parse_allowed(p) for p in self.expected_prices)
+        return prices + tuple(parse_allowed(p) for p in self.expected_percents)
 
     def outcomes(self) -> tuple[tuple[str, str], ...]:
         return ((self.expected_action, self.expected_reason), *self.accept)
@@ -364,7 +366,7 @@ def _case(n: int, c: dict[str, Any], biz: Knowledge, threshold: float) -> Case:
         turn,
         expected["action"],
         expected.get("reason", ""),
-        tuple(Decimal(p) for p in expected.get("prices", [])),
+        tuple(Decimal(str(p)) for p in expected.get("prices", []) if not str(p).endswith("%")),
         frozenset(parse_allowed(a) for a in expected.get("allowed", [])),
         accept,
         tuple(c.get("categories", [])),
@@ -372,6 +374,7 @@ def _case(n: int, c: dict[str, Any], biz: Knowledge, threshold: float) -> Case:
         c.get("note", ""),
         frozenset(parse_allowed(a) for a in expected.get("forbidden", [])),
         tuple(str(f) for f in expected.get("summary_must", [])),
+        tuple(str(p) for p in expected.get("prices", []) if str(p).endswith("%")),
     )
 
 
@@ -462,7 +465,7 @@ def run(
         listed = business.listed if business is not None else frozenset()
         out.unlisted = [a.text for a in verdict.wrong if a.key not in listed]
         out.missing = list(verdict.missing)
-        if case.expected_prices:
+        if case.required:
             out.prices_ok = not verdict.missing
         if case.summary_must:
             out.summary_missing = summary_misses(decision.summary, case.summary_must)

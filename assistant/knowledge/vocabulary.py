@@ -245,6 +245,14 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "menu": ("menu", "меню"),
     "hall": ("hall", "зал"),
     "waiter": ("waiter", "официант"),
+    # memberships and subscriptions (gyms, pools, car washes, schools)
+    "membership": ("membership", "subscription", "абонемент", "абонементы", "абонемент"),
+    "unlimited": ("unlimited", "безлимит", "безлимитный", "безлимитка", "шексіз"),
+    "pool": ("pool", "swimming", "бассейн", "плавание", "бассейнге", "жүзу"),
+    "gym": ("gym", "тренажерный", "тренажёрный", "тренажерка", "тренажерку", "спортзал"),
+    "trainer": ("trainer", "coach", "тренер", "жаттықтырушы"),
+    "locker": ("locker", "шкафчик", "шкафчика"),
+    "towel": ("towel", "полотенце", "сүлгі"),
     # language schools and courses
     "english": ("english", "английский", "англ", "ағылшын"),
     "kazakh": ("kazakh", "казахский", "қазақ"),

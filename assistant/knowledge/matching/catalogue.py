@@ -26,6 +26,7 @@ from assistant.knowledge.matching.distinctions import (
     fits,
     is_denied,
     letter_codes,
+    months_stated,
     polarity,
     refused_positions,
     sizes_stated,
@@ -109,6 +110,8 @@ def _family(word: str) -> Family | None:
     return named[0] if named is not None else None
 
 
+# Units a service is priced by the time of: a count of it beside runs for each ("2 грузчика").
+_TIME = frozenset({Family.HOUR, Family.DAY, Family.WEEK, Family.MONTH})
 # Families that say how long or for how many people: beside a thing named, no item.
 _HOW_LONG = frozenset({Family.MONTH, Family.WEEK, Family.DAY, Family.HOUR, Family.PERSON})
 # A name that is a charge for something: "Залог за бутыль", "Deposit for bottle".
@@ -196,6 +199,10 @@ class Catalogue:
         # is not the 8 kg bag.
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
             sizes_stated(name) for name in self.names
+        ]
+        # How long each name says it lasts, in months ("Безлимит, 3 месяца", "годовой").
+        self.months: list[frozenset[Decimal]] = [
+            frozenset(months_stated(name)) for name in self.names
         ]
         # Name keys by the script of the word they came from: a word the customer types in
         # the other script may share its root ("lamination", "Ламинирование").
@@ -532,6 +539,14 @@ class Catalogue:
                 for family, values in sized.items()
             )
         ]
+        # A period the customer states ("на год", "на 3 месяца") keeps the items whose name
+        # says that long, where one does (else "2 months" is two of the monthly one); a name
+        # that says no period is not contradicted.
+        months = set(months_stated(text))
+        if months:
+            lasting = [m for m in kept if not self.months[m.index] or months & self.months[m.index]]
+            if any(months & self.months[m.index] for m in lasting):
+                kept = lasting
         # A code the customer wrote that no item carries ("R17") names none of them.
         if coded and not kept and any(m.positions & code_positions(tokens) for m in matches):
             return [m for m in matches if not m.positions & code_positions(tokens)]
@@ -754,6 +769,10 @@ class Catalogue:
         measure = self.measures[group[0].index] if len(group) == 1 else None
         if measure is not None:
             in_unit = quantity_in(part, measure, self.sizes[group[0].index])
+            if in_unit is not None and measure.family in _TIME:
+                # "2 грузчика на 3 часа", "3 велосипеда на 2 дня": of a thing priced per
+                # hour or day, as many of them as counted, each for that long.
+                return in_unit * quantity_near(tokens, group[0].positions, taken)
             if in_unit is not None:
                 return in_unit
         count = Decimal(quantity_near(tokens, group[0].positions, taken))

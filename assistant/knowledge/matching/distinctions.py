@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_key
 from assistant.knowledge.matching.tokens import NUMBER_WORDS, QueryToken, analyse, normalise, words
-from assistant.knowledge.matching.units import SIZES, family_of
+from assistant.knowledge.matching.units import SIZES, Family, family_of
 
 
 def described_keys(descriptions: Sequence[str]) -> list[frozenset[str]]:
@@ -111,6 +111,28 @@ def sizes_stated(text: str) -> dict[str, list[tuple[Decimal, str]]]:
         bound = written[i - 1] if i else ""
         op = "<=" if bound in _UP_TO else ">=" if bound in _FROM else "="
         found.setdefault(unit[0].value, []).append((value * unit[1], op))
+    return found
+
+
+def months_stated(text: str) -> list[Decimal]:
+    """The periods a text states, in months: "3 месяца", "12 months", and a period said
+    without a count ("на год", "monthly", "айлық") as one of it. "Безлимит на год" is then
+    the name's "12 месяцев", not its "1 месяц"."""
+    written = [w for w in _SIZE_WORD_RE.findall(normalise(text)) if w not in _FILLERS]
+    found: list[Decimal] = []
+    counted: set[int] = set()
+    for i in range(len(written)):
+        value, unit_at = _size_number(written, i)
+        if value is None or unit_at >= len(written):
+            continue
+        unit = family_of(written[unit_at])
+        if unit is not None and unit[0] is Family.MONTH:
+            found.append(value * unit[1])
+            counted.add(unit_at)
+    for i, word in enumerate(written):
+        unit = family_of(word)
+        if i not in counted and unit is not None and unit[0] is Family.MONTH:
+            found.append(unit[1])
     return found
 
 

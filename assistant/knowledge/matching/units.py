@@ -120,6 +120,15 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "пог": (Family.LENGTH, Decimal(1)), "кв": (Family.AREA, Decimal(1)),
     "kv": (Family.AREA, Decimal(1)), "sht": (Family.PIECE, Decimal(1)),
     "стр": (Family.PAGE, Decimal(1)), "pp": (Family.PAGE, Decimal(1)),
+    # a year, half a year and a quarter, in months ("абонемент на год" is the 12-month one)
+    "год": (Family.MONTH, Decimal(12)), "года": (Family.MONTH, Decimal(12)),
+    "году": (Family.MONTH, Decimal(12)), "годовой": (Family.MONTH, Decimal(12)),
+    "годовая": (Family.MONTH, Decimal(12)), "годовую": (Family.MONTH, Decimal(12)),
+    "year": (Family.MONTH, Decimal(12)), "years": (Family.MONTH, Decimal(12)),
+    "yearly": (Family.MONTH, Decimal(12)), "annual": (Family.MONTH, Decimal(12)),
+    "жыл": (Family.MONTH, Decimal(12)), "жылға": (Family.MONTH, Decimal(12)),
+    "жылдық": (Family.MONTH, Decimal(12)), "полгода": (Family.MONTH, Decimal(6)),
+    "квартал": (Family.MONTH, Decimal(3)),
 }  # fmt: skip
 # Counts written as words: the tokens' table (`tokens.NUMBER_WORDS`), with the fractions a
 # measure can take ("полтора кило", "half a metre"); words that multiply the number before

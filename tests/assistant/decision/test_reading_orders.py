@@ -195,3 +195,29 @@ def test_sizes_are_read_with_their_decimals_and_in_words():
     assert half.startswith("Вода 0,5 л, упаковка 12 шт: 2 200 KZT")
     five = decide(bottles, "вода 5 литров сколько?").reply_to_customer
     assert five.startswith("Вода питьевая 5 л: 600 KZT")
+
+
+def test_a_period_said_without_a_count_picks_the_item_that_lasts_that_long():
+    year = (*CLUB, item("UN-12", "Безлимит зал + бассейн, 12 месяцев", "270000", unit="год"))
+    reply = decide(year, "абонемент безлимит на год сколько?").reply_to_customer
+    assert reply.startswith("Безлимит зал + бассейн, 12 месяцев: 270 000 KZT")
+    month = decide(year, "monthly unlimited, how much?").reply_to_customer
+    assert "32 000" in month
+    assert "270 000" not in month and "85 000" not in month
+
+
+MOVERS = (
+    item("GAZ-3", "Газель тент 3 м (до 1,5 т)", "6000", unit="час"),
+    item("TRK-5", "Грузовик 5 т, будка 6 м", "11000", unit="час"),
+    item("MOV", "Грузчик", "3000", unit="час", aliases=("mover", "loader")),
+)
+
+
+def test_a_count_of_a_thing_priced_by_the_hour_runs_for_each():
+    reply = decide(MOVERS, "газель 3 метра на 3 часа и 2 грузчика на 3 часа, сколько будет")
+    lines = reply.reply_to_customer.splitlines()
+    assert "Газель тент 3 м (до 1,5 т): 3 × 6 000 KZT = 18 000 KZT" in lines
+    assert "Грузчик: 6 × 3 000 KZT = 18 000 KZT" in lines  # 2 movers × 3 hours
+    assert "Итого: 36 000 KZT" in lines
+    truck = decide(MOVERS, "грузовик 5 тонн на 4 часа и трёх грузчиков тоже на 4 часа")
+    assert "Итого: 80 000 KZT" in truck.reply_to_customer  # 4 × 11 000 + 3 × 4 × 3 000
