@@ -130,6 +130,9 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (HandoffReason.NON_STANDARD_TERMS, (
         r"discount", r"\d+\s*(?:%|percent)\s*off\b", r"cheaper", r"lower (?:the )?price",
         r"better price", r"best price",
+        # one meaning in three languages, so a question and a rule in two of them meet
+        r"wholesale|\bbulk\b|\bопт\w*|көтерме", r"discount|скидк|жеңілдік",
+        r"install?ments?|рассрочк|бөліп", r"\bcredit\b|кредит|несие",
         r"\bdeal\b", r"bargain", r"wholesale", r"\bbulk\b", r"install?ments?", r"\bin parts\b",
         r"\bcredit\b", r"\bloan\b", r"pay later", r"\bcustom(?!er)", r"made to order",
         r"special (?:price|offer|terms)", r"negotia", r"\bpromo", r"coupon", r"for free",
@@ -315,8 +318,23 @@ def rules_give_the_terms(message: str, rule: RuleAnswer) -> bool:
     if not any(shared_terms(HandoffReason.NON_STANDARD_TERMS, message, s) for s in rule.sentences):
         return False
     text = CLOCK_RE.sub(" ", message)
-    numbers = set(TERM_NUMBER_RE.findall(text))
-    numbers |= {str(int(a.value)) for a in find_amounts(text) if a.currency or a.value >= 1000}
+    shares = set(TERM_NUMBER_RE.findall(text))
+    amounts = {str(int(a.value)) for a in find_amounts(text) if a.currency or a.value >= 1000}
     written = {n for s in rule.sentences for n in re.findall(r"\d+", s)}
     written |= {str(int(a.value)) for s in rule.sentences for a in find_amounts(s)}
-    return numbers <= written
+    return amounts <= written and shares <= _numbers_of_the_terms(message, rule)
+
+
+def _numbers_of_the_terms(message: str, rule: RuleAnswer) -> set[str]:
+    """The numbers a rule states for the terms asked about: just after a word of them or just
+    before ("рассрочка на 3 месяца", "10% скидка"), not the "12 месяцев" of the item the
+    instalments are for ("безлимит 3 и 12 месяцев можно взять в рассрочку на 3 месяца")."""
+    asked = normalise(message)
+    patterns = next(p for r, p in INTENTS if r == HandoffReason.NON_STANDARD_TERMS)
+    found: set[str] = set()
+    for sentence in map(normalise, rule.sentences):
+        for pattern in (p for p in patterns if re.search(p, asked)):
+            for match in re.finditer(pattern, sentence):
+                near = sentence[max(0, match.start() - 12) : match.end() + 50]
+                found |= set(re.findall(r"\d+", near))
+    return found

@@ -36,7 +36,8 @@ TOPICS: dict[str, re.Pattern[str]] = {
         "assembly": r"assembl|put (?:it )?together|сборк|собрат|собер|сборщик|құрастыр",
         "installation": r"install|\bfit(?:ting)? (?:the|it)|mount|\bhang\b|установ|монтаж|орнат|"
         r"повес|поставить|поставите|поставят",
-        "hours": r"\bopen\b|opening|hours|what time|открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|"
+        "hours": r"\bopen\b|opening (?:hours|time)|hours|what time|"
+        r"открыт(?:ы|о|а)?\b|закрыт(?:ы|о|а)?\b|"
         r"\bclose[sd]?\b|closing|"
         r"schedule|weekend|"
         r"sunday|saturday|weekends?|воскресень|суббот|по выходным|график|часы работы|режим работы|"
@@ -52,6 +53,8 @@ TOPICS: dict[str, re.Pattern[str]] = {
         r"\bcredit\b|кредит|бөліп төле|0-0-\d+|безнал|юрлиц|юридическ|bank transfer|wire|"
         r"\binvoice|legal entit|company account",
         "discounts": r"discount|скидк|скидоч|жеңілдік|\bакци[яиюй]|\bsale\b|% off",
+        "wholesale": r"wholesale|\bbulk\b|\bопт(?:ом|ов\w*|а\b|у\b|\b)|көтерме",
+        "night": r"\bnight|overnight|ночн|ночью|түнгі|түнде",
         "photo": r"photo|picture|\bpic\b|фото|снимок|сфотограф|сурет",
         "warranty": r"warrant|guarantee|гаранти|кепілдік",
         "returns": r"return|exchange|обмен|возврат|вернуть|вернут|қайтар",

@@ -222,3 +222,24 @@ def test_a_count_of_a_thing_priced_by_the_hour_runs_for_each():
     assert "Итого: 36 000 KZT" in lines
     truck = decide(MOVERS, "грузовик 5 тонн на 4 часа и трёх грузчиков тоже на 4 часа")
     assert "Итого: 80 000 KZT" in truck.reply_to_customer  # 4 × 11 000 + 3 × 4 × 3 000
+
+
+COFFEE = (item("BR-1", "Бразилия Сантос, 1 кг", "13500", unit="пачка"),)
+COFFEE_RULES = (
+    "Оптовая цена на зерно: от 5 кг одного сорта — скидка 10 % от цены за 1 кг. "
+    "Ночной тариф с 22:00 до 7:00 — плюс 20 % ко всей сумме заказа. "
+    "Безлимит 3 и 12 месяцев можно взять в рассрочку Kaspi Red на 3 месяца."
+)
+
+
+def test_terms_the_rules_state_are_quoted_in_any_language_and_others_go_to_a_person():
+    wholesale = decide(COFFEE, "do you have wholesale prices? we're opening a cafe", COFFEE_RULES)
+    assert wholesale.action == Action.ANSWER
+    assert "скидка 10 %" in wholesale.reply_to_customer
+    assert "работа" not in wholesale.reply_to_customer  # "opening a cafe" asks no hours
+    night = decide(COFFEE, "is there an extra charge at night?", COFFEE_RULES)
+    assert "плюс 20 %" in night.reply_to_customer
+    twelve = decide(COFFEE, "can I pay in 12 monthly instalments?", COFFEE_RULES)
+    assert twelve.action == Action.HANDOFF  # the rules give 3 months, "12" is the item's
+    three = decide(COFFEE, "can I pay in instalments over 3 months?", COFFEE_RULES)
+    assert three.action == Action.ANSWER
