@@ -317,7 +317,10 @@ def about_agreed(
     if index not in {m.index for m in knowledge.catalogue.match(message)}:
         return found
     if found.ambiguous and item in found.ambiguous:
-        return Found([*found.quotes, Quote(item, Decimal(1))], [])
+        # "ок тогда газель на 4 часа": the agreed one of the two, as many as asked.
+        lines = knowledge.catalogue.order_lines(message)
+        qty = next((q for group, q in lines if index in {m.index for m in group}), Decimal(1))
+        return Found([*found.quotes, Quote(item, qty)], [])
     if len(found.quotes) == 1 and not found.ambiguous:
         return Found([Quote(item, found.quotes[0].qty)], [])
     return found

@@ -38,7 +38,9 @@ OLD_PRICE_AFTER_RE = re.compile(r"^\s*(?:→|->|=>)", re.IGNORECASE)
 EACH_RE = re.compile(
     r"\b(?:each|apiece|per (?:item|piece|unit|chair|one|person|head)|a piece|a head|за штуку|"
     r"за шт\b|за единицу|за каждый|за каждую|каждый|каждая|каждое|каждого|каждой|каждому|"
-    r"за человека|с человека|на человека|на каждого|данасы|әрқайсы)|(?<!\w)по \d",
+    r"за человека|с человека|на человека|на каждого|данасы|әрқайсы)|(?<!\w)по \d"
+    # Kazakh "40 000 тг-дан": at that much each
+    r"|(?:\d|тг|тенге|₸)\s*-?\s*(?:дан|ден|тан|тен)\b",
     re.IGNORECASE,
 )
 QUANTITY_RE = re.compile(
@@ -76,7 +78,7 @@ def agreements(history: Sequence[HistoryEntry], knowledge: Knowledge) -> list[Ag
             continue
         if entry.speaker != "manager":
             continue
-        for sentence in _sentences(entry.text):
+        for sentence in (c for s in _sentences(entry.text) for c in _clauses(s, knowledge)):
             named = _single_item(sentence, knowledge)
             item = named if named is not None else context
             context = item
@@ -110,6 +112,16 @@ def _sentences(text: str) -> list[str]:
     # followed by a space or the end.
     parts = re.split(r"(?<=[.!?;])\s+|\n+", text)
     return [p for p in parts if p.strip()]
+
+
+def _clauses(sentence: str, knowledge: Knowledge) -> list[str]:
+    """A sentence that prices several items ("Пианино — 30 000, сейф — 20 000"), clause by
+    clause, so each amount binds to its own item; any other sentence whole."""
+    if not knowledge.items or len(find_amounts(sentence)) < 2:
+        return [sentence]
+    parts = [p for p in re.split(r"[,;]\s+|\s(?:и|and|және|а)\s", sentence) if p.strip()]
+    priced = [p for p in parts if find_amounts(p) and _single_item(p, knowledge) is not None]
+    return parts if len(priced) >= 2 else [sentence]
 
 
 def _single_item(text: str, knowledge: Knowledge) -> int | None:

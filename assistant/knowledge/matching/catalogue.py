@@ -766,9 +766,16 @@ class Catalogue:
     ) -> Decimal:
         """How many of the item a part asks for: in the item's own unit where the part says
         so ("12 кв.м", "for 3 months", "4 pieces of 6 m"), else the count beside its name."""
-        measure = self.measures[group[0].index] if len(group) == 1 else None
+        # Items still to tell apart but sold in one measure ("газель на 4 часа", either van)
+        # are counted in it.
+        measures = {self.measures[m.index] for m in group}
+        measure = measures.pop() if len(measures) == 1 else None
         if measure is not None:
-            in_unit = quantity_in(part, measure, self.sizes[group[0].index])
+            sizes: dict[str, list[tuple[Decimal, str]]] = {}
+            for m in group:
+                for family, stated in self.sizes[m.index].items():
+                    sizes.setdefault(family, []).extend(stated)
+            in_unit = quantity_in(part, measure, sizes)
             if in_unit is not None and measure.family in _TIME:
                 # "2 грузчика на 3 часа", "3 велосипеда на 2 дня": of a thing priced per
                 # hour or day, as many of them as counted, each for that long.

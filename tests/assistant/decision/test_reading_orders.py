@@ -243,3 +243,14 @@ def test_terms_the_rules_state_are_quoted_in_any_language_and_others_go_to_a_per
     assert twelve.action == Action.HANDOFF  # the rules give 3 months, "12" is the item's
     three = decide(COFFEE, "can I pay in instalments over 3 months?", COFFEE_RULES)
     assert three.action == Action.ANSWER
+
+
+def test_a_price_agreed_for_one_of_two_look_alikes_is_counted_in_their_unit():
+    vans = (*MOVERS, item("GAZ-4", "Газель удлинённая 4,2 м (до 2 т)", "7500", unit="час"))
+    history = [
+        entry("customer", "сделайте скидку на газель"),
+        entry("manager", "Для вас газель 3 м по 5 000 в час вместо 6 000."),
+        entry("system", "Chat returned to the assistant"),
+    ]
+    reply = decide(vans, "ок тогда газель на 4 часа сколько будет", history=history)
+    assert "4 × 5 000 KZT = 20 000 KZT" in reply.reply_to_customer

@@ -87,3 +87,26 @@ def test_manager_statements_keep_every_sentence_once() -> None:
         entry("manager", "Delivery on Friday.", 1),
     ]
     assert manager_statements(history) == ["Delivery on Friday.", "Assembly is free for you."]
+
+
+def test_a_sentence_pricing_two_items_binds_each_amount_to_its_own() -> None:
+    history = [
+        entry("customer", "барный стул лофт и стол дубовый 160, сколько со скидкой?", 0),
+        entry("manager", "Стул барный Лофт — 30 000, стол 160 — 110 000, доставка бесплатно.", 1),
+    ]
+    found = agreements(history, KNOWLEDGE)
+    assert [(a.item_index, a.unit_price) for a in found] == [
+        (BAR_STOOL, Decimal("30000")),
+        (TABLE_160, Decimal("110000")),
+    ]
+
+
+def test_a_kazakh_price_with_dan_is_each_not_the_total() -> None:
+    history = [
+        entry("customer", "барный стул лофт 3 дана алсам жеңілдік бар ма?", 0),
+        entry("manager", "Үш орындыққа 29 000 тг-дан жасаймыз", 1),
+    ]
+    found = agreements(history, KNOWLEDGE)
+    assert [(a.item_index, a.unit_price, a.per_unit) for a in found] == [
+        (BAR_STOOL, Decimal("29000"), True)
+    ]
