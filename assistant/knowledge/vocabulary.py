@@ -164,6 +164,10 @@ PRODUCTS: dict[str, tuple[str, ...]] = {
     "facial": ("facial", "лица", "лицо", "бет"),
     "removal": ("снятие",),
     "coating": ("coating", "polish", "gel polish", "покрытие", "покрытием", "покрытия", "жабын"),
+    # packing and moving
+    "tape": ("tape", "скотч"),
+    "film": ("film", "wrap", "плёнка", "пленка", "пленку", "плёнку", "үлдір"),
+    "carton": ("carton", "cardboard", "картонная", "картонный", "картон"),
     # building materials
     "cement": ("cement", "цемент"),
     "plaster": ("plaster", "stucco", "штукатурка", "сылақ"),

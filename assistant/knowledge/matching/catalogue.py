@@ -91,6 +91,17 @@ class ItemMatch:
 
 
 CHILD = word_key("child")
+SMALL, LARGE = word_key("small"), word_key("large")
+
+
+def _name_size(name: str) -> Decimal | None:
+    """How big a name says its item is: the product of its numbers ("40×30×30 см")."""
+    numbers = re.findall(r"\d+(?:[.,]\d+)?", name)
+    if not numbers:
+        return None
+    return math.prod((Decimal(n.replace(",", ".")) for n in numbers), start=Decimal(1))
+
+
 # A son, a daughter, a child, kids, in any of the three languages.
 _SPEAKS_OF_CHILDREN = re.compile(
     r"\b(?:сын|доч|дет|ребен|ребён|малыш|школьн|son|daughter|kid|child|бала|ұл|қыз)",
@@ -98,6 +109,8 @@ _SPEAKS_OF_CHILDREN = re.compile(
 )
 # English verb forms ("complaining", "asked") name no product, whatever root they share.
 _VERB_RE = re.compile(r"[a-z]{3,}(?:ing|ed)$")
+# Russian adjective endings ("упаковочный", "картонная").
+_ADJECTIVE_RE = re.compile(r"[а-яё]{3,}(?:ый|ий|ой|ая|яя|ое|ее|ые|ие|ого|ому|ую)$")
 # Russian verb endings ("оформляйте", "заказать", "привезёте"): an action shares a root with
 # the list's noun ("Оформление бороды") and names none of its items.
 _RU_VERB_RE = re.compile(
@@ -223,6 +236,9 @@ class Catalogue:
         for name in self.names:
             for w in words(name):
                 named = family_of(w)
+                # "упаковочный" (packing tape) describes; only a noun is the pack itself
+                if _ADJECTIVE_RE.search(w):
+                    continue
                 if named is not None and named[0] in PACKAGING and len(w) >= 3:
                     self.packaging.setdefault(named[0], set()).add(word_key(w))
         said = [polarity(name) for name in self.names]
@@ -669,6 +685,7 @@ class Catalogue:
                 # "for my son"): a name for children the message does not speak of steps back.
                 if len(group) > 1 and not _SPEAKS_OF_CHILDREN.search(message or text):
                     group = [m for m in group if CHILD not in m.unsaid] or group
+                group = self._by_size_word(group, text)
             groups.append(group)
             consumed |= set(top.positions)
             ids = {m.index for m in group}
@@ -676,6 +693,20 @@ class Catalogue:
                 m for m in remaining if m.index not in ids and not (m.positions <= consumed)
             ]
         return groups
+
+    def _by_size_word(self, group: list[ItemMatch], text: str) -> list[ItemMatch]:
+        """Look-alikes told apart by their sizes alone ("Коробка 40×30×30 см", "… 60×40×40
+        см"), asked for as "small" or "big" in any language: the smallest or the biggest."""
+        if len(group) < 2:
+            return group
+        asked = {word_key(t.word) for t in analyse(text)} & {SMALL, LARGE}
+        if len(asked) != 1 or any(asked & set(self.variants[m.index][0]) for m in group):
+            return group
+        sizes = {m.index: _name_size(self.names[m.index]) for m in group}
+        if None in sizes.values() or len(set(sizes.values())) < len(group):
+            return group
+        pick = min if asked == {SMALL} else max
+        return [pick(group, key=lambda m: sizes[m.index] or 0)]
 
     def order_lines(self, text: str) -> list[tuple[list[ItemMatch], Decimal]]:
         """What the customer named, part by part, each with the quantity written next to it:

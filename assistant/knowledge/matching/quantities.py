@@ -9,7 +9,7 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from assistant.knowledge.matching.keys import is_stopword, word_key
+from assistant.knowledge.matching.keys import ATTRIBUTE_KEYS, is_stopword, word_key
 from assistant.knowledge.matching.tokens import COUNT_MULTIPLIERS, QueryToken, analyse, words
 from assistant.knowledge.matching.units import SIZES, Family, family_of
 
@@ -55,7 +55,11 @@ COUNT_UNITS = frozenset(
 )
 # What a piece comes in ("3 tubes of sealant", "4 баллона пены", "2 банки краски"): words a
 # count may stand before, by their first letters.
-_VESSELS = ("tube", "can", "cans", "bottle", "баллон", "тюбик", "флакон", "бутыл", "банк", "пачк")
+_VESSELS = (
+    "tube", "can", "cans", "bottle", "баллон", "тюбик", "флакон", "бутыл", "банк", "пачк",
+    "roll", "рулон", "box", "boxes", "коробк", "қорап", "pack", "packs", "упаковк", "bag",
+    "bags", "мешк", "мешок", "ведр", "bucket", "jar", "jars",
+)  # fmt: skip
 
 
 def is_vessel(word: str) -> bool:
@@ -175,7 +179,10 @@ def quantity_near(
         if number is not None:
             return number
         vessel = is_vessel(t.word)
-        if not is_stopword(t.word) and not vessel and t.number is None and p not in positions:
+        # "20 small boxes", "2 white chairs": a word that only describes stands between
+        describes = word_key(t.word) in ATTRIBUTE_KEYS
+        skipped = is_stopword(t.word) or vessel or describes or t.number is not None
+        if not skipped and p not in positions:
             break
     for p in range(last + 1, last + 7):
         t = by_position.get(p)

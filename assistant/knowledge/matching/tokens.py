@@ -115,7 +115,13 @@ class QueryToken:
 
 def analyse(text: str) -> list[QueryToken]:
     tokens = []
+    # "он" is ten in Kazakh ("он үлкен коробка") and "he" in Russian.
+    ten = "он" in words(text) and bool(
+        language.KAZAKH_LETTERS.search(text) or language.is_kazakh(text)
+    )
     for position, word in enumerate(words(text)):
         number = int(word) if word.isdigit() and len(word) <= 9 else NUMBER_WORDS.get(word)
+        if word == "он" and ten:
+            number = 10
         tokens.append(QueryToken(position, word, stem(word), number))
     return tokens

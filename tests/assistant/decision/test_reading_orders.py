@@ -254,3 +254,21 @@ def test_a_price_agreed_for_one_of_two_look_alikes_is_counted_in_their_unit():
     ]
     reply = decide(vans, "ок тогда газель на 4 часа сколько будет", history=history)
     assert "4 × 5 000 KZT = 20 000 KZT" in reply.reply_to_customer
+
+
+PACKING = (
+    item("BOX-S", "Коробка картонная 40×30×30 см", "500"),
+    item("BOX-L", "Коробка картонная 60×40×40 см", "800"),
+    item("FILM", "Стрейч-плёнка 500 мм", "3500", unit="рулон"),
+    item("TAPE", "Скотч упаковочный 48 мм", "700"),
+)
+
+
+def test_small_and_big_pick_among_look_alikes_told_apart_by_size_and_keep_their_count():
+    small = decide(PACKING, "need 20 small boxes and 2 rolls of tape").reply_to_customer
+    assert "Коробка картонная 40×30×30 см: 20 × 500 KZT = 10 000 KZT" in small
+    assert "Скотч упаковочный 48 мм: 2 × 700 KZT = 1 400 KZT" in small
+    big = decide(PACKING, "a dozen big boxes and one roll of stretch film pls").reply_to_customer
+    assert "Коробка картонная 60×40×40 см: 12 × 800 KZT = 9 600 KZT" in big
+    kazakh = decide(PACKING, "он үлкен коробка және екі рулон стрейч керек, қанша?")
+    assert "Жалпы: 15 000 KZT" in kazakh.reply_to_customer  # 10 × 800 + 2 × 3 500
