@@ -31,6 +31,13 @@ INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
         r"\bwrong (?:item|order|size|colou?r|product|model)", r"where is my order",
         r"(?:sent|gave|delivered|brought|sold) (?:me |us )?(?:the |a )?wrong",
         r"(?:прислали|привезли|отправили|продали) (?:мне |нам )?не т", r"перепутали",
+        # what arrived is not what was ordered: "заказывала графит, а пришёл синий", "по длине
+        # 10 см не хватает"
+        r"(?:пришл?[оаи]?|пришёл|пришел|привезли|доставили|получил\w*|забрал\w*)\b[^.?!]{0,80}"
+        r"(?:не (?:тот|та|то|те)\b|не хватает|не такой|не такая|не того)",
+        r"\b(?:цвет|размер|длин|ширин|высот|модел|оттен|colou?r|size)\w* (?:не (?:тот|та|то|те)\b|"
+        r"is wrong|wrong)", r"(?:см|мм|метр\w*|штук\w*|шт|пачк\w*)\s+не хватает",
+        r"не хватает \d+", r"(?:short|missing) (?:by )?\d+\s*(?:cm|mm|m|pcs|pieces)",
         r"scratche?d", r"(?:poor|bad) quality", r"you promised", r"\bdied\b", r"\bdead\b",
         r"(?:no ?one|nobody) (?:is )?(?:answer|repl|respond|pick)", r"droop", r"wilt",
         r"not what i (?:paid|ordered|asked) for", r"\blate\b.{0,20}\b(?:again|hours?)\b",

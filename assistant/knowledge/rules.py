@@ -53,6 +53,10 @@ TOPICS: dict[str, re.Pattern[str]] = {
         r"\bcredit\b|кредит|бөліп төле|0-0-\d+|безнал|юрлиц|юридическ|bank transfer|wire|"
         r"\binvoice|legal entit|company account",
         "discounts": r"discount|скидк|скидоч|жеңілдік|\bакци[яиюй]|\bsale\b|% off",
+        "duration": r"how long|how many days|сколько (?:дней|времени|по времени)|"
+        r"за сколько (?:дней|времени)|какой срок|в какой срок|сроки|қанша күн|қанша уақыт|"
+        r"занимает|\d+\s+(?:рабочих\s+)?(?:дн|недел)|takes? (?:about )?\d+|working days|"
+        r"күн ішінде",
         "wholesale": r"wholesale|\bbulk\b|\bопт(?:ом|ов\w*|а\b|у\b|\b)|көтерме",
         "night": r"\bnight|overnight|ночн|ночью|түнгі|түнде",
         "photo": r"photo|picture|\bpic\b|фото|снимок|сфотограф|сурет",

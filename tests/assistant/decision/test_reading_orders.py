@@ -272,3 +272,24 @@ def test_small_and_big_pick_among_look_alikes_told_apart_by_size_and_keep_their_
     assert "Коробка картонная 60×40×40 см: 12 × 800 KZT = 9 600 KZT" in big
     kazakh = decide(PACKING, "он үлкен коробка және екі рулон стрейч керек, қанша?")
     assert "Жалпы: 15 000 KZT" in kazakh.reply_to_customer  # 10 × 800 + 2 × 3 500
+
+
+CURTAINS = (
+    item("BLK-1", "Блэкаут однотонный, высота 2,8 м", "4500", unit="п.м."),
+    item("SEW-C", "Пошив штор", "1200", unit="м"),
+)
+CURTAIN_RULES = "Пошив занимает 7 рабочих дней с момента предоплаты. Оплата: Kaspi, наличные."
+
+
+def test_how_long_is_answered_by_the_rule_that_says_it_and_a_wrong_delivery_is_a_complaint():
+    how_long = decide(CURTAINS, "how long does the sewing take?", CURTAIN_RULES)
+    assert how_long.action == Action.ANSWER
+    assert "7 рабочих дней" in how_long.reply_to_customer
+    wrong = decide(
+        CURTAINS,
+        "забрала вчера шторы, цвет не тот, заказывала графит а пришёл синий, и 10 см не хватает",
+        CURTAIN_RULES,
+    )
+    assert (wrong.action, wrong.reason) == (Action.HANDOFF, "complaint")
+    question = decide(CURTAINS, "какой цвет не такой маркий? блэкаут однотонный", CURTAIN_RULES)
+    assert question.action == Action.ANSWER
