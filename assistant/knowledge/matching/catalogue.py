@@ -15,7 +15,7 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -63,6 +63,7 @@ from assistant.knowledge.matching.units import (
     CONTAINERS,
     COUNTED,
     PACKAGING,
+    SIZES,
     Family,
     Measure,
     family_of,
@@ -92,6 +93,38 @@ class ItemMatch:
 
 CHILD = word_key("child")
 SMALL, LARGE = word_key("small"), word_key("large")
+
+
+# "с пошивом", "with sewing", "plus assembly", "пошивімен": a service asked with the goods.
+_WITH_WORDS = frozenset({"с", "со", "with", "plus", "+", "и", "and"})
+_KAZAKH_WITH = re.compile(r"(?:мен|пен|бен|імен|ымен)$")
+
+
+def _attached(tokens: list[QueryToken], group: list[ItemMatch]) -> bool:
+    """Whether the words naming `group` are said as "with" the goods before them."""
+    first = min(min(m.positions) for m in group) if all(m.positions for m in group) else None
+    if first is None:
+        return False
+    by_position = {t.position: t for t in tokens}
+    before = by_position.get(first - 1)
+    word = by_position[first].word if first in by_position else ""
+    return (before is not None and before.word in _WITH_WORDS) or bool(_KAZAKH_WITH.search(word))
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in words(name) if w.isalpha() and len(w) >= 4 and not is_stopword(w)]
+
+
+def _same_root(these: Iterable[str], those: Iterable[str]) -> bool:
+    """Whether a word of one set and one of the other share a root ("тюля", "тюль")."""
+
+    def common(a: str, b: str) -> int:
+        return next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+
+    those = list(those)
+    return any(common(a, b) >= max(3, 0.75 * min(len(a), len(b))) for a in these for b in those)
 
 
 def _name_size(name: str) -> Decimal | None:
@@ -547,6 +580,7 @@ class Catalogue:
             )
             and not any(
                 family in self.sizes[m.index]
+                and not self._sold_in(m.index, family)
                 and not any(
                     fits(value, bound)
                     for value, _op in values
@@ -567,6 +601,17 @@ class Catalogue:
         if coded and not kept and any(m.positions & code_positions(tokens) for m in matches):
             return [m for m in matches if not m.positions & code_positions(tokens)]
         return kept or matches
+
+    def _sold_in(self, index: int, family: str) -> bool:
+        """Whether an item is sold by a unit of this family: a length asked of fabric sold by
+        the metre ("10 м блэкаута") is how much, not its "высота 2,8 м"."""
+        measure = self.measures[index]
+        return (
+            measure is not None
+            and measure.family.value == family
+            and measure.size == 1  # not "бухта 100 м": 35 m is not that coil
+            and measure.holds is None
+        )
 
     def _score(
         self,
@@ -750,7 +795,11 @@ class Catalogue:
             groups = [self._sold_as_counted(group, tokens) for group in groups]
             # A stray word beside the thing named ("teeth whitening") names nothing; nor does
             # its number hide the count ("3 дивана бостон" is no "Sofa Milano 3-seat").
-            groups = [g for n, g in enumerate(groups) if not n or max(m.coverage for m in g) >= 0.6]
+            groups = [
+                g
+                for n, g in enumerate(groups)
+                if not n or max(m.coverage for m in g) >= 0.6 or _attached(tokens, g)
+            ]
             taken: set[int] = set()
             for group in groups:
                 for m in group:
@@ -760,7 +809,11 @@ class Catalogue:
             for group in groups:
                 if len(group) == 1 and group[0].index in seen:
                     continue  # named twice ("the table … and that table"): one line
-                lines.append((group, self._quantity(part, group, tokens, taken)))
+                qty = self._quantity(part, group, tokens, taken)
+                plus = text[: max(0, text.find(part))].rstrip().endswith(("+", " plus", " with"))
+                if lines and (_attached(tokens, group) or plus):
+                    group, qty = self._with_goods(group, qty, lines[-1])
+                lines.append((group, qty))
                 last_line = len(lines) - 1
                 if len(group) == 1:
                     seen.add(group[0].index)
@@ -770,6 +823,47 @@ class Catalogue:
             for group, qty in lines
             if len(group) == 1 or not ({m.index for m in group} & seen)
         ]
+
+    def _with_goods(
+        self, group: list[ItemMatch], qty: Decimal, goods: tuple[list[ItemMatch], Decimal]
+    ) -> tuple[list[ItemMatch], Decimal]:
+        """A service asked with the goods before it ("6 м блэкаута + пошив", "тюль с
+        пошивом"): of look-alike services, the one whose words the goods' name shares ("Пошив
+        тюля" for a tulle) or else the one naming nothing else the list sells; with no count of
+        its own, as much as the goods when both are sold by one measure (metres)."""
+        goods_group, goods_qty = goods
+        if len(goods_group) != 1:
+            return group, qty
+        item = goods_group[0].index
+        if len(group) > 1:
+            goods_words = _name_words(self.names[item])
+            sharing = [
+                m for m in group if _same_root(goods_words, _name_words(self.names[m.index]))
+            ]
+            ids = {m.index for m in group}
+            # the first word of what else is sold ("Тюль …"), not every word ("…штора")
+            sold = [
+                ws[0] for i, n in enumerate(self.names) if i not in ids if (ws := _name_words(n))
+            ]
+            own = {w for m in group for w in _name_words(self.names[m.index])}
+            shared = {w for w in own if all(w in _name_words(self.names[m.index]) for m in group)}
+            plain = [
+                m
+                for m in group
+                if not _same_root(set(_name_words(self.names[m.index])) - shared, sold)
+            ]
+            group = sharing if len(sharing) == 1 else plain if len(plain) == 1 else group
+        measure, own = self.measures[item], self.measures[group[0].index]
+        if (
+            len(group) == 1
+            and qty == 1
+            and measure is not None
+            and own is not None
+            and measure.family == own.family
+            and measure.family in SIZES  # metres of fabric, not "a bed with a mattress"
+        ):
+            qty = goods_qty
+        return group, qty
 
     def _sold_as_counted(self, group: list[ItemMatch], tokens: list[QueryToken]) -> list[ItemMatch]:
         """Of several items that fit, those sold in the unit the customer counts in ("3 бутыли

@@ -293,3 +293,17 @@ def test_how_long_is_answered_by_the_rule_that_says_it_and_a_wrong_delivery_is_a
     assert (wrong.action, wrong.reason) == (Action.HANDOFF, "complaint")
     question = decide(CURTAINS, "какой цвет не такой маркий? блэкаут однотонный", CURTAIN_RULES)
     assert question.action == Action.ANSWER
+
+
+def test_a_service_asked_with_the_goods_is_the_one_for_them_and_as_much_of_it():
+    sewing = (
+        *CURTAINS,
+        item("TUL-G", "Тюль сетка, высота 2,9 м", "2900", unit="п.м."),
+        item("SEW-T", "Пошив тюля", "900", unit="м"),
+    )
+    plus = decide(sewing, "блэкаут однотонный 6 метров + пошив").reply_to_customer
+    assert "Пошив штор: 6 × 1 200 KZT = 7 200 KZT" in plus
+    assert "Итого: 34 200 KZT" in plus  # 6 × 4 500 + 6 × 1 200
+    tulle = decide(sewing, "9 метров тюль сетка с пошивом, сколько?").reply_to_customer
+    assert "Пошив тюля: 9 × 900 KZT = 8 100 KZT" in tulle
+    assert "Итого: 34 200 KZT" in tulle  # 9 × 2 900 + 9 × 900
