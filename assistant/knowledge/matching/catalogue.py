@@ -845,21 +845,21 @@ class Catalogue:
             sold = [
                 ws[0] for i, n in enumerate(self.names) if i not in ids if (ws := _name_words(n))
             ]
-            own = {w for m in group for w in _name_words(self.names[m.index])}
-            shared = {w for w in own if all(w in _name_words(self.names[m.index]) for m in group)}
+            said = {w for m in group for w in _name_words(self.names[m.index])}
+            shared = {w for w in said if all(w in _name_words(self.names[m.index]) for m in group)}
             plain = [
                 m
                 for m in group
                 if not _same_root(set(_name_words(self.names[m.index])) - shared, sold)
             ]
             group = sharing if len(sharing) == 1 else plain if len(plain) == 1 else group
-        measure, own = self.measures[item], self.measures[group[0].index]
+        measure, service = self.measures[item], self.measures[group[0].index]
         if (
             len(group) == 1
             and qty == 1
             and measure is not None
-            and own is not None
-            and measure.family == own.family
+            and service is not None
+            and measure.family == service.family
             and measure.family in SIZES  # metres of fabric, not "a bed with a mattress"
         ):
             qty = goods_qty
