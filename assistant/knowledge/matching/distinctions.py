@@ -6,6 +6,7 @@ drops a match that contradicts what the customer wrote. Functions of the text al
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -176,3 +177,30 @@ def polarity(name: str) -> dict[str, bool]:
     some name of the list denies (the options) are compared."""
     tokens = analyse(name)
     return {word_key(t.word): is_denied(tokens, t.position) for t in content_tokens(tokens)}
+
+
+SMALL, LARGE = word_key("small"), word_key("large")
+
+
+def picked_by_size(names: Sequence[str], text: str) -> int | None:
+    """Of look-alikes told apart by their sizes alone ("Коробка 40×30×30 см", "… 60×40×40
+    см"), the one asked for as "small" or "big" in any language: the smallest or the biggest
+    (its place in `names`); None when the text says neither or the sizes do not tell."""
+    if len(names) < 2:
+        return None
+    asked = {word_key(w) for w in words(text)} & {SMALL, LARGE}
+    if len(asked) != 1 or any(asked & {word_key(w) for w in words(n)} for n in names):
+        return None
+    sizes = [_name_size(n) for n in names]
+    if None in sizes or len(set(sizes)) < len(names):
+        return None
+    pick = min if asked == {SMALL} else max
+    return pick(range(len(names)), key=lambda i: sizes[i] or 0)
+
+
+def _name_size(name: str) -> Decimal | None:
+    """How big a name says its item is: the product of its numbers ("40×30×30 см")."""
+    numbers = re.findall(r"\d+(?:[.,]\d+)?", name)
+    if not numbers:
+        return None
+    return math.prod((Decimal(n.replace(",", ".")) for n in numbers), start=Decimal(1))
