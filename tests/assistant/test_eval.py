@@ -451,10 +451,30 @@ def test_an_old_single_file_golden_set_still_loads(tmp_path):
     assert [c.expected_prices for c in golden.cases] == [(Decimal(52000),)]
 
 
+def test_a_required_percentage_must_be_stated_with_its_sign(tmp_path):
+    raw = json.loads((ROOT / "assistant/eval/golden/businesses.json").read_text("utf-8"))
+    raw["cases"] = [
+        {
+            "id": "x-2",
+            "business": "florist",
+            "language": "en",
+            "pending": ["is there a discount for 51 roses?"],
+            "expected": {"action": "answer", "prices": ["10%"]},
+        }
+    ]
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps(raw, ensure_ascii=False), "utf-8")
+    [case] = load_golden(path).cases
+    assert case.required == ("10%",)
+    assert judge("A 10 000 KZT discount", case.required, frozenset()).missing == ("10%",)
+    assert judge("From 51 roses: 10 % off.", case.required, frozenset()).missing == ()
+
+
 # The first-sight sets: businesses of trades the golden set lacks (a building-materials shop, a
 # salon, a language school; a bakery, a cleaning service, a vet clinic; a tyre service, a
 # banquet hall, a print centre; a barbershop, a hardware store, a tutoring centre; a car wash,
-# a water delivery service, a fitness club), written by authors who had not read the assistant's code or
+# a water delivery service, a fitness club; a coffee roaster, a moving company, a curtain shop),
+# written by authors who had not read the assistant's code or
 # cases. docs/evaluation.md has their figures; these floors keep them from sliding back.
 FIRST_SIGHT = ROOT / "assistant" / "eval" / "first_sight"
 
@@ -462,11 +482,12 @@ FIRST_SIGHT = ROOT / "assistant" / "eval" / "first_sight"
 @pytest.mark.parametrize(
     ("folder", "min_price", "max_wrong_rate"),
     [
-        ("set_a", 0.73, 0.05),
-        ("set_b", 0.57, 0.11),
+        ("set_a", 0.76, 0.04),
+        ("set_b", 0.58, 0.10),
         ("set_c", 0.42, 0.14),
-        ("set_d", 0.62, 0.06),
-        ("set_e", 0.38, 0.10),
+        ("set_d", 0.63, 0.05),
+        ("set_e", 0.45, 0.06),
+        ("set_f", 0.64, 0.08),
     ],
 )
 def test_the_first_sight_businesses_hold_their_measured_floor(folder, min_price, max_wrong_rate):
