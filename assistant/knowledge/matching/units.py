@@ -73,11 +73,11 @@ COUNTED = frozenset(
 _STARTS: dict[Family, tuple[str, ...]] = {
     Family.AREA: ("квадрат", "кв.м", "кв м", "квм", "кв.", "кв ", "sq", "square met", "шаршы",
                   "kvadrat"),
-    Family.LENGTH: ("метр", "meter", "metre", "погон", "пог.", "пог ", "п.м", "running m",
+    Family.LENGTH: ("метр", "meter", "metre", "metr", "погон", "пог.", "пог ", "п.м", "running m",
                     "linear m", "pogon"),
     Family.VOLUME_M3: ("куб", "cubic", "текше"),
     Family.MASS: ("килограм", "кило", "kilo", "грам", "gram", "келі", "кели"),
-    Family.LIQUID: ("литр", "liter", "litre"),
+    Family.LIQUID: ("литр", "liter", "litre", "litr"),
     Family.BAG: ("мешок", "мешк", "мешоч", "қап", "кап ", "bag", "sack", "meshk", "meshok",
                  "meshoch"),
     Family.SHEET: ("лист", "sheet", "табақ", "list"),
@@ -88,14 +88,15 @@ _STARTS: dict[Family, tuple[str, ...]] = {
     Family.MONTH: ("месяц", "мес.", "month", "айға", "айлық", "mesyac", "mesyats", "mesiac"),
     Family.WEEK: ("недел", "week", "апта"),
     Family.DAY: ("день", "дня", "дней", "суток", "сутки", "day", "күн", "күнге"),
-    Family.HOUR: ("час", "часа", "часов", "hour", "сағат"),
+    Family.HOUR: ("час", "часа", "часов", "hour", "сағат", "sagat"),
     Family.LESSON: ("заняти", "урок", "lesson", "class", "сабақ", "сабак", "zanyat", "urok"),
     Family.SESSION: ("сеанс", "процедур", "session", "visit", "посещени", "визит"),
     Family.PERSON: ("человек", "чел.", "people", "person", "адам", "гост", "guest", "chelovek"),
     Family.PAIR: ("пар", "pair"),
     Family.SET: ("комплект", "набор", "set", "kit", "жиынтық"),
     Family.PAGE: ("страниц", "стр.", "page", "бет", "парақ"),
-    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk", "издели", "item"),
+    Family.PIECE: ("штук", "шт", "pcs", "piece", "дана", "unit", "ед.", "shtuk", "издели", "item",
+                   "dana"),
 }  # fmt: skip
 # Whole short words: "м", "m2", "кг", "ай" (a month in Kazakh), "мес".
 _WORDS: dict[str, tuple[Family, Decimal]] = {
@@ -129,6 +130,9 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     "жыл": (Family.MONTH, Decimal(12)), "жылға": (Family.MONTH, Decimal(12)),
     "жылдық": (Family.MONTH, Decimal(12)), "полгода": (Family.MONTH, Decimal(6)),
     "квартал": (Family.MONTH, Decimal(3)),
+    # hours in Latin letters ("na 2 chasa"); "chastnyi" is no hour
+    "chas": (Family.HOUR, Decimal(1)), "chasa": (Family.HOUR, Decimal(1)),
+    "chasov": (Family.HOUR, Decimal(1)),
 }  # fmt: skip
 # Counts written as words: the tokens' table (`tokens.NUMBER_WORDS`), with the fractions a
 # measure can take ("полтора кило", "half a metre"); words that multiply the number before

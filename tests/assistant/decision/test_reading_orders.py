@@ -307,3 +307,11 @@ def test_a_service_asked_with_the_goods_is_the_one_for_them_and_as_much_of_it():
     tulle = decide(sewing, "9 метров тюль сетка с пошивом, сколько?").reply_to_customer
     assert "Пошив тюля: 9 × 900 KZT = 8 100 KZT" in tulle
     assert "Итого: 34 200 KZT" in tulle  # 9 × 2 900 + 9 × 900
+
+
+def test_hours_and_counts_in_latin_letters_are_read():
+    russian = decide(MOVERS, "gazel 3m na 2 chasa + 1 gruzchik na 2 chasa skolko").reply_to_customer
+    assert "12 000 KZT" in russian  # 2 hours of the van
+    assert "6 000 KZT" in russian  # 1 mover × 2 hours
+    kazakh = decide(MOVERS, "bes gruzchik 3 sagatqa kerek, qansha bolady").reply_to_customer
+    assert "15 × 3 000 KZT = 45 000 KZT" in kazakh  # 5 movers × 3 hours
