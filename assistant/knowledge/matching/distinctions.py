@@ -88,6 +88,8 @@ _FRACTIONS = {"пол": Decimal("0.5"), "half": Decimal("0.5"), "полтора"
               "полторы": Decimal("1.5"), "жарты": Decimal("0.5")}  # fmt: skip
 _SIZE_WORD_RE = re.compile(r"\d+(?:[.,]\d+)?|[a-zа-яёәғқңөұүһі]+")
 _FILLERS = frozenset({"a", "an", "-"})
+# Unit words that, said alone, are one of the unit ("кило", "литр"): a size, as "1 кг" is.
+_ONE_OF = frozenset({"кило", "килограмм", "kilo", "литр", "litre", "liter"})
 
 
 def sizes_stated(text: str) -> dict[str, list[tuple[Decimal, str]]]:
@@ -100,7 +102,9 @@ def sizes_stated(text: str) -> dict[str, list[tuple[Decimal, str]]]:
     # четыре литра"): an item fits when either does.
     for i, word in enumerate(written):
         value, unit_at = _size_number(written, i)
-        if value is None and word.startswith("пол") and len(word) > 5:
+        if value is None and word in _ONE_OF and (not i or _size_number(written, i - 1)[0] is None):
+            value, unit_word = Decimal(1), word  # "бразилия кило": the kilo pack
+        elif value is None and word.startswith("пол") and len(word) > 5:
             value, unit_word = Decimal("0.5"), word[3:]  # "поллитровая"
         elif value is not None and unit_at < len(written):
             unit_word = written[unit_at]

@@ -260,10 +260,17 @@ def quantity_in(
     tokens = _tokens(text)
     written: list[tuple[Decimal, Family, Decimal]] = []  # (number, family, size) as written
     for i, word in enumerate(tokens):
+        glued = family_of(word[3:]) if word.startswith("пол") and len(word) > 5 else None
+        if glued is not None:  # "полкило", "поллитра": half of the unit
+            if (Decimal("0.5") * glued[1], "=") not in (named or {}).get(glued[0].value, []):
+                written.append((Decimal("0.5"), *glued))
+            continue
         number = _number(word)
         if number is None or number <= 0:
             continue
         j = i + 1
+        if j < len(tokens) and tokens[j] in ("a", "an"):  # "half a kilo"
+            j += 1
         if j < len(tokens) and tokens[j] in MULTIPLIER_WORDS:
             number *= MULTIPLIER_WORDS[tokens[j]]
             j += 1

@@ -315,3 +315,15 @@ def test_hours_and_counts_in_latin_letters_are_read():
     assert "6 000 KZT" in russian  # 1 mover × 2 hours
     kazakh = decide(MOVERS, "bes gruzchik 3 sagatqa kerek, qansha bolady").reply_to_customer
     assert "15 × 3 000 KZT = 45 000 KZT" in kazakh  # 5 movers × 3 hours
+
+
+def test_half_and_one_of_a_unit_said_in_words():
+    beans = (
+        item("BR-250", "Бразилия Сантос, 250 г", "4200", unit="пачка"),
+        item("BR-1", "Бразилия Сантос, 1 кг", "13500", unit="пачка"),
+        item("ESP", "Эспрессо-смесь на развес", "11000", unit="кг"),
+    )
+    kilo = decide(beans, "бразилия сантос кило скока стоит").reply_to_customer
+    assert kilo.startswith("Бразилия Сантос, 1 кг: 13 500 KZT")
+    half = decide(beans, "полкило эспрессо смеси на развес можно? сколько").reply_to_customer
+    assert "0,5 × 11 000 KZT = 5 500 KZT" in half
