@@ -487,7 +487,7 @@ FIRST_SIGHT = ROOT / "assistant" / "eval" / "first_sight"
         ("set_c", 0.42, 0.14),
         ("set_d", 0.63, 0.05),
         ("set_e", 0.45, 0.06),
-        ("set_f", 0.64, 0.08),
+        ("set_f", 0.68, 0.08),
     ],
 )
 def test_the_first_sight_businesses_hold_their_measured_floor(folder, min_price, max_wrong_rate):
