@@ -59,8 +59,9 @@ NUMBER_WORDS: dict[str, int] = {
     "hundred": 100, "пятнадцать": 15, "двадцать": 20, "тридцать": 30, "сорок": 40,
     "пятьдесят": 50, "сто": 100, "десяток": 10, "дюжина": 12, "жиырма": 20, "отыз": 30,
     "қырық": 40, "елу": 50, "жүз": 100,
-    # Kazakh in Latin letters ("bes gruzchik", "eki dana"); "on" (ten) is English "on"
-    "eki": 2, "ush": 3, "tort": 4, "bes": 5, "alty": 6, "zheti": 7, "jeti": 7,
+    # Kazakh in Latin letters ("bes gruzchik", "eki dana"); not "on" (English "on") nor
+    # "tort" (a cake, "торт", in Latin letters)
+    "eki": 2, "ush": 3, "bes": 5, "alty": 6, "zheti": 7, "jeti": 7,
     "segiz": 8, "togyz": 9, "toghyz": 9,
     # people counted together: "стрижка на двоих", "нам обеим маникюр", "трое детей"
     "двое": 2, "двоих": 2, "трое": 3, "троих": 3, "четверо": 4, "четверых": 4, "пятеро": 5,
