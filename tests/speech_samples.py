@@ -88,6 +88,19 @@ FORMATS = {
 }
 
 
+# AMR-NB as Android phones send it (12.2 kbit/s, 8 kHz) of `tone(2.0)`: made once with PyAV
+# 18.1.0's libopencore_amrnb encoder, which later PyAV wheels no longer bundle (they still
+# decode AMR, as the product must). Debian's ffmpeg has no AMR encoder either.
+AMR_TONE = Path(__file__).resolve().parent / "data" / "tone_440hz_2s.amr"
+
+
+def encoded_tone(fmt: str) -> bytes:
+    """A 2-second 440 Hz tone in one of `FORMATS`, encoded the way that format's senders do."""
+    if fmt == "amr":
+        return AMR_TONE.read_bytes()
+    return encode(tone(2.0), fmt)
+
+
 def encode(pcm: Pcm, fmt: str) -> bytes:
     """`pcm` encoded into one of `FORMATS` with PyAV's bundled encoders (Debian's ffmpeg has
     no AMR encoder; PyAV's FFmpeg build has one)."""

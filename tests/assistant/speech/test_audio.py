@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assistant.speech.audio import SAMPLE_RATE, AudioTooLong, AudioUnreadable, Pcm, decode
-from tests.speech_samples import FORMATS, encode, ogg_opus, speak, tone
+from tests.speech_samples import FORMATS, encode, encoded_tone, ogg_opus, speak, tone
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,7 @@ def spoken(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_each_customer_format_decodes_to_16khz_mono(fmt: str) -> None:
     # given a 2-second tone encoded the way that format's senders encode it
-    source = tone(2.0)
-    data = encode(source, fmt)
+    data = encoded_tone(fmt)
 
     # when it is decoded
     pcm = decode(data, max_seconds=300)
