@@ -434,37 +434,31 @@ def test_the_command_line_exit_code():
     assert "FAIL: escalation accuracy" in bad.stderr
 
 
-def test_an_old_single_file_golden_set_still_loads(tmp_path):
+def _single_file_golden(tmp_path, language: str, message: str, prices: list[str]) -> Golden:
+    """The golden businesses with one florist case, written as an old single-file set."""
     raw = json.loads((ROOT / "assistant/eval/golden/businesses.json").read_text("utf-8"))
     raw["cases"] = [
         {
             "id": "x-1",
             "business": "florist",
-            "language": "ru",
-            "pending": ["51 роза почем?"],
-            "expected": {"action": "answer", "prices": ["52000"]},
+            "language": language,
+            "pending": [message],
+            "expected": {"action": "answer", "prices": prices},
         }
     ]
     path = tmp_path / "golden.json"
     path.write_text(json.dumps(raw, ensure_ascii=False), "utf-8")
-    golden = load_golden(path)
+    return load_golden(path)
+
+
+def test_an_old_single_file_golden_set_still_loads(tmp_path):
+    golden = _single_file_golden(tmp_path, "ru", "51 роза почем?", ["52000"])
     assert [c.expected_prices for c in golden.cases] == [(Decimal(52000),)]
 
 
 def test_a_required_percentage_must_be_stated_with_its_sign(tmp_path):
-    raw = json.loads((ROOT / "assistant/eval/golden/businesses.json").read_text("utf-8"))
-    raw["cases"] = [
-        {
-            "id": "x-2",
-            "business": "florist",
-            "language": "en",
-            "pending": ["is there a discount for 51 roses?"],
-            "expected": {"action": "answer", "prices": ["10%"]},
-        }
-    ]
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(raw, ensure_ascii=False), "utf-8")
-    [case] = load_golden(path).cases
+    golden = _single_file_golden(tmp_path, "en", "is there a discount for 51 roses?", ["10%"])
+    [case] = golden.cases
     assert case.required == ("10%",)
     assert judge("A 10 000 KZT discount", case.required, frozenset()).missing == ("10%",)
     assert judge("From 51 roses: 10 % off.", case.required, frozenset()).missing == ()
