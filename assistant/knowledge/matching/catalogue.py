@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from assistant.knowledge.matching.index import ItemIndex, ItemMatch
 from assistant.knowledge.matching.keys import (
+    common_prefix,
     content_tokens,
     is_stopword,
     word_key,
@@ -53,13 +54,10 @@ def _name_words(name: str) -> list[str]:
 def _same_root(these: Iterable[str], those: Iterable[str]) -> bool:
     """Whether a word of one set and one of the other share a root ("тюля", "тюль")."""
 
-    def common(a: str, b: str) -> int:
-        return next(
-            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-        )
-
     those = list(those)
-    return any(common(a, b) >= max(3, 0.75 * min(len(a), len(b))) for a in these for b in those)
+    return any(
+        common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b))) for a in these for b in those
+    )
 
 
 # Units a service is priced by the time of: a count of it beside runs for each ("2 грузчика").

@@ -36,6 +36,12 @@ def edit_distance_at_most(a: str, b: str, limit: int) -> bool:
     return prev[-1] <= limit
 
 
+def common_prefix(a: str, b: str) -> int:
+    """How many letters two words share from the start."""
+    differ = (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    return next(differ, min(len(a), len(b)))
+
+
 def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     if query_stem == name_stem:
         return True
@@ -45,9 +51,7 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     if shorter >= 4 and (query_stem.startswith(name_stem) or name_stem.startswith(query_stem)):
         return True
     # Long words of one root ("металлокерамической", "металлокерамика") share most letters.
-    common = next(
-        (i for i, (a, b) in enumerate(zip(query_stem, name_stem, strict=False)) if a != b), shorter
-    )
+    common = common_prefix(query_stem, name_stem)
     if shorter >= 8 and common >= max(7, int(shorter * 0.75)):
         return True
     if not fuzzy or shorter < 5 or query_stem[0] != name_stem[0]:
@@ -60,7 +64,7 @@ def shared_root(a: str, b: str) -> bool:
     "lamination" and "ламинирование" (lamin-), "correction" and "коррекция" (korekt-). Half
     the shorter word and at least five letters, from the start."""
     shorter = min(len(a), len(b))
-    common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), shorter)
+    common = common_prefix(a, b)
     return common >= 5 and common * 2 >= shorter
 
 
