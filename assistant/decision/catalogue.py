@@ -173,7 +173,8 @@ def _intent(r: _Reading) -> Decision | None:
         return None
     reply = handoff_message(r.intent, r.lang)
     if r.quotes and r.intent == HandoffReason.READY_TO_BUY:
-        reply += "\n" + quote_lines(r.quotes, r.lang)
+        lines = [quote_lines([q], r.lang) for q in r.quotes] if _options_named(r) else []
+        reply += "\n" + ("\n".join(lines) or quote_lines(r.quotes, r.lang))
     return _handoff(r, r.intent, reply)
 
 
@@ -204,7 +205,12 @@ def _rules_answer(r: _Reading) -> Decision | None:
         return None
     shown = [q for q in r.quotes if _asked_price_of(q, r.message, r.knowledge)]
     extras = _named_fees(r) if shown else []
-    parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules, extras)] if shown else []
+    if r.found.unread and shown:
+        parts = _each_without_total(r, shown)
+    elif shown:
+        parts = [order_with_charges(shown, r.message, r.rule, r.lang, r.rules, extras)]
+    else:
+        parts = []
     asks_total = bool(shown) and bool(TOTAL_RE.search(normalise(r.message)))
     if not asks_total and HOW_MUCH_RE.search(normalise(r.message)):
         # "20 мешков на 4 этаж, сколько за подъём?": the fee the rules charge per bag and
@@ -242,7 +248,10 @@ def _quoted(r: _Reading) -> Decision | None:
     if not r.quotes:
         return None
     extras = _named_fees(r)
-    if _asks_each(r.message, r.quotes):
+    if r.found.unread:
+        reply = "\n".join(_each_without_total(r, r.quotes))
+        return Decision(action=Action.ANSWER, reply_to_customer=reply, facts=r.facts)
+    if _asks_each(r.message, r.quotes) or _options_named(r):
         # "сколько стоит одна и сколько пакет из 10?": two prices compared, no order to total.
         each = [quote_lines([q], r.lang, with_availability=True) for q in r.quotes]
         return Decision(action=Action.ANSWER, reply_to_customer="\n".join(each), facts=r.facts)
@@ -252,6 +261,20 @@ def _quoted(r: _Reading) -> Decision | None:
         else quote_lines(r.quotes, r.lang, with_availability=True)
     )
     return Decision(action=Action.ANSWER, reply_to_customer=reply, facts=r.facts)
+
+
+def _options_named(r: _Reading) -> bool:
+    """Several items fit what one part of the message named, with no count and no total
+    asked ("How much is the Charyn day trip?"): each price, not the sum of the options."""
+    return r.found.options and not TOTAL_RE.search(normalise(r.message))
+
+
+def _each_without_total(r: _Reading, quotes: list[Quote]) -> list[str]:
+    """Each line on its own, and what the list does not name: a total without a part the
+    customer counted ("фумленту 3 шт") would be wrong."""
+    each = [quote_lines([q], r.lang, with_availability=True) for q in quotes]
+    parts = ", ".join(f"«{part}»" for part in r.found.unread)
+    return [*each, text("answer.unread", r.lang, parts=parts)]
 
 
 def _named_fees(r: _Reading) -> list[NamedFee]:

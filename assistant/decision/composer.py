@@ -85,6 +85,9 @@ def _quote_parts(
                 line += ", " + _term_label(term, lang, format_money(value, item.currency))
         totals.append(value)
         notes = [text("answer.agreed", lang)] if quote.agreed else []
+        if quote.least is not None:
+            least = f"{format_quantity(quote.least)} {item.unit}".strip()
+            notes.append(text("answer.minimum", lang, least=least))
         if with_availability:
             phrase = availability_phrase(item.availability, item.availability_note, lang)
             notes += [phrase] if phrase else []

@@ -59,6 +59,9 @@ class Quote:
     qty: Decimal  # in the item's own unit ("12.5" m², "30" bags)
     # The price a manager agreed for this item in this chat (None: the list price holds).
     agreed: Agreement | None = None
+    # The least the list sells the item in, where the customer asked less or said no amount
+    # ("Минимум 2 часа"): the line says so.
+    least: Decimal | None = None
 
     @property
     def unit_price(self) -> Decimal:
@@ -83,6 +86,10 @@ class Quote:
 class Found:
     quotes: list[Quote]
     ambiguous: list[KnowledgeItem]
+    # Parts of the order counting something the list does not name ("фумленту 3 шт").
+    unread: tuple[str, ...] = ()
+    # One part named several items with no count ("the Charyn day trip"): no total of them.
+    options: bool = False
 
 
 # Payment words that look like a product ("by card" is not a greeting card).
@@ -111,12 +118,13 @@ def find(query: str, knowledge: Knowledge) -> Found:
         return Found([], [])
     quotes: list[Quote] = []
     ambiguous: list[KnowledgeItem] = []
-    for group, qty in knowledge.catalogue.order_lines(query):
+    lines, unread, options = knowledge.catalogue.read_order(query)
+    for group, qty in lines:
         if len(group) == 1:
             quotes.append(Quote(knowledge.items[group[0].index], qty))
         elif not ambiguous:
             ambiguous = [knowledge.items[m.index] for m in group]
-    return Found(quotes, ambiguous)
+    return Found(quotes, ambiguous, tuple(unread), options and len(quotes) > 1)
 
 
 # A term the rules define, quoted: "— «кроссовер»", "count as \"SUV\"".
@@ -327,10 +335,16 @@ def about_agreed(
 
 
 def with_agreement(quote: Quote, found: list[Agreement], knowledge: Knowledge) -> Quote:
+    """The quote at the price a manager agreed in this chat, else at the list price and no
+    less than the least quantity the list sells the item in."""
     index = knowledge.items.index(quote.item)
     agreed = agreed_price(found, index)
     if agreed is None:
-        return quote
+        least = knowledge.catalogue.minimums[index]
+        if least is None or quote.qty >= least:
+            return quote
+        # "на 2 часа" of a 4-hour minimum is 4 hours; no amount said is the unit price.
+        return Quote(quote.item, quote.qty if quote.qty == 1 else least, least=least)
     qty = quote.qty
     exact, minimum = agreed_quantity(agreed)
     if qty == 1 and (exact or minimum):

@@ -135,6 +135,21 @@ TEXTS: dict[str, dict[str, str]] = {
     "charge.lifting": {"en": "Carrying upstairs", "ru": "Подъём", "kk": "Қабатқа көтеру"},
     "charge.default": {"en": "Service", "ru": "Услуга", "kk": "Қызмет"},
     "charge.free": {"en": "free", "ru": "бесплатно", "kk": "тегін"},
+    # Parts of an order the list does not name: no total is given without them.
+    "answer.unread": {
+        "en": "Not found in our price list: {parts}. Without it there is no total, so here "
+        "is each price on its own.",
+        "ru": "Не нашёл в прайс-листе: {parts}. Без этого итог не посчитать, поэтому цены "
+        "по отдельности.",
+        "kk": "Прайс-листтен таппадым: {parts}. Онсыз жалпы соманы есептей алмаймын, сондықтан "
+        "бағалар бөлек.",
+    },
+    # A quantity raised to the least the list sells ("Минимум 2 часа").
+    "answer.minimum": {
+        "en": "the minimum is {least}",
+        "ru": "минимальный заказ — {least}",
+        "kk": "ең аз тапсырыс — {least}",
+    },
     "answer.agreed": {
         "en": "as agreed with the manager",
         "ru": "как договорились с менеджером",

@@ -117,13 +117,21 @@ class _Amounts:
         )
 
     def qty_for(self, index: int) -> set[Decimal]:
-        return {Decimal(1)} | self.stated.get(index, set())
+        return self._at_least({Decimal(1)} | self.stated.get(index, set()), index)
 
     def qty_now(self, index: int) -> set[Decimal]:
         """The quantities this turn's messages clearly gave an item: {} when they gave none, or
         also read a 1 ("the 160 table": a name's number, maybe a count)."""
         now = self.stated_now.get(index, set())
-        return set() if Decimal(1) in now else now
+        return set() if Decimal(1) in now else self._at_least(now, index)
+
+    def _at_least(self, quantities: set[Decimal], index: int) -> set[Decimal]:
+        """With the least quantity the list sells the item in ("Минимум 4 часа"), where the
+        customer asked less: the composer counts that."""
+        least = self.knowledge.catalogue.minimums[index]
+        if least is not None and quantities and min(quantities) < least:
+            return quantities | {least}
+        return quantities
 
 
 def unbacked_amounts(

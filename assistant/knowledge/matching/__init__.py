@@ -49,6 +49,7 @@ from assistant.knowledge.matching.units import (
     family_of,
     format_quantity,
     measure_of,
+    minimum_of,
     quantity_in,
 )
 
@@ -67,6 +68,7 @@ __all__ = [
     "format_quantity",
     "is_stopword",
     "measure_of",
+    "minimum_of",
     "normalise",
     "quantity_in",
     "quantity_near",

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from decimal import Decimal
+from typing import NamedTuple
 
 from assistant.knowledge.matching.index import ItemIndex, ItemMatch
 from assistant.knowledge.matching.keys import (
@@ -20,6 +21,7 @@ from assistant.knowledge.matching.keys import (
 )
 from assistant.knowledge.matching.quantities import (
     count_only,
+    orders_unnamed,
     quantity_near,
     quantity_of_unit,
     segments,
@@ -67,15 +69,29 @@ _TIME = frozenset({Family.HOUR, Family.DAY, Family.WEEK, Family.MONTH})
 TIME_RE = re.compile(r"(?<![\d.,])\d{1,2}:\d{2}(?![\d.,])|(?<!\d)\d{1,2}\s?(?:am|pm)\b", re.I)
 
 
+class OrderReading(NamedTuple):
+    lines: list[tuple[list[ItemMatch], Decimal]]
+    unread: list[str]  # parts counting something the list does not name
+    options: bool  # one part named several items, no count: a choice, not an order
+
+
 class Catalogue(ItemIndex):
     """The item index, reading orders."""
 
     def order_lines(self, text: str) -> list[tuple[list[ItemMatch], Decimal]]:
+        """`read_order`'s lines."""
+        return self.read_order(text).lines
+
+    def read_order(self, text: str) -> OrderReading:
         """What the customer named, part by part, each with the quantity written next to it:
         "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4); a quantity in the unit an
         item is sold in counts in that unit ("12 кв.м ламината" → 12 of a price per m²).
-        Positions are relative to each part."""
+        Positions are relative to each part. With them, the parts that count pieces of something
+        the list does not name ("фумленту 3 шт"), and whether one part gave several lines with
+        no count ("the Charyn day trip" naming two trips): options, not an order."""
         lines: list[tuple[list[ItemMatch], Decimal]] = []
+        unread: list[str] = []
+        options = False
         text = TIME_RE.sub(lambda m: " " * len(m.group(0)), text)  # "на 12:00" is no count
         seen: set[int] = set()
         previous = ""
@@ -106,6 +122,10 @@ class Catalogue(ItemIndex):
                         in_unit = Decimal(named) if named else None  # "…, 6 таблеток"
                     if in_unit is not None:
                         lines[last_line] = (group, in_unit)
+                    elif orders_unnamed(part):
+                        unread.append(part)
+                elif orders_unnamed(part):
+                    unread.append(part)
                 last_line = None
                 continue
             tokens = analyse(part)
@@ -120,9 +140,10 @@ class Catalogue(ItemIndex):
             taken: set[int] = set()
             for group in groups:
                 for m in group:
-                    taken |= set(m.number_positions)
+                    taken |= set(m.number_positions) | self._in_name_range(m, tokens)
                     if m.by_sku:
                         taken |= set(m.positions)
+            before = len(lines)
             for group in groups:
                 if len(group) == 1 and group[0].index in seen:
                     continue  # named twice ("the table … and that table"): one line
@@ -134,12 +155,28 @@ class Catalogue(ItemIndex):
                 last_line = len(lines) - 1
                 if len(group) == 1:
                     seen.add(group[0].index)
+            added = lines[before:]
+            joined = any(_attached(tokens, g) for g, _qty in added)  # "мойка с воском"
+            options = options or (
+                len(added) > 1 and not joined and all(qty == 1 for _g, qty in added)
+            )
         # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
-        return [
+        answered = [
             (group, qty)
             for group, qty in lines
             if len(group) == 1 or not ({m.index for m in group} & seen)
         ]
+        return OrderReading(answered, unread, options)
+
+    def _in_name_range(self, match: ItemMatch, tokens: list[QueryToken]) -> set[int]:
+        """Positions of the numbers inside a range the item's name writes: the 12 of "айфон 12"
+        for "iPhone 11–13" names the model, it counts nothing."""
+        ranges = self.ranges[match.index].items()
+        return {
+            t.position
+            for t in tokens
+            if t.number is not None and any(low <= t.number <= high for low, high in ranges)
+        }
 
     def _with_goods(
         self, group: list[ItemMatch], qty: Decimal, goods: tuple[list[ItemMatch], Decimal]

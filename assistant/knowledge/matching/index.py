@@ -32,6 +32,7 @@ from assistant.knowledge.matching.keys import (
     ATTRIBUTE_KEYS,
     COMPOUNDS,
     WIDER,
+    common_prefix,
     content_tokens,
     is_stopword,
     keys_match,
@@ -59,6 +60,7 @@ from assistant.knowledge.matching.units import (
     Measure,
     family_of,
     measure_of,
+    minimum_of,
 )
 from assistant.knowledge.transliteration import skeleton
 
@@ -116,6 +118,9 @@ _ABBREVIATION_RE = re.compile(r"[^\Waeiouyаеёиоуыэюяәөүұі\d_]{3,6
 MATCH_CACHE_SIZE = 4096
 
 
+_RANGE_RE = re.compile(r"(?<![\d.,])(\d{1,4})\s?[–—-]\s?(\d{1,4})(?![\d.,])")
+
+
 class ItemIndex:
     """An index over item names, aliases and SKUs for matching and retrieval."""
 
@@ -143,6 +148,16 @@ class ItemIndex:
             for w in words(u)
             if len(w) >= 3 and (family_of(w) or (None,))[0] in CONTAINERS - {Family.PACK}
         )
+        # The number ranges each name writes ("iPhone 11–13": 11 → 13), by their low end.
+        self.ranges: list[dict[int, int]] = [
+            {int(a): int(b) for a, b in _RANGE_RE.findall(name) if int(a) < int(b)}
+            for name in self.names
+        ]
+        # The least of each item its description says it is sold in ("Минимум 2 часа").
+        self.minimums: list[Decimal | None] = [
+            minimum_of(d, m)
+            for d, m in zip(descriptions or ["" for _ in self.names], self.measures, strict=False)
+        ]
         alias_lists = list(aliases) if aliases is not None else [[] for _ in self.names]
         # Each description's words that set its item apart, by key: a word of the customer's
         # that no name knows ("газоблок", "балаяж") may still name the item it describes.
@@ -481,11 +496,37 @@ class ItemIndex:
             denied_by_name = self.polarity[m.index]
             return any(denied_by_name.get(k) for k in self._token_keys(by_position[position]))
 
-        return [
+        kept = [
             m
             for m in matches
             if m.by_sku or not any(p in refused and not agrees(m, p) for p in m.positions)
         ]
+
+        # "без газа" is not the "газированная" one: a refused word whose root a name's word
+        # shares, while another item fits.
+        def same_root(a: str, b: str) -> bool:
+            return common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b)))
+
+        # Not where the message also asks for it ("без покрытия — 4 000, с покрытием — 8 000").
+        roots = [
+            by_position[p]
+            for p in refused
+            if len(by_position[p].word) >= 3
+            and not any(
+                same_root(t.word, by_position[p].word)
+                for t in tokens
+                if t.position not in refused and t.number is None and len(t.word) >= 3
+            )
+        ]
+
+        def names_refused(m: ItemMatch) -> bool:
+            named = [w for w in words(self.names[m.index]) if w.isalpha() and len(w) >= 4]
+            return any(
+                same_root(t.word, w) and not agrees(m, t.position) for t in roots for w in named
+            )
+
+        plain = [m for m in kept if m.by_sku or not names_refused(m)]
+        return plain or kept
 
     def _without_contradictions(
         self, text: str, tokens: list[QueryToken], matches: list[ItemMatch]

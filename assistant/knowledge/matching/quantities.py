@@ -115,6 +115,49 @@ def count_only(part: str) -> int | None:
     return numbers[0]
 
 
+# Dates and floors carry numbers that count nothing sold ("14 марта", "5 этаж").
+_NOT_ORDERED = re.compile(
+    r"^(?:январ|феврал|март|апрел|мая|май|июн|июл|август|сентябр|октябр|ноябр|декабр|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"қаңтар|ақпан|наурыз|сәуір|мамыр|маусым|шілде|тамыз|қыркүйек|қазан|қараша|желтоқсан|"
+    r"этаж|floor|қабат|утра|вечера|дня|ночи|лет|года|год|жас|year|old|числ|дом|кв|apt|"
+    r"минут|minute|сағат|час|hour|рублей|тенге|тг|kzt|процент|percent)"
+)
+
+
+def orders_unnamed(part: str) -> bool:
+    """Whether a part counts pieces of something by a word of its own ("фумленту 3 шт",
+    "2 пачки чего-то"): a count with a piece or vessel word beside it, and a word that is no
+    unit, vessel, date or filler. Where such a part names nothing on the list, an order total
+    would leave it out."""
+    tokens = analyse(part)
+    by_position = {t.position: t for t in tokens}
+
+    def pieces(t: QueryToken | None) -> bool:
+        return t is not None and (t.word in COUNT_UNITS or is_vessel(t.word))
+
+    counted = [
+        t
+        for t in tokens
+        if t.number is not None
+        and (pieces(by_position.get(t.position + 1)) or pieces(by_position.get(t.position - 1)))
+    ]
+    named = [
+        t.word
+        for t in tokens
+        if t.number is None
+        and t.word.isalpha()
+        and len(t.word) >= 4
+        and not is_stopword(t.word)
+        and t.word not in COUNT_UNITS
+        and t.word not in _COUNT_FILLERS
+        and not is_vessel(t.word)
+        and family_of(t.word) is None
+        and not _NOT_ORDERED.match(t.word)
+    ]
+    return bool(counted) and bool(named)
+
+
 # Words between an item and its count: "tires, a set of 4", "комплект из 4".
 COUNT_WORDS = frozenset({"set", "kit", "pack", "box", "комплект", "набор", "из", "упаковка"})
 
@@ -144,6 +187,11 @@ _MEASURES = (
 MEASURE_WORDS = frozenset(_MEASURES.split())
 
 
+# Chat English writes "for" and "to" as digits before an article: "4 a screen", "2 the airport".
+_CHAT_FOR = frozenset({"4", "2"})
+_ARTICLES = frozenset({"a", "an", "the", "my", "your", "this", "that"})
+
+
 def quantity_near(
     tokens: Sequence[QueryToken], positions: frozenset[int], exclude: set[int]
 ) -> int:
@@ -169,6 +217,8 @@ def quantity_near(
             return None  # "30 000": an amount written in groups of thousands
         if after is not None and after.word in COUNT_MULTIPLIERS:
             return t.number * COUNT_MULTIPLIERS[after.word]  # "2 dozen"
+        if t.word in _CHAT_FOR and after is not None and after.word in _ARTICLES:
+            return None  # "how much 4 a screen": chat for "for", never "4 a"
         return t.number
 
     for p in range(first - 1, max(-1, first - 4), -1):

@@ -325,3 +325,29 @@ def format_quantity(qty: Decimal | int) -> str:
     if value == value.to_integral_value():
         return str(int(value))
     return format(value.normalize(), "f").replace(".", ",")
+
+
+# "Минимум 2 часа", "минимальный вес 1,5 кг", "не менее 3 часов", "minimum 4 hours",
+# "отвешиваем от 0,5 кг", "от 50 м²", "кемінде 2 сағат": the least an item is sold in.
+_MINIMUM_RE = re.compile(
+    r"(?:минимум|минимальн\w*(?:\s+(?:вес|заказ|объем|количество|площадь|время|срок))?|"
+    r"не менее|minimum(?:\s+(?:order|of))?|min|кемінде|от)\s+(?=\d)"
+)
+
+
+def minimum_of(description: str, measure: Measure | None) -> Decimal | None:
+    """The least quantity of an item its description states, in the unit it is priced in; None
+    when it states none in that unit ("от 14 лет" of a monthly course is an age, not a
+    minimum)."""
+    if measure is None or not description:
+        return None
+    found: list[Decimal] = []
+    for match in _MINIMUM_RE.finditer(description.lower().replace("ё", "е")):
+        tokens = _tokens(description.lower().replace("ё", "е")[match.end() :])[:2]
+        number = _number(tokens[0]) if tokens else None
+        unit = family_of(tokens[1]) if len(tokens) > 1 else None
+        if match.group(0).startswith("от") and measure.family is Family.PIECE:
+            continue  # "скидка от 5 шт" is a threshold, not the least one buys
+        if number is not None and unit is not None and unit[0] == measure.family:
+            found.append(_units(number * unit[1], measure.size))
+    return max(found) if found else None

@@ -3,6 +3,7 @@ what is the thing, what the rules say in their own words, counts among an item's
 in a name, items out of stock beside a total, fees the list also sells, places in any case."""
 
 from assistant.decision import catalogue
+from assistant.decision.guardrails import check_against
 from assistant.models import AssistantSettings, Availability
 from assistant.schema import Action
 from tests.assistant.builders import entry, item, knowledge, turn
@@ -327,3 +328,96 @@ def test_half_and_one_of_a_unit_said_in_words():
     assert kilo.startswith("Бразилия Сантос, 1 кг: 13 500 KZT")
     half = decide(beans, "полкило эспрессо смеси на развес можно? сколько").reply_to_customer
     assert "0,5 × 11 000 KZT = 5 500 KZT" in half
+
+
+DRINKS = (
+    item("LEM-05", "Лимонад 0,5 л, упаковка 12 шт", "3600", unit="упаковка"),
+    item("LEM-05S", "Лимонад газированный 0,5 л, упаковка 12 шт", "3900", unit="упаковка"),
+    item("JUICE", "Сок яблочный 1 л", "900", unit="бутылка"),
+)
+
+
+def test_a_word_refused_with_without_rules_out_the_item_named_by_its_root():
+    reply = decide(
+        DRINKS, "лимонад без газа 2 упаковки и 1 упаковку газированного"
+    ).reply_to_customer
+    assert "Лимонад 0,5 л, упаковка 12 шт: 2 × 3 600 KZT = 7 200 KZT" in reply
+    assert "Лимонад газированный 0,5 л, упаковка 12 шт: 3 900 KZT" in reply
+    assert "Итого: 11 100 KZT" in reply
+    # Both said, one denied and one asked: the "without" names the one that lacks it.
+    asked = decide(DRINKS, "лимонад без газа почём?").reply_to_customer
+    assert asked.startswith("Лимонад 0,5 л, упаковка 12 шт: 3 600 KZT")
+
+
+def test_a_counted_part_the_list_does_not_name_leaves_the_order_without_a_total():
+    reply = decide(DRINKS, "сок яблочный 2 бутылки, кексы 3 шт и лимонад газированный 1 упаковку")
+    text = reply.reply_to_customer
+    assert "Сок яблочный 1 л: 2 × 900 KZT = 1 800 KZT" in text
+    assert "Лимонад газированный 0,5 л, упаковка 12 шт: 3 900 KZT" in text
+    assert "«кексы 3 шт»" in text
+    assert "Итого" not in text
+    assert "5 700" not in text
+    # Every part named: the total is there.
+    whole = decide(DRINKS, "сок яблочный 2 бутылки и лимонад газированный 1 упаковку")
+    assert "Итого: 5 700 KZT" in whole.reply_to_customer
+
+
+VANS = (
+    item("TRUCK", "Грузовик 5 т", "16000", unit="час", description="Минимум 4 часа. С водителем."),
+    item("HELPER", "Помощник водителя", "3000", unit="час"),
+    item("MIX", "Смесь на развес", "11000", unit="кг", description="Отвешиваем от 0,5 кг."),
+)
+
+
+def test_less_than_the_least_the_list_sells_is_counted_at_that_least_and_the_guardrail_agrees():
+    config = AssistantSettings()
+    asked = turn("грузовик нужен на 2 часа, сколько?")
+    decision = catalogue.decide(asked, knowledge(VANS), config)
+    assert decision.reply_to_customer == (
+        "Грузовик 5 т: 4 × 16 000 KZT = 64 000 KZT (минимальный заказ — 4 час)"
+    )
+    assert check_against(decision, asked, knowledge(VANS), config).allowed
+    # Any other count of hours is still not what was asked.
+    other = decision.model_copy(update={"reply_to_customer": "Грузовик 5 т: 3 × 16 000 KZT"})
+    assert not check_against(other, asked, knowledge(VANS), config).allowed
+    # No amount said: the price of one unit, and the least one buys.
+    bare = decide(VANS, "грузовик почём в час?").reply_to_customer
+    assert bare == "Грузовик 5 т: 16 000 KZT / час (минимальный заказ — 4 час)"
+    # At or above the least, and items that state none, are as asked.
+    assert "6 × 16 000 KZT = 96 000 KZT" in decide(VANS, "грузовик на 6 часов").reply_to_customer
+    assert "3 × 3 000 KZT" in decide(VANS, "помощник на 3 часа").reply_to_customer
+    # "от 0,5 кг" of a price per kg; an age or a threshold in pieces is no minimum.
+    assert "минимальный заказ" not in decide(VANS, "смесь 2 кг").reply_to_customer
+
+
+TRIPS = (
+    item("CANYON", "Чарынский каньон", "18000", unit="person", aliases=("charyn canyon",)),
+    item("LAKES", "Кольсайские озёра", "22000", unit="person", aliases=("kolsai day trip",)),
+    item("BAT-11", "Battery replacement iPhone 11–13", "15000"),
+    item("SCR-11", "Screen replacement iPhone 11", "25000"),
+    item("GLASS", "Tempered glass 9D", "2500"),
+)
+
+
+def test_several_items_fitting_one_thing_asked_are_options_not_an_order_to_total():
+    reply = decide(TRIPS, "How much is the Charyn Canyon day trip?").reply_to_customer
+    assert "charyn canyon: 18 000 KZT" in reply
+    assert "Total" not in reply
+    assert "40 000" not in reply
+    # Named apart: an order.
+    both = decide(TRIPS, "charyn canyon and kolsai day trip, how much?").reply_to_customer
+    assert "Total: 40 000 KZT" in both
+
+
+def test_a_model_number_within_the_range_a_name_writes_counts_nothing():
+    reply = decide(TRIPS, "battery replacement for iphone 12, how much?").reply_to_customer
+    assert reply == "Battery replacement iPhone 11–13: 15 000 KZT"
+    assert "2 × 15 000 KZT" in decide(TRIPS, "2 battery replacements iphone 12").reply_to_customer
+
+
+def test_chat_english_four_for_for_is_no_count():
+    reply = decide(
+        TRIPS, "hw much 4 a screen replacement iphone 11 and the 9D glass"
+    ).reply_to_customer
+    assert "Screen replacement iPhone 11: 25 000 KZT" in reply
+    assert "4 ×" not in reply

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from assistant.decision import catalogue
-from assistant.knowledge.matching import format_quantity, measure_of, quantity_in
+from assistant.knowledge.matching import format_quantity, measure_of, minimum_of, quantity_in
 from assistant.knowledge.matching.units import Family, family_of
 from assistant.models import AssistantSettings
 from tests.assistant.builders import item, knowledge, turn
@@ -115,3 +115,27 @@ def test_the_catalogue_assistant_prices_quantities_in_the_items_units():
     assert "24 × 1 300 KZT = 31 200 KZT" in answer("брус 50x100 4 куска по 6 метров")
     assert "3 × 28 000 KZT = 84 000 KZT" in answer("english group course for 3 months")
     assert "5 × 3 200 KZT = 16 000 KZT" in answer("цемент 5 қап қанша")
+
+
+@pytest.mark.parametrize(
+    ("description", "unit", "least"),
+    [
+        ("Минимум 2 часа. Время считается с подачи машины.", "час", "2"),
+        ("Цена за 1 грузчика в час, минимум 3 часа.", "час", "3"),
+        ("Минимальный вес 1,5 кг. Медовые коржи.", "кг", "1.5"),
+        ("Минимум 500 г.", "кг", "0.5"),
+        ("Разовая или регулярная, от 50 м².", "м²", "50"),
+        ("Price per hour, minimum 3 hours.", "hour", "3"),
+        ("Кемінде 2 сағат.", "сағат", "2"),
+        # An age, a price, a threshold in pieces: no least quantity.
+        ("Взрослые и подростки от 14 лет.", "месяц", None),
+        ("От 25 000 тг, итог зависит от этажа.", "шт", None),
+        ("Скидка от 5 шт.", "шт", None),
+        ("", "час", None),
+    ],
+)
+def test_the_least_quantity_a_description_states_is_read_in_the_items_unit(
+    description, unit, least
+):
+    expected = Decimal(least) if least is not None else None
+    assert minimum_of(description, measure_of(unit)) == expected
