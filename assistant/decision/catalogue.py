@@ -29,6 +29,7 @@ from assistant.decision.composer import (
     order_with_charges,
     per_unit_charges,
     quote_lines,
+    with_party,
 )
 from assistant.decision.intents import INTENTS, detect_intent, rules_give_the_terms
 from assistant.decision.reading import (
@@ -50,11 +51,12 @@ from assistant.decision.replies import (
 )
 from assistant.knowledge.agreements import Agreement, agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
-from assistant.knowledge.fees import NamedFee, named_fees
+from assistant.knowledge.fees import NamedFee, child_rates, named_fees
 from assistant.knowledge.matching import (
     analyse,
     content_tokens,
     normalise,
+    party_of,
     segments,
 )
 from assistant.knowledge.rules import NO_RULE, RuleAnswer, rule_answer, rule_by_words, topics
@@ -139,6 +141,7 @@ def _read(turn: TurnInput, knowledge: Knowledge, config: AssistantSettings) -> _
         # Nothing listed is named: a sentence of the rules may still answer in its own words.
         rule = rule_by_words(message, config.business_rules or "")
     quotes = [with_agreement(q, agreed, knowledge) for q in found.quotes]
+    quotes = with_party(quotes, party_of(message), child_rates(config.business_rules or ""))
     intent = detect_intent(message, knowledge.catalogue.name_words)
     if intent == HandoffReason.NON_STANDARD_TERMS and rule and rules_give_the_terms(message, rule):
         intent = ""  # the rules already give these terms: quote them

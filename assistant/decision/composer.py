@@ -17,6 +17,7 @@ from decimal import Decimal
 from assistant.decision.reading import Quote
 from assistant.decision.replies import TEXTS, availability_phrase, text
 from assistant.knowledge.fees import (
+    ChildRate,
     NamedFee,
     PercentTerm,
     counter,
@@ -24,7 +25,15 @@ from assistant.knowledge.fees import (
     percent_terms,
     term_applies,
 )
-from assistant.knowledge.matching import format_quantity, measure_of, normalise, stem, words
+from assistant.knowledge.matching import (
+    Family,
+    Party,
+    format_quantity,
+    measure_of,
+    normalise,
+    stem,
+    words,
+)
 from assistant.knowledge.money import format_money
 from assistant.knowledge.rules import (
     CHARGED,
@@ -71,7 +80,16 @@ def _quote_parts(
         price = format_money(quote.unit_price, item.currency)
         total = format_money(quote.total, item.currency)
         name = item.name_in(lang)
-        if quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
+        if quote.child is not None:
+            age, rate = quote.child
+            label = f"{name}, {text('answer.child', lang, age=str(age))}"
+            free = text("charge.free", lang)
+            line = (
+                f"{label}: {free}"
+                if rate.term is None
+                else f"{label}: {price}, " + _term_label(rate.term, lang, total)
+            )
+        elif quote.qty != 1 and quote.total != quote.unit_price * quote.qty:
             line = f"{name}, {format_quantity(quote.qty)}: {total}"  # a total as agreed
         elif quote.qty != 1:
             line = f"{name}: {format_quantity(quote.qty)} × {price} = {total}"
@@ -80,6 +98,8 @@ def _quote_parts(
             line = f"{name}: {price}{unit}"
         value = quote.total
         for term in terms:
+            if quote.child is not None:
+                break  # a child's rate is its own term
             if id(term) in on_lines and _about(term, quote) and not quote.agreed:
                 value = term.applied(value)
                 line += ", " + _term_label(term, lang, format_money(value, item.currency))
@@ -111,6 +131,33 @@ def _quote_parts(
             shown = format_money(grand, currency)
             lines.append(text("answer.total", lang, total=_term_label(term, lang, shown)))
     return lines, unavailable
+
+
+def with_party(quotes: list[Quote], party: Party | None, rates: Sequence[ChildRate]) -> list[Quote]:
+    """A thing priced per person for a party with children ("2 взрослых и ребёнок 8 лет"):
+    the adults' line, and a line per child at the rate the rules give that age (free, or a
+    discount); a child older than every rate pays as an adult. Unchanged when a child's age is
+    not said or the rules give children no rate: the composer does not guess one."""
+    if party is None or not party.children or not rates:
+        return quotes
+    ages = [age for age in party.children if age is not None]
+    if len(ages) < len(party.children):
+        return quotes
+    out: list[Quote] = []
+    for quote in quotes:
+        measure = measure_of(quote.item.unit)
+        if quote.agreed is not None or measure is None or measure.family is not Family.PERSON:
+            out.append(quote)
+            continue
+        paying = (party.people or 0) + sum(not any(r.fits(a) for r in rates) for a in ages)
+        if paying:
+            out.append(Quote(quote.item, Decimal(paying)))
+        out += [
+            Quote(quote.item, Decimal(1), child=(age, rate))
+            for age in ages
+            if (rate := next((r for r in rates if r.fits(age)), None)) is not None
+        ]
+    return out
 
 
 def _out_of_stock(quote: Quote) -> bool:
@@ -183,7 +230,11 @@ def order_with_charges(
     counted, unavailable = _quote_parts(quotes, lang, True, terms)
     lines = "\n".join(counted + unavailable)
     currencies = {q.item.currency for q in quotes}
-    if terms or not (TOTAL_RE.search(normalise(message)) or extras) or len(currencies) != 1:
+    # A party's children at the rate the rules give answer the rules' question themselves:
+    # their total stands.
+    charged = rule.topics & CHARGED or not any(q.child for q in quotes)
+    asks_total = TOTAL_RE.search(normalise(message))
+    if terms or not ((asks_total and charged) or extras) or len(currencies) != 1:
         return "\n".join([lines, *prepayment_lines(quotes, message, rule, lang)])
     subtotal = sum((q.total for q in quotes if not _out_of_stock(q)), Decimal(0))
     found = charges(message, rule, subtotal, rules) if rule.topics else []

@@ -22,12 +22,19 @@ from __future__ import annotations
 from decimal import Decimal
 
 from assistant.decision import summary
-from assistant.decision.composer import applying_terms, order_with_charges, quote_lines
+from assistant.decision.composer import (
+    applying_terms,
+    order_with_charges,
+    quote_lines,
+    with_party,
+)
 from assistant.decision.intents import detect_intent, rules_give_the_terms
 from assistant.decision.reading import Quote, agreed_for_another_quantity, find, with_agreement
 from assistant.decision.replies import handoff_message, language_for, text
 from assistant.knowledge.agreements import agreements, manager_statements
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.knowledge.fees import child_rates
+from assistant.knowledge.matching import party_of
 from assistant.knowledge.rules import NO_RULE, rule_answer
 from assistant.models import AssistantSettings
 from assistant.schema import Action, Decision, Item, Reading, TurnInput, WantedItem
@@ -153,6 +160,7 @@ def composed_quote(
         return ""
     message = " ".join(entry.text for entry in turn.pending)
     rules = config.business_rules or ""
+    quotes = with_party(quotes, party_of(message), child_rates(rules))
     rule = rule_answer(message, rules, manager_statements(turn.history))
     if rule is None and applying_terms(message, rules):
         rule = NO_RULE  # no rule sentence, a discount or surcharge met

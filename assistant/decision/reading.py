@@ -16,6 +16,7 @@ from decimal import Decimal
 from assistant.decision.replies import is_text
 from assistant.knowledge.agreements import Agreement, agreed_price
 from assistant.knowledge.effective import Knowledge, KnowledgeItem
+from assistant.knowledge.fees import ChildRate
 from assistant.knowledge.matching import (
     MEASURE_WORDS,
     NOT_COUNTS,
@@ -62,6 +63,8 @@ class Quote:
     # The least the list sells the item in, where the customer asked less or said no amount
     # ("Минимум 2 часа"): the line says so.
     least: Decimal | None = None
+    # A child's line ("2 взрослых и ребёнок 8 лет"): the age and the rate the rules give it.
+    child: tuple[int, ChildRate] | None = None
 
     @property
     def unit_price(self) -> Decimal:
@@ -74,7 +77,11 @@ class Quote:
     @property
     def total(self) -> Decimal:
         """The line's total: the amount a manager agreed for exactly this quantity as said
-        ("95 000 за всех троих"), never a divided-and-multiplied 95 000.01."""
+        ("95 000 за всех троих"), never a divided-and-multiplied 95 000.01; a child's at the
+        rate the rules give."""
+        if self.child is not None:
+            rate = self.child[1].term
+            return rate.applied(self.unit_price * self.qty) if rate is not None else Decimal(0)
         if self.agreed is not None and not self.agreed.per_unit:
             exact, _minimum = agreed_quantity(self.agreed)
             if exact and self.qty == exact:
@@ -118,7 +125,7 @@ def find(query: str, knowledge: Knowledge) -> Found:
         return Found([], [])
     quotes: list[Quote] = []
     ambiguous: list[KnowledgeItem] = []
-    lines, unread, options = knowledge.catalogue.read_order(query)
+    lines, unread, options, _party = knowledge.catalogue.read_order(query)
     for group, qty in lines:
         if len(group) == 1:
             quotes.append(Quote(knowledge.items[group[0].index], qty))

@@ -134,6 +134,12 @@ TEXTS: dict[str, dict[str, str]] = {
     "charge.installation": {"en": "Installation", "ru": "Установка", "kk": "Орнату"},
     "charge.lifting": {"en": "Carrying upstairs", "ru": "Подъём", "kk": "Қабатқа көтеру"},
     "charge.default": {"en": "Service", "ru": "Услуга", "kk": "Қызмет"},
+    # A child's line of a price per person: "ребёнок 8 лет".
+    "answer.child": {
+        "en": "child, age {age}",
+        "ru": "ребёнок, возраст {age}",
+        "kk": "бала, {age} жаста",
+    },
     "charge.free": {"en": "free", "ru": "бесплатно", "kk": "тегін"},
     # Parts of an order the list does not name: no total is given without them.
     "answer.unread": {

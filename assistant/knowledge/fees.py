@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from assistant.knowledge.matching import analyse, is_stopword, stem, word_key, words
+from assistant.knowledge.matching import analyse, is_stopword, party_of, stem, word_key, words
 from assistant.knowledge.matching.units import Measure, family_of, quantity_in
 from assistant.knowledge.money import find_amounts
 from assistant.knowledge.rules import CHARGED, rule_clauses, topic_clauses
@@ -273,6 +273,14 @@ def percent_terms(rules: str) -> list[PercentTerm]:
     return found
 
 
+# A party size a term holds from: "от 10 человек", "from 8 people", "10 адамнан бастап".
+_PEOPLE_FROM_RE = re.compile(
+    r"(?:от|from|свыше|over|более|больше)\s*(\d{1,3})\s*(?:человек|чел|people|persons|guests|"
+    r"гост|адам|кісі)|(\d{1,3})\s*(?:адам|кісі)\w*\s*(?:бастап|асса)",
+    re.IGNORECASE,
+)
+
+
 def term_applies(term: PercentTerm, message: str) -> bool:
     """Whether the customer's message meets a term's condition, as far as words can tell: a
     prepayment when they ask about it; a discount or surcharge when every number of its
@@ -281,6 +289,12 @@ def term_applies(term: PercentTerm, message: str) -> bool:
     does not speak of (a birthday, the fourth order) is left to the sentence, as written."""
     if term.kind == "prepayment":
         return bool(_PREPAY_RE.search(message))
+    threshold = _PEOPLE_FROM_RE.search(term.clause)
+    if threshold is not None:
+        # "Группам от 10 человек скидка 10%": a party of that size or more ("нас 12 человек").
+        party = party_of(message)
+        size = (party.people or 0) + len(party.children) if party is not None else 0
+        return size >= int(threshold.group(1) or threshold.group(2))
     condition = _PERCENT_RE.sub(" ", term.clause)
     for amount in find_amounts(condition):
         condition = condition[: amount.start] + " " * len(amount.text) + condition[amount.end :]
@@ -299,3 +313,49 @@ def term_applies(term: PercentTerm, message: str) -> bool:
     said = {stem(w)[:5] for w in words(message) if len(w) >= 4}
     shared = (own & said) - _GENERAL
     return bool(shared) and len(shared) >= min(2, len(own - _GENERAL))
+
+
+# A child's rate the rules give: "Дети до 5 лет бесплатно", "дети 5–12 лет — скидка 30%",
+# "children under 5 free", "5 жасқа дейінгі балалар тегін".
+_CHILD_RE = re.compile(r"дет|ребен|ребён|child|kid|бала", re.IGNORECASE)
+_FREE_RE = re.compile(r"бесплатн|free|тегін", re.IGNORECASE)
+_UNDER_RE = re.compile(r"(?:до|under|younger than|below)\s*(\d{1,2})|(\d{1,2})\s*жас\w*\s*дейін")
+_BETWEEN_RE = re.compile(
+    r"(?:от|from)?\s*(\d{1,2})\s*(?:[–—-]|до|to)\s*(\d{1,2})\s*(?:лет|год|years|жас)"
+)
+
+
+@dataclass(frozen=True)
+class ChildRate:
+    """A child's price by age, as the rules give it: free, or a percentage off."""
+
+    youngest: int
+    oldest: int
+    term: PercentTerm | None  # the discount; None: free
+    clause: str
+
+    def fits(self, age: int) -> bool:
+        return self.youngest <= age <= self.oldest
+
+
+def child_rates(rules: str) -> list[ChildRate]:
+    """The children's rates the rules state with the ages they are for; a clause about children
+    that gives no age range or no rate ("Детей принимаем с 3 лет") is none."""
+    found: list[ChildRate] = []
+    for clause in rule_clauses(rules):
+        if not _CHILD_RE.search(clause):
+            continue
+        between = _BETWEEN_RE.search(clause)
+        under = _UNDER_RE.search(clause)
+        if between is not None:
+            ages = (int(between.group(1)), int(between.group(2)))
+        elif under is not None:
+            ages = (0, int(under.group(1) or under.group(2)) - 1)
+        else:
+            continue
+        terms = [t for t in percent_terms(clause) if t.kind == "discount"]
+        if terms:
+            found.append(ChildRate(*ages, terms[0], clause))
+        elif _FREE_RE.search(clause):
+            found.append(ChildRate(*ages, None, clause))
+    return found

@@ -31,6 +31,8 @@ from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_
 from assistant.knowledge.matching.quantities import (
     MEASURE_WORDS,
     NOT_COUNTS,
+    Party,
+    party_of,
     quantity_near,
     quantity_of_unit,
     segments,
@@ -45,6 +47,7 @@ from assistant.knowledge.matching.tokens import (
     words,
 )
 from assistant.knowledge.matching.units import (
+    Family,
     Measure,
     family_of,
     format_quantity,
@@ -58,8 +61,10 @@ __all__ = [
     "NOT_COUNTS",
     "NUMBER_WORDS",
     "Catalogue",
+    "Family",
     "ItemMatch",
     "Measure",
+    "Party",
     "QueryToken",
     "analyse",
     "compact",
@@ -70,6 +75,7 @@ __all__ = [
     "measure_of",
     "minimum_of",
     "normalise",
+    "party_of",
     "quantity_in",
     "quantity_near",
     "quantity_of_unit",

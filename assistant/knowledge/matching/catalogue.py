@@ -20,8 +20,10 @@ from assistant.knowledge.matching.keys import (
     word_key,
 )
 from assistant.knowledge.matching.quantities import (
+    Party,
     count_only,
     orders_unnamed,
+    party_of,
     quantity_near,
     quantity_of_unit,
     segments,
@@ -73,6 +75,7 @@ class OrderReading(NamedTuple):
     lines: list[tuple[list[ItemMatch], Decimal]]
     unread: list[str]  # parts counting something the list does not name
     options: bool  # one part named several items, no count: a choice, not an order
+    party: Party | None = None  # who it is for ("2 взрослых и ребёнок 8 лет")
 
 
 class Catalogue(ItemIndex):
@@ -166,7 +169,20 @@ class Catalogue(ItemIndex):
             for group, qty in lines
             if len(group) == 1 or not ({m.index for m in group} & seen)
         ]
-        return OrderReading(answered, unread, options)
+        # "нас трое", "2 взрослых и ребёнок": as many of a thing priced per person (the
+        # adults, where children are named: their rate is the rules'), where none is counted.
+        party = party_of(text)
+        if party is not None and party.people is not None:
+            answered = [
+                (g, Decimal(party.people) if qty == 1 and self.per_person(g) else qty)
+                for g, qty in answered
+            ]
+        return OrderReading(answered, unread, options, party)
+
+    def per_person(self, group: list[ItemMatch]) -> bool:
+        """Whether the items are priced per person ("/ чел", "per person")."""
+        measures = {self.measures[m.index] for m in group}
+        return all(m is not None and m.family is Family.PERSON for m in measures)
 
     def _in_name_range(self, match: ItemMatch, tokens: list[QueryToken]) -> set[int]:
         """Positions of the numbers inside a range the item's name writes: the 12 of "айфон 12"

@@ -119,10 +119,10 @@ def sizes_stated(text: str) -> dict[str, list[tuple[Decimal, str]]]:
     return found
 
 
-def months_stated(text: str) -> list[Decimal]:
-    """The periods a text states, in months: "3 месяца", "12 months", and a period said
-    without a count ("на год", "monthly", "айлық") as one of it. "Безлимит на год" is then
-    the name's "12 месяцев", not its "1 месяц"."""
+def periods_stated(text: str, family: Family = Family.MONTH) -> list[Decimal]:
+    """The periods a text states, in months (or days): "3 месяца", "12 months", "на 2 дня",
+    and a period said without a count ("на год", "monthly", "айлық") as one of it. "Безлимит
+    на год" is then the name's "12 месяцев", not its "1 месяц"."""
     written = [w for w in _SIZE_WORD_RE.findall(normalise(text)) if w not in _FILLERS]
     found: list[Decimal] = []
     counted: set[int] = set()
@@ -131,12 +131,12 @@ def months_stated(text: str) -> list[Decimal]:
         if value is None or unit_at >= len(written):
             continue
         unit = family_of(written[unit_at])
-        if unit is not None and unit[0] is Family.MONTH:
+        if unit is not None and unit[0] is family:
             found.append(value * unit[1])
             counted.add(unit_at)
     for i, word in enumerate(written):
         unit = family_of(word)
-        if i not in counted and unit is not None and unit[0] is Family.MONTH:
+        if i not in counted and unit is not None and unit[0] is family:
             found.append(unit[1])
     return found
 

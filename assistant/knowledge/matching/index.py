@@ -22,7 +22,7 @@ from assistant.knowledge.matching.distinctions import (
     fits,
     is_denied,
     letter_codes,
-    months_stated,
+    periods_stated,
     picked_by_size,
     polarity,
     refused_positions,
@@ -203,10 +203,12 @@ class ItemIndex:
         self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
             sizes_stated(name) for name in self.names
         ]
-        # How long each name says it lasts, in months ("Безлимит, 3 месяца", "годовой").
-        self.months: list[frozenset[Decimal]] = [
-            frozenset(months_stated(name)) for name in self.names
-        ]
+        # How long each name says it lasts, in months and in days ("Безлимит, 3 месяца",
+        # "годовой", "Тур 2 дня / 1 ночь").
+        self.lasting: dict[Family, list[frozenset[Decimal]]] = {
+            family: [frozenset(periods_stated(name, family)) for name in self.names]
+            for family in (Family.MONTH, Family.DAY)
+        }
         # Name keys by the script of the word they came from: a word the customer types in
         # the other script may share its root ("lamination", "Ламинирование").
         self.keys_by_script: dict[bool, set[str]] = {True: set(), False: set()}
@@ -565,11 +567,12 @@ class ItemIndex:
         # A period the customer states ("на год", "на 3 месяца") keeps the items whose name
         # says that long, where one does (else "2 months" is two of the monthly one); a name
         # that says no period is not contradicted.
-        months = set(months_stated(text))
-        if months:
-            lasting = [m for m in kept if not self.months[m.index] or months & self.months[m.index]]
-            if any(months & self.months[m.index] for m in lasting):
-                kept = lasting
+        for family, lasts in self.lasting.items():
+            said = set(periods_stated(text, family))
+            if said:
+                lasting = [m for m in kept if not lasts[m.index] or said & lasts[m.index]]
+                if any(said & lasts[m.index] for m in lasting):
+                    kept = lasting
         # A code the customer wrote that no item carries ("R17") names none of them.
         if coded and not kept and any(m.positions & code_positions(tokens) for m in matches):
             return [m for m in matches if not m.positions & code_positions(tokens)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from assistant.knowledge.matching.keys import ATTRIBUTE_KEYS, is_stopword, word_key
 from assistant.knowledge.matching.tokens import COUNT_MULTIPLIERS, QueryToken, analyse, words
@@ -248,3 +249,86 @@ def quantity_near(
         count_at(p) for p in range(first + 1, last) if p not in positions and p + 1 in positions
     ]
     return next((n for n in inside if n is not None), 1)
+
+
+# Who the party is: "нас трое", "we are 5", "біз үшеуміз", "на двоих", "10 человек", "for all 5",
+# "2 взрослых и ребёнок 8 лет", "2 adults and 2 kids (6 and 11)", "екі ересек және бір бала (7
+# жаста)".
+_WE = frozenset({"нас", "we", "біз", "us", "all", "всех", "барлығы", "барлығымыз"})
+_FOR = frozenset({"на", "для", "за", "for", "of"})
+_ADULTS = ("взросл", "adult", "ересек")
+_CHILDREN = ("ребен", "ребён", "дет", "child", "kid", "бала")
+_AGE_WORDS = ("лет", "год", "года", "жас", "жаста", "жастағы", "years", "year", "yo", "y")
+# "двоих", "трое", "четверо", "пятерых", "үшеуміз": numbers that count people by themselves.
+_COLLECTIVE = re.compile(r"(?:ое|оих|еро|ерых|еуміз|еу|ауміз|ау)$")
+_JOINTS = frozenset({"и", "and", "және", "мен", ","})
+# "kids (6 and 11)": the ages, in brackets after the children.
+_AGES_RE = re.compile(r"\(([\d\s,иandжәне-]+)\)")
+
+
+class Party(NamedTuple):
+    """The people an order is for: `people` counted together (adults, or everyone where no
+    child is named), and each child's age (None where not said)."""
+
+    people: int | None
+    children: tuple[int | None, ...] = ()
+
+
+def party_of(text: str) -> Party | None:
+    """Who the customer says the order is for; None when they do not say."""
+    tokens = analyse(text)
+    by_position = {t.position: t for t in tokens}
+    people: list[int] = []
+    adults = 0
+    children: list[int | None] = []
+    ages: set[int] = set()
+    for t in tokens:
+        if t.word.startswith(_CHILDREN) and not t.word.startswith(("детал", "балан", "балл")):
+            before = by_position.get(t.position - 1)
+            count = before.number if before is not None and before.number else 1
+            children += [None] * count
+    for t in tokens:
+        if t.number is None or not 0 < t.number < 200:
+            continue
+        after = by_position.get(t.position + 1)
+        if after is not None and after.word in _AGE_WORDS:
+            ages.add(t.position)
+            # "4 и 9 лет", "6, 8 and 11 years": the numbers joined to it are ages too
+            p = t.position - 1
+            while (joint := by_position.get(p)) is not None and joint.word in _JOINTS:
+                age = by_position.get(p - 1)
+                if age is None or age.number is None:
+                    break
+                ages.add(age.position)
+                p -= 2
+    child_ages = [by_position[p].number for p in sorted(ages)]
+    for match in _AGES_RE.finditer(text):
+        child_ages += [int(n) for n in re.findall(r"\d+", match.group(1))]
+    if children:
+        # "дети 3 и 8 лет": as many children as ages said, where more than counted
+        children = [*child_ages, *children[len(child_ages) :]]
+    in_brackets = {int(n) for m in _AGES_RE.finditer(text) for n in re.findall(r"\d+", m.group(1))}
+    for t in tokens:
+        if t.number is None or not 0 < t.number < 200 or t.position in ages:
+            continue
+        if children and t.number in in_brackets:
+            continue
+        before = by_position.get(t.position - 1)
+        before2 = by_position.get(t.position - 2)
+        after = by_position.get(t.position + 1)
+        if after is not None and after.word.startswith(_ADULTS):
+            adults += t.number
+            continue
+        person = after is not None and (family_of(after.word) or (None,))[0] is Family.PERSON
+        said_of_us = any(w is not None and w.word in _WE for w in (before, before2))
+        collective = not t.word.isdigit() and bool(_COLLECTIVE.search(t.word))
+        for_them = before is not None and before.word in _FOR and collective
+        us = by_position.get(t.position + 2)
+        of_us = after is not None and after.word == "of" and us is not None and us.word == "us"
+        if person or said_of_us or for_them or of_us or t.word.endswith("уміз"):
+            people.append(t.number)
+    if children:
+        return Party(adults or None, tuple(children))
+    if adults or people:
+        return Party(adults or max(people))
+    return None

@@ -133,6 +133,9 @@ _WORDS: dict[str, tuple[Family, Decimal]] = {
     # hours in Latin letters ("na 2 chasa"); "chastnyi" is no hour
     "chas": (Family.HOUR, Decimal(1)), "chasa": (Family.HOUR, Decimal(1)),
     "chasov": (Family.HOUR, Decimal(1)),
+    # a person, shortened ("1 200 тг/чел"), and in Kazakh and trade English
+    "чел": (Family.PERSON, Decimal(1)), "кісі": (Family.PERSON, Decimal(1)),
+    "pax": (Family.PERSON, Decimal(1)),
 }  # fmt: skip
 # Counts written as words: the tokens' table (`tokens.NUMBER_WORDS`), with the fractions a
 # measure can take ("полтора кило", "half a metre"); words that multiply the number before

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from assistant.knowledge.price_import import apply_price_list, parse_price_file
+from assistant.models import AssistantSettings
 from assistant.turn import take_turn
 from inbox.conversations.models import Chat, Message, Owner, Turn
 from tests import factories
@@ -215,3 +216,32 @@ def test_a_complaint_code_reads_is_handed_off_even_when_the_model_answers(settin
 
     assert (turn.outcome, turn.reason) == (Turn.Outcome.HANDED_OFF, "complaint")
     assert chat.owner == Owner.PENDING_HUMAN
+
+
+def test_the_model_path_prices_a_party_with_children_at_the_rules_rate(settings, emu):
+    """The model names the trip; code counts the adults and gives the child the rules' rate."""
+    business = factories.business()
+    channel = factories.channel(business)
+    trips = "SKU,Name,Price,Currency,Unit\nLAKE,Большое Алматинское озеро,12000,KZT,чел\n"
+    apply_price_list(parse_price_file(trips.encode(), "p.csv"), business)
+    AssistantSettings.objects.create(
+        business=business, business_rules="Дети 5–12 лет — скидка 30%."
+    )
+    chat = factories.chat(channel)
+    factories.customer_message(chat, "2 взрослых и ребёнок 8 лет на озеро, сколько всего?")
+    Chat.objects.filter(pk=chat.pk).update(version=1)
+    settings.LLM_BASE_URL = emu.base_url
+    emu.script(
+        Step.decision(
+            reply="{quote}",
+            reading={"intents": ["price_question"], "items": [{"sku": "LAKE", "qty": 3}]},
+        )
+    )
+    turn = take_turn(chat.pk)
+    assert turn is not None
+    assert turn.outcome == Turn.Outcome.ANSWERED, turn.guardrail_findings
+    assert sent(turn) == (
+        "Большое Алматинское озеро: 2 × 12 000 KZT = 24 000 KZT\n"
+        "Большое Алматинское озеро, ребёнок, возраст 8: 12 000 KZT, со скидкой 30%: 8 400 KZT\n"
+        "Итого: 32 400 KZT"
+    )

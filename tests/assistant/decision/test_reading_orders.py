@@ -421,3 +421,46 @@ def test_chat_english_four_for_for_is_no_count():
     ).reply_to_customer
     assert "Screen replacement iPhone 11: 25 000 KZT" in reply
     assert "4 ×" not in reply
+
+
+EXCURSIONS = (
+    item("LAKE", "Большое Алматинское озеро", "12000", unit="чел"),
+    item("CITY", "Обзорная экскурсия по городу", "7000", unit="чел"),
+    item("GUIDE", "Гид на английском", "20000", unit="день"),
+)
+EXCURSION_RULES = (
+    "Цены за одного взрослого. Дети до 5 лет бесплатно, дети 5–12 лет — скидка 30%. "
+    "Группам от 10 человек скидка 10%."
+)
+
+
+def test_a_party_counts_a_price_per_person_and_children_get_the_rate_the_rules_give():
+    rules = EXCURSION_RULES
+    three = decide(EXCURSIONS, "на озеро сколько? нас трое", rules).reply_to_customer
+    assert "Большое Алматинское озеро: 3 × 12 000 KZT = 36 000 KZT" in three
+    # Not what is priced otherwise: the guide per day stays one.
+    english = decide(EXCURSIONS, "we are 4, city tour and an english guide, total?", rules)
+    assert "Обзорная экскурсия по городу: 4 × 7 000 KZT = 28 000 KZT" in english.reply_to_customer
+    assert "Total: 48 000 KZT" in english.reply_to_customer
+    family = decide(EXCURSIONS, "2 взрослых и дети 3 и 8 лет на озеро, сколько всего?", rules)
+    text = family.reply_to_customer
+    assert "Большое Алматинское озеро: 2 × 12 000 KZT = 24 000 KZT" in text
+    assert "Большое Алматинское озеро, ребёнок, возраст 3: бесплатно" in text
+    assert "возраст 8: 12 000 KZT, со скидкой 30%: 8 400 KZT" in text
+    assert "Итого: 32 400 KZT" in text
+    # A child older than every rate pays as an adult; an age not said gives no total.
+    older = decide(EXCURSIONS, "2 adults and a kid (14) to the lake, total?", rules)
+    assert "3 × 12 000 KZT = 36 000 KZT" in older.reply_to_customer
+    unsaid = decide(EXCURSIONS, "2 взрослых и ребёнок на озеро, сколько?", rules)
+    assert "ребёнок, возраст" not in unsaid.reply_to_customer
+    assert "Итого" not in unsaid.reply_to_customer
+
+
+def test_a_group_discount_holds_from_the_party_size_the_rules_name():
+    big = decide(
+        EXCURSIONS, "Нас 12 человек, обзорная экскурсия, сколько на всех?", EXCURSION_RULES
+    )
+    assert "12 × 7 000 KZT = 84 000 KZT" in big.reply_to_customer
+    assert "со скидкой 10%: 75 600 KZT" in big.reply_to_customer
+    small = decide(EXCURSIONS, "Нас 6 человек, обзорная экскурсия, сколько?", EXCURSION_RULES)
+    assert "скидк" not in small.reply_to_customer

@@ -3,10 +3,13 @@ customer's counts; a fee that cannot be computed gives no amount at all."""
 
 from decimal import Decimal
 
+import pytest
+
 from assistant.decision import catalogue
 from assistant.decision.guardrails import check_against
 from assistant.knowledge.fees import (
     Fee,
+    child_rates,
     counter,
     fee_for,
     fee_in,
@@ -190,3 +193,25 @@ def test_what_a_discount_is_on_is_no_condition_of_it():
         turn("я пенсионер, мужская стрижка сколько будет?"), knowledge(haircuts), config
     )
     assert "со скидкой 15%: 4 250 KZT" in pensioner.reply_to_customer
+
+
+@pytest.mark.parametrize(
+    ("rules", "rates"),
+    [
+        (
+            "Дети до 5 лет бесплатно (без отдельного места), дети 5–12 лет — скидка 30%.",
+            [(0, 4, None), (5, 12, Decimal(30))],
+        ),
+        (
+            "Children under 6 travel free; kids 6-12 years get 20% off.",
+            [(0, 5, None), (6, 12, Decimal(20))],
+        ),
+        ("5 жасқа дейінгі балалар тегін.", [(0, 4, None)]),
+        # About children, but no age range or no rate: none.
+        ("Детей принимаем с 3 лет.", []),
+        ("Скидка 15% на курс второго ребёнка из одной семьи.", []),
+    ],
+)
+def test_childrens_rates_are_read_with_their_ages(rules, rates):
+    found = [(r.youngest, r.oldest, r.term.rate if r.term else None) for r in child_rates(rules)]
+    assert found == rates

@@ -6,7 +6,14 @@ from decimal import Decimal
 import pytest
 
 from assistant.decision import catalogue
-from assistant.knowledge.matching import format_quantity, measure_of, minimum_of, quantity_in
+from assistant.knowledge.matching import (
+    Party,
+    format_quantity,
+    measure_of,
+    minimum_of,
+    party_of,
+    quantity_in,
+)
 from assistant.knowledge.matching.units import Family, family_of
 from assistant.models import AssistantSettings
 from tests.assistant.builders import item, knowledge, turn
@@ -139,3 +146,29 @@ def test_the_least_quantity_a_description_states_is_read_in_the_items_unit(
 ):
     expected = Decimal(least) if least is not None else None
     assert minimum_of(description, measure_of(unit)) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "people", "children"),
+    [
+        ("нас трое", 3, ()),
+        ("Нас 10 человек, хотим на озеро", 10, ()),
+        ("We are 5 from Germany", 5, ()),
+        ("there are 4 of us", 4, ()),
+        ("на двоих", 2, ()),
+        ("біз үшеуміз", 3, ()),
+        ("2 взрослых и ребёнок 8 лет", 2, (8,)),
+        ("2 adults and 2 kids (6 and 11)", 2, (6, 11)),
+        ("Екі ересек және бір бала (7 жаста)", 2, (7,)),
+        ("двое детей 4 и 9 лет и 2 взрослых", 2, (4, 9)),
+        ("а если с нами ещё ребёнок 10 лет?", None, (10,)),
+        ("2 взрослых и ребёнок", 2, (None,)),
+    ],
+)
+def test_who_the_order_is_for_is_read_with_childrens_ages(text, people, children):
+    assert party_of(text) == Party(people, children)
+
+
+@pytest.mark.parametrize("text", ["3 часа", "2 грузчика", "детали 2 шт", "на 2 дня"])
+def test_counts_of_other_things_are_no_party(text):
+    assert party_of(text) is None
