@@ -14,19 +14,22 @@ prompt's retrieval when the list is too big to send whole (BM25).
 The modules, each importing only those listed before it:
 - `tokens`: words, stems, numbers spelt in words, stopwords;
 - `keys`: a word's language-free key, and when two keys (or stems) match, typos included;
-- `quantities`: a message cut into parts, and the count the customer put next to a thing;
+- `quantities`: a message cut into parts, the count the customer put next to a thing, and
+  who the order is for (a party, children with their ages);
 - `units`: units and sizes as customers and lists write them;
 - `distinctions`: what tells look-alike items apart (with/without, codes, sizes, periods,
   "small"/"big", refused words), from the text alone;
 - `retrieval`: BM25 over the list's texts, for the prompt;
-- `index`: `ItemIndex`, the index over a list's names, aliases and SKUs (match, resolve), and
-  `ItemMatch`;
+- `item_match`: `ItemMatch`, how one item is named in a text;
+- `telling_apart`: `TellingApart`, what tells the list's look-alikes apart, item by item, and
+  the narrowing of a text's matches by it;
+- `index`: `ItemIndex`, the index over a list's names, aliases and SKUs (match, resolve);
 - `catalogue`: `Catalogue`, the index reading orders (order lines with their quantities).
 Callers import from this package, never from its modules.
 """
 
 from assistant.knowledge.matching.catalogue import Catalogue
-from assistant.knowledge.matching.index import ItemMatch
+from assistant.knowledge.matching.item_match import ItemMatch
 from assistant.knowledge.matching.keys import content_tokens, is_stopword, word_key
 from assistant.knowledge.matching.quantities import (
     MEASURE_WORDS,

@@ -12,7 +12,8 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import NamedTuple
 
-from assistant.knowledge.matching.index import ItemIndex, ItemMatch
+from assistant.knowledge.matching.index import ItemIndex
+from assistant.knowledge.matching.item_match import ItemMatch
 from assistant.knowledge.matching.keys import (
     common_prefix,
     content_tokens,
@@ -33,7 +34,7 @@ from assistant.knowledge.matching.tokens import (
     analyse,
     words,
 )
-from assistant.knowledge.matching.units import SIZES, Family, quantity_in
+from assistant.knowledge.matching.units import SIZES, Family, family_of, quantity_in
 
 # "с пошивом", "with sewing", "plus assembly", "пошивімен": a service asked with the goods.
 _WITH_WORDS = frozenset({"с", "со", "with", "plus", "+", "и", "and"})
@@ -66,6 +67,8 @@ def _same_root(these: Iterable[str], those: Iterable[str]) -> bool:
 
 # Units a service is priced by the time of: a count of it beside runs for each ("2 грузчика").
 _TIME = frozenset({Family.HOUR, Family.DAY, Family.WEEK, Family.MONTH})
+# What is hired by the hour or the day: one length of time said for the order holds for each.
+_RUNS = frozenset({Family.HOUR, Family.DAY})
 
 
 TIME_RE = re.compile(r"(?<![\d.,])\d{1,2}:\d{2}(?![\d.,])|(?<!\d)\d{1,2}\s?(?:am|pm)\b", re.I)
@@ -95,6 +98,7 @@ class Catalogue(ItemIndex):
         lines: list[tuple[list[ItemMatch], Decimal]] = []
         unread: list[str] = []
         options = False
+        untimed: set[int] = set()
         text = TIME_RE.sub(lambda m: " " * len(m.group(0)), text)  # "на 12:00" is no count
         seen: set[int] = set()
         previous = ""
@@ -125,6 +129,7 @@ class Catalogue(ItemIndex):
                         in_unit = Decimal(named) if named else None  # "…, 6 таблеток"
                     if in_unit is not None:
                         lines[last_line] = (group, in_unit)
+                        untimed.discard(last_line)  # "5 тонник, на 4 часа": its own hours
                     elif orders_unnamed(part):
                         unread.append(part)
                 elif orders_unnamed(part):
@@ -154,6 +159,8 @@ class Catalogue(ItemIndex):
                 plus = text[: max(0, text.find(part))].rstrip().endswith(("+", " plus", " with"))
                 if lines and (_attached(tokens, group) or plus):
                     group, qty = self._with_goods(group, qty, lines[-1])
+                if self._runs_for(group) and self._said_how_long(part, group) is None:
+                    untimed.add(len(lines))  # "2 грузчика" beside "газель на 5 часов"
                 lines.append((group, qty))
                 last_line = len(lines) - 1
                 if len(group) == 1:
@@ -163,6 +170,13 @@ class Catalogue(ItemIndex):
             options = options or (
                 len(added) > 1 and not joined and all(qty == 1 for _g, qty in added)
             )
+        # "газель на 5 часов и 2 грузчика", "палатку, 2 спальника и 2 коврика на 2 суток": one
+        # length of time said for the order is each line's that says none of its own.
+        for n in untimed:
+            group, qty = lines[n]
+            said = {d for p in segments(text) if (d := self._said_how_long(p, group)) is not None}
+            if len(said) == 1:
+                lines[n] = (group, qty * said.pop())
         # "Диван бар ма? Бостон": a "which one?" that another part answers is no question.
         answered = [
             (group, qty)
@@ -178,6 +192,20 @@ class Catalogue(ItemIndex):
                 for g, qty in answered
             ]
         return OrderReading(answered, unread, options, party)
+
+    def _runs_for(self, group: list[ItemMatch]) -> bool:
+        """Whether the item is priced by the hour or the day (a van, a mover, a tent)."""
+        measure = self.measures[group[0].index] if len(group) == 1 else None
+        return measure is not None and measure.family in _RUNS and measure.size == 1
+
+    def _said_how_long(self, part: str, group: list[ItemMatch]) -> Decimal | None:
+        """The hours or days a part says, in the unit the item is priced by; None if none."""
+        measure = self.measures[group[0].index]
+        if measure is None or not any(
+            (family_of(w) or (None,))[0] is measure.family for w in words(part)
+        ):
+            return None
+        return quantity_in(part, measure)
 
     def per_person(self, group: list[ItemMatch]) -> bool:
         """Whether the items are priced per person ("/ чел", "per person")."""
@@ -268,7 +296,7 @@ class Catalogue(ItemIndex):
         if measure is not None:
             sizes: dict[str, list[tuple[Decimal, str]]] = {}
             for m in group:
-                for family, stated in self.sizes[m.index].items():
+                for family, stated in self.apart.sizes[m.index].items():
                     sizes.setdefault(family, []).extend(stated)
             in_unit = quantity_in(part, measure, sizes)
             if in_unit is not None and measure.family in _TIME:

@@ -12,27 +12,18 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 
 from assistant import language
 from assistant.knowledge.matching.distinctions import (
-    code_positions,
     described_keys,
-    fits,
-    is_denied,
-    letter_codes,
-    periods_stated,
     picked_by_size,
-    polarity,
-    refused_positions,
-    sizes_stated,
 )
+from assistant.knowledge.matching.item_match import ItemMatch
 from assistant.knowledge.matching.keys import (
     ATTRIBUTE_KEYS,
     COMPOUNDS,
     WIDER,
-    common_prefix,
     content_tokens,
     is_stopword,
     keys_match,
@@ -43,6 +34,7 @@ from assistant.knowledge.matching.keys import (
     word_key,
 )
 from assistant.knowledge.matching.retrieval import Bm25
+from assistant.knowledge.matching.telling_apart import TellingApart
 from assistant.knowledge.matching.tokens import (
     COMPOUND_RE,
     QueryToken,
@@ -63,25 +55,6 @@ from assistant.knowledge.matching.units import (
     minimum_of,
 )
 from assistant.knowledge.transliteration import skeleton
-
-
-@dataclass(frozen=True)
-class ItemMatch:
-    index: int
-    coverage: float  # share of the name's weight the query covered
-    weight: float  # matched weight (idf)
-    positions: frozenset[int]  # query token positions explained by this item
-    by_sku: bool = False
-    number_positions: frozenset[int] = field(default_factory=frozenset)
-    # Only descriptive words (colour, material, size) matched: "white" alone is not a product.
-    weak: bool = False
-    # Every matched word is the name's own word, as written (not a translation of it).
-    literal: bool = False
-    # The name's words the query did not say ("педикюр" of a manicure-and-pedicure set).
-    unsaid: frozenset[str] = field(default_factory=frozenset)
-    # Only a period or a count of people matched ("в месяц", "за троих"): how long, not what.
-    how_long: bool = False
-
 
 CHILD = word_key("child")
 # A son, a daughter, a child, kids, in any of the three languages.
@@ -193,22 +166,8 @@ class ItemIndex:
                         extra_keys.setdefault(b, set()).add(c)
                 also.append(extra_keys)
             self.also.append(also)
-        # Name words said with "без/without/-сыз" ("Маникюр без покрытия": покрытие denied)
-        # and the words said plainly, for the options "with" and "without" a thing.
-        # Letter codes with their numbers ("М500" → {"м": {"500"}}, "R16", "B2"): a query's
-        # "М400" or "R17" is not an item whose same letter carries another number.
-        self.codes: list[dict[str, set[str]]] = [letter_codes(analyse(name)) for name in self.names]
-        # Sizes a name states ("8 кг", "12 мм", "до 70 м²"): a customer's "2-килограммовый"
-        # is not the 8 kg bag.
-        self.sizes: list[dict[str, list[tuple[Decimal, str]]]] = [
-            sizes_stated(name) for name in self.names
-        ]
-        # How long each name says it lasts, in months and in days ("Безлимит, 3 месяца",
-        # "годовой", "Тур 2 дня / 1 ночь").
-        self.lasting: dict[Family, list[frozenset[Decimal]]] = {
-            family: [frozenset(periods_stated(name, family)) for name in self.names]
-            for family in (Family.MONTH, Family.DAY)
-        }
+        # What tells look-alike items apart (with/without, codes, sizes, periods).
+        self.apart = TellingApart.of(self.names, self.measures)
         # Name keys by the script of the word they came from: a word the customer types in
         # the other script may share its root ("lamination", "Ламинирование").
         self.keys_by_script: dict[bool, set[str]] = {True: set(), False: set()}
@@ -233,12 +192,6 @@ class ItemIndex:
                     continue
                 if named is not None and named[0] in PACKAGING and len(w) >= 3:
                     self.packaging.setdefault(named[0], set()).add(word_key(w))
-        said = [polarity(name) for name in self.names]
-        options = {key for words_said in said for key, denied in words_said.items() if denied}
-        self.polarity: list[dict[str, bool]] = [
-            {key: denied for key, denied in words_said.items() if key in options}
-            for words_said in said
-        ]
         # A charge for a thing ("Залог за бутыль 19 л", "Deposit for the bottle"): named only
         # when its own first word is said, never by the thing it is charged for.
         self.charge_heads: list[str | None] = [
@@ -450,8 +403,8 @@ class ItemIndex:
         matches = [m for m in matches if m.index not in wider] + list(wider.values())
         if any(not m.weak for m in matches):
             matches = [m for m in matches if not m.weak]
-        matches = self._without_contradictions(text, tokens, matches)
-        matches = self._without_refused(tokens, matches)
+        matches = self.apart.without_contradictions(text, tokens, matches)
+        matches = self.apart.without_refused(tokens, matches, self._token_keys)
         matches.sort(key=lambda m: (m.by_sku, m.coverage, m.weight), reverse=True)
         return tuple(matches)
 
@@ -482,112 +435,6 @@ class ItemIndex:
             if len(at) >= 2:  # one shared word ("тест" in "пробные тесты") is no description
                 found.append(ItemMatch(index, 0.9 * len(at) / content, float(len(at)), at))
         return found
-
-    def _without_refused(
-        self, tokens: list[QueryToken], matches: list[ItemMatch]
-    ) -> list[ItemMatch]:
-        """Items the customer says they do not want ("не комплексную, только кузов", "залог
-        не нужен"): a match made on a refused word drops out, unless the item's own name
-        denies that word too ("Маникюр без покрытия" for "без покрытия")."""
-        refused = refused_positions(tokens)
-        if not refused:
-            return matches
-        by_position = {t.position: t for t in tokens}
-
-        def agrees(m: ItemMatch, position: int) -> bool:
-            denied_by_name = self.polarity[m.index]
-            return any(denied_by_name.get(k) for k in self._token_keys(by_position[position]))
-
-        kept = [
-            m
-            for m in matches
-            if m.by_sku or not any(p in refused and not agrees(m, p) for p in m.positions)
-        ]
-
-        # "без газа" is not the "газированная" one: a refused word whose root a name's word
-        # shares, while another item fits.
-        def same_root(a: str, b: str) -> bool:
-            return common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b)))
-
-        # Not where the message also asks for it ("без покрытия — 4 000, с покрытием — 8 000").
-        roots = [
-            by_position[p]
-            for p in refused
-            if len(by_position[p].word) >= 3
-            and not any(
-                same_root(t.word, by_position[p].word)
-                for t in tokens
-                if t.position not in refused and t.number is None and len(t.word) >= 3
-            )
-        ]
-
-        def names_refused(m: ItemMatch) -> bool:
-            named = [w for w in words(self.names[m.index]) if w.isalpha() and len(w) >= 4]
-            return any(
-                same_root(t.word, w) and not agrees(m, t.position) for t in roots for w in named
-            )
-
-        plain = [m for m in kept if m.by_sku or not names_refused(m)]
-        return plain or kept
-
-    def _without_contradictions(
-        self, text: str, tokens: list[QueryToken], matches: list[ItemMatch]
-    ) -> list[ItemMatch]:
-        """Options told apart by "with"/"without": "маникюр с покрытием" is not the one "без
-        покрытия", and "без покрытия" is not the one with it. An item whose name denies a
-        word the customer asks for (or asserts one the customer denies) drops out while
-        another item fits."""
-        asked: dict[str, set[bool]] = {}
-        for t in tokens:
-            asked.setdefault(word_key(t.word), set()).add(is_denied(tokens, t.position))
-        coded = letter_codes(tokens)
-        sized = sizes_stated(text)
-        kept = [
-            m
-            for m in matches
-            if not any(
-                key in asked and denied not in asked[key]
-                for key, denied in self.polarity[m.index].items()
-            )
-            and not any(
-                letter in self.codes[m.index] and not numbers & self.codes[m.index][letter]
-                for letter, numbers in coded.items()
-            )
-            and not any(
-                family in self.sizes[m.index]
-                and not self._sold_in(m.index, family)
-                and not any(
-                    fits(value, bound)
-                    for value, _op in values
-                    for bound in self.sizes[m.index][family]
-                )
-                for family, values in sized.items()
-            )
-        ]
-        # A period the customer states ("на год", "на 3 месяца") keeps the items whose name
-        # says that long, where one does (else "2 months" is two of the monthly one); a name
-        # that says no period is not contradicted.
-        for family, lasts in self.lasting.items():
-            said = set(periods_stated(text, family))
-            if said:
-                lasting = [m for m in kept if not lasts[m.index] or said & lasts[m.index]]
-                if any(said & lasts[m.index] for m in lasting):
-                    kept = lasting
-        # A code the customer wrote that no item carries ("R17") names none of them.
-        if coded and not kept and any(m.positions & code_positions(tokens) for m in matches):
-            return [m for m in matches if not m.positions & code_positions(tokens)]
-        return kept or matches
-
-    def _sold_in(self, index: int, family: str) -> bool:
-        """Whether an item is sold by a unit of this family: a length asked of fabric sold by
-        the metre ("10 м блэкаута") is how much, not its "высота 2,8 м"."""
-        measure = self.measures[index]
-        return (
-            measure is not None
-            and measure.family.value == family
-            and measure.size == 1  # not "бухта 100 м": 35 m is not that coil
-            and measure.holds is None
-        )
 
     def _score(
         self,

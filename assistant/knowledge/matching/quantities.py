@@ -1,7 +1,8 @@
 """How many of a thing the customer wants: a message cut into the parts that each name one
 thing ("a table and 4 chairs"), the count written next to an item ("2 chairs", "chairs x2",
 "стул 3 шт"; a size, weight or amount is not one), a part that gives only a count ("штук 6",
-"6 of them"), and a count in the item's own unit ("3 зуба")."""
+"6 of them"), a count in the item's own unit ("3 зуба"), a counted part that names nothing
+("фумленту 3 шт"), and who the order is for ("нас трое", "2 взрослых и ребёнок 8 лет")."""
 
 from __future__ import annotations
 

@@ -464,3 +464,25 @@ def test_a_group_discount_holds_from_the_party_size_the_rules_name():
     assert "со скидкой 10%: 75 600 KZT" in big.reply_to_customer
     small = decide(EXCURSIONS, "Нас 6 человек, обзорная экскурсия, сколько?", EXCURSION_RULES)
     assert "скидк" not in small.reply_to_customer
+
+
+HIRE = (
+    item("VAN", "Газель", "6000", unit="час"),
+    item("LOADER", "Грузчик", "3000", unit="час"),
+    item("TENT", "Аренда палатки", "3000", unit="сутки"),
+    item("MAT", "Аренда коврика", "500", unit="сутки"),
+)
+
+
+def test_one_length_of_time_said_for_the_order_holds_for_each_line_without_its_own():
+    movers = decide(HIRE, "газель на 5 часов и 2 грузчика на всё время").reply_to_customer
+    assert "Газель: 5 × 6 000 KZT = 30 000 KZT" in movers
+    assert "Грузчик: 10 × 3 000 KZT = 30 000 KZT" in movers
+    assert "Итого: 60 000 KZT" in movers
+    camp = decide(HIRE, "палатку и 2 коврика на 2 суток, сколько?").reply_to_customer
+    assert "Аренда палатки: 2 × 3 000 KZT = 6 000 KZT" in camp
+    assert "Аренда коврика: 4 × 500 KZT = 2 000 KZT" in camp
+    # Its own hours said after it are its own; two lengths said give none to the rest.
+    assert "Газель: 4 × 6 000 KZT" in decide(HIRE, "газель, на 4 часа").reply_to_customer
+    two = decide(HIRE, "газель на 5 часов, грузчик на 2 часа и палатку").reply_to_customer
+    assert "Грузчик: 2 × 3 000 KZT = 6 000 KZT" in two
