@@ -276,6 +276,12 @@ class Charge:
 
 
 FREE_RE = re.compile(r"free|бесплатн|тегін", re.IGNORECASE)
+# What makes a "free" hold only sometimes: "при заказе от…", "if you take two", "кроме ковров".
+CONDITION_RE = re.compile(
+    r"\b(?:при|если|когда|кроме|только|от|свыше|if|when|for orders|from|over|above|except|only|"
+    r"unless|болса|кезде)\b",
+    re.IGNORECASE,
+)
 FROM_RE = re.compile(r"(?:\bот|\bfrom|\bover|\babove|свыше|не менее|at least)\s*$", re.IGNORECASE)
 # An amount per something the customer did not count (per floor, per km): not a fixed charge.
 PER_RE = re.compile(
@@ -296,8 +302,10 @@ def charges(
     if every_sentence:
         # A total asks for the fee itself, wherever the rules write it: every sentence on the
         # answer's topics, not only the ones that answered the question best.
+        # The answer's own first: a manager's "курьер для вас бесплатно" stands.
         on_topics = tuple(s for s in sentences(every_sentence) if topics(s) & answer.topics)
-        answer = RuleAnswer(answer.topics, on_topics or answer.sentences)
+        kept = answer.sentences + tuple(s for s in on_topics if s not in answer.sentences)
+        answer = RuleAnswer(answer.topics, kept)
     for topic in sorted(answer.topics):
         clauses = [
             (clause, inherited)
@@ -306,6 +314,11 @@ def charges(
             for clause, inherited in _clauses(sentence)
         ]
         on_topic = [c for c, t in clauses if topic in t]
+        free = [c for c in on_topic if FREE_RE.search(c) and not find_amounts(c)]
+        if any(not CONDITION_RE.search(c) for c in free):
+            # "Хорошо, курьер для вас бесплатно": free, whatever the order.
+            found.append(Charge(topic, Decimal(0), free[0]))
+            continue
         free_from = [_threshold(c) for c in on_topic if FREE_RE.search(c)]
         fees = [
             c

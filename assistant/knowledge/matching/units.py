@@ -252,6 +252,29 @@ def measure_of(unit: str) -> Measure | None:
     return Measure(family, size, holds)
 
 
+# Two sides of a thing sold by the m²: "3 на 4 метра", "2х3", "2,5 x 3,5 м", "200×300 см".
+_SIDES_RE = re.compile(
+    r"(?<![\d.,])(\d{1,3}(?:[.,]\d{1,2})?)\s*(?:x|х|×|\*|на|by)\s*(\d{1,3}(?:[.,]\d{1,2})?)"
+    r"(?![\d.,])\s*(см|cm|сантиметр\w*|м|m|метр\w*|metr\w*|meter\w*)?(?![^\W\d_])",
+    re.IGNORECASE,
+)
+
+
+def _area_of_sides(text: str) -> Decimal | None:
+    """The area two sides make, in m²: in centimetres or metres where written so, in metres
+    where both are small ("2х3"); None otherwise ("60х60" of a tile's size is no area)."""
+    found = _SIDES_RE.search(text.lower())
+    if found is None:
+        return None
+    a, b = (Decimal(found.group(n).replace(",", ".")) for n in (1, 2))
+    unit = found.group(3) or ""
+    if unit.startswith(("с", "c")):
+        return a * b / 10000
+    if unit or (a <= 20 and b <= 20):
+        return a * b
+    return None
+
+
 def quantity_in(
     text: str, measure: Measure, named: dict[str, list[tuple[Decimal, str]]] | None = None
 ) -> Decimal | None:
@@ -287,6 +310,8 @@ def quantity_in(
     for number, family, size in written:
         if family == measure.family:
             return _units(number * size, measure.size)
+    if measure.family is Family.AREA and (sides := _area_of_sides(text)) is not None:
+        return _units(sides, measure.size)  # "ковёр 3 на 4 метра": 12 m²
     for number, family, size in written:
         converted = _convert(number * size, family, measure)
         if converted is not None:

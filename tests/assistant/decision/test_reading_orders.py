@@ -486,3 +486,22 @@ def test_one_length_of_time_said_for_the_order_holds_for_each_line_without_its_o
     assert "Газель: 4 × 6 000 KZT" in decide(HIRE, "газель, на 4 часа").reply_to_customer
     two = decide(HIRE, "газель на 5 часов, грузчик на 2 часа и палатку").reply_to_customer
     assert "Грузчик: 2 × 3 000 KZT = 6 000 KZT" in two
+
+
+REPAIRS = (item("SCR", "Замена экрана iPhone 11", "25000"),)
+COURIER_RULES = "Курьер по городу — 2000 тг, бесплатно при заказе от 50000 тг."
+
+
+def test_a_fee_a_manager_made_free_is_free_in_the_total_and_a_conditional_free_is_not():
+    history = [
+        entry("customer", "а курьер бесплатно может забрать?", 0),
+        entry("manager", "Хорошо, курьер для вас бесплатно.", 1),
+        entry("system", "Chat returned to the assistant", 2),
+    ]
+    asked = "а сколько всего выйдет за экран на 11 с курьером?"
+    free = decide(REPAIRS, asked, COURIER_RULES, history=history).reply_to_customer
+    assert "Итого: 25 000 KZT" in free
+    assert "2 000" not in free
+    # Without the manager's word the rules' fee holds: free only from 50 000.
+    paid = decide(REPAIRS, asked, COURIER_RULES).reply_to_customer
+    assert "Итого: 27 000 KZT" in paid

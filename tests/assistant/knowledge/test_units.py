@@ -172,3 +172,23 @@ def test_who_the_order_is_for_is_read_with_childrens_ages(text, people, children
 @pytest.mark.parametrize("text", ["3 часа", "2 грузчика", "детали 2 шт", "на 2 дня"])
 def test_counts_of_other_things_are_no_party(text):
     assert party_of(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ковёр 3 на 4 метра", "12"),
+        ("ковер 2х3 постирать", "6"),
+        ("kilem juu qansha? 2x4 metr", "8"),
+        ("carpet 2.5 by 3 m", "7.5"),
+        ("ковёр 200х300 см", "6"),
+        ("окно 1,2 на 1,5 м", "1.8"),
+        # An area written wins; a tile's own "60х60" is no area.
+        ("керамогранит 60х60 серый 30 квадратов", "30"),
+        ("керамогранит 60х60", None),
+        ("ковер 200х300", None),
+    ],
+)
+def test_two_sides_give_the_area_of_a_thing_sold_by_the_square_metre(text, expected):
+    area = quantity_in(text, measure_of("м²"))
+    assert area == (Decimal(expected) if expected is not None else None)
