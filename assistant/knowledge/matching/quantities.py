@@ -194,6 +194,23 @@ _CHAT_FOR = frozenset({"4", "2"})
 _ARTICLES = frozenset({"a", "an", "the", "my", "your", "this", "that"})
 
 
+def _one_word_between(by_position: dict[int, QueryToken], p: int, first: int) -> bool:
+    word = by_position[p].word
+    before = by_position.get(p - 1)
+    return (
+        p == first - 1
+        and before is not None
+        and before.number is not None
+        and (before.word.isdigit() or not _COLLECTIVE.search(before.word))  # "трое" are people
+        and word not in COUNT_MULTIPLIERS  # "2 десятка яиц": the unit, not a word between
+        and word.isalpha()
+        and len(word) >= 4
+        and family_of(word) is None
+        and not is_vessel(word)
+        and not _NOT_ORDERED.match(word)
+    )
+
+
 def quantity_near(
     tokens: Sequence[QueryToken], positions: frozenset[int], exclude: set[int]
 ) -> int:
@@ -231,8 +248,9 @@ def quantity_near(
         if number is not None:
             return number
         vessel = is_vessel(t.word)
-        # "20 small boxes", "2 white chairs": a word that only describes stands between
-        describes = word_key(t.word) in ATTRIBUTE_KEYS
+        # "20 small boxes", "2 white chairs": a word that only describes stands between; so
+        # may one word the list does not know, right before the name ("2 everyday dresses").
+        describes = word_key(t.word) in ATTRIBUTE_KEYS or _one_word_between(by_position, p, first)
         skipped = is_stopword(t.word) or vessel or describes or t.number is not None
         if not skipped and p not in positions:
             break

@@ -505,3 +505,18 @@ def test_a_fee_a_manager_made_free_is_free_in_the_total_and_a_conditional_free_i
     # Without the manager's word the rules' fee holds: free only from 50 000.
     paid = decide(REPAIRS, asked, COURIER_RULES).reply_to_customer
     assert "Итого: 27 000 KZT" in paid
+
+
+CLEANING = (
+    item("DRESS", "Dress dry cleaning", "4500"),
+    item("EGGS", "Яйца куриные", "1250", unit="десяток"),
+    item("CASE", "Чехол силиконовый", "3500"),
+)
+
+
+def test_a_count_may_stand_one_unknown_word_before_the_item():
+    assert "2 × 4 500 KZT = 9 000 KZT" in decide(CLEANING, "2 everyday dresses").reply_to_customer
+    assert "2 × 3 500 KZT" in decide(CLEANING, "2 чехол силиконовый керек").reply_to_customer
+    # Not a unit ("2 десятка" of eggs sold by the ten) and not a party ("трое подружек").
+    assert "2 × 1 250 KZT" in decide(CLEANING, "2 десятка яиц").reply_to_customer
+    assert "3 ×" not in decide(CLEANING, "нас трое подружек, чехол силиконовый").reply_to_customer
