@@ -33,11 +33,15 @@ CEMENT_AND_DRYWALL = [
 ]
 
 
-def one_turn(settings: Any, emu: Any, asked: str, answer: Step) -> tuple[Turn, Chat]:
+def one_turn(
+    settings: Any, emu: Any, asked: str, answer: Step, prices: str = PRICES, rules: str = ""
+) -> tuple[Turn, Chat]:
     """The customer writes `asked`, the model answers `answer`: the finished turn and chat."""
     business = factories.business()
     channel = factories.channel(business)
-    apply_price_list(parse_price_file(PRICES.encode(), "p.csv"), business)
+    apply_price_list(parse_price_file(prices.encode(), "p.csv"), business)
+    if rules:
+        AssistantSettings.objects.create(business=business, business_rules=rules)
     chat = factories.chat(channel)
     factories.customer_message(chat, asked)
     Chat.objects.filter(pk=chat.pk).update(version=1)
@@ -220,25 +224,14 @@ def test_a_complaint_code_reads_is_handed_off_even_when_the_model_answers(settin
 
 def test_the_model_path_prices_a_party_with_children_at_the_rules_rate(settings, emu):
     """The model names the trip; code counts the adults and gives the child the rules' rate."""
-    business = factories.business()
-    channel = factories.channel(business)
     trips = "SKU,Name,Price,Currency,Unit\nLAKE,Большое Алматинское озеро,12000,KZT,чел\n"
-    apply_price_list(parse_price_file(trips.encode(), "p.csv"), business)
-    AssistantSettings.objects.create(
-        business=business, business_rules="Дети 5–12 лет — скидка 30%."
+    answer = Step.decision(
+        reply="{quote}",
+        reading={"intents": ["price_question"], "items": [{"sku": "LAKE", "qty": 3}]},
     )
-    chat = factories.chat(channel)
-    factories.customer_message(chat, "2 взрослых и ребёнок 8 лет на озеро, сколько всего?")
-    Chat.objects.filter(pk=chat.pk).update(version=1)
-    settings.LLM_BASE_URL = emu.base_url
-    emu.script(
-        Step.decision(
-            reply="{quote}",
-            reading={"intents": ["price_question"], "items": [{"sku": "LAKE", "qty": 3}]},
-        )
-    )
-    turn = take_turn(chat.pk)
-    assert turn is not None
+    asked = "2 взрослых и ребёнок 8 лет на озеро, сколько всего?"
+    turn, _chat = one_turn(settings, emu, asked, answer, trips, "Дети 5–12 лет — скидка 30%.")
+
     assert turn.outcome == Turn.Outcome.ANSWERED, turn.guardrail_findings
     assert sent(turn) == (
         "Большое Алматинское озеро: 2 × 12 000 KZT = 24 000 KZT\n"
