@@ -134,7 +134,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "charge.installation": {"en": "Installation", "ru": "Установка", "kk": "Орнату"},
     "charge.lifting": {"en": "Carrying upstairs", "ru": "Подъём", "kk": "Қабатқа көтеру"},
     "charge.default": {"en": "Service", "ru": "Услуга", "kk": "Қызмет"},
-    # A child's line of a price per person: "ребёнок 8 лет".
+    # A child's line of a price per person: "ребёнок, возраст 8".
     "answer.child": {
         "en": "child, age {age}",
         "ru": "ребёнок, возраст {age}",

@@ -1,7 +1,8 @@
 """`Catalogue`: the item index (`index.ItemIndex`) and the reading of orders on it:
 `order_lines` pairs each thing a customer named with its quantity, part by part ("a table and
 4 chairs"), in the unit each item is sold in, with a service asked "with" the goods counted as
-they are."""
+they are, one duration said for the order held by each hourly line, and a price per person
+counted for the party."""
 
 from __future__ import annotations
 
@@ -93,8 +94,9 @@ class Catalogue(ItemIndex):
         "Oak table 180 and 4 oak chairs" → (table, 1), (chairs, 4); a quantity in the unit an
         item is sold in counts in that unit ("12 кв.м ламината" → 12 of a price per m²).
         Positions are relative to each part. With them, the parts that count pieces of something
-        the list does not name ("фумленту 3 шт"), and whether one part gave several lines with
-        no count ("the Charyn day trip" naming two trips): options, not an order."""
+        the list does not name ("фумленту 3 шт"), whether one part gave several lines with no
+        count ("the Charyn day trip" naming two trips: options, not an order), and who the
+        order is for ("нас трое": three of a price per person)."""
         lines: list[tuple[list[ItemMatch], Decimal]] = []
         unread: list[str] = []
         options = False
@@ -188,7 +190,7 @@ class Catalogue(ItemIndex):
         party = party_of(text)
         if party is not None and party.people is not None:
             answered = [
-                (g, Decimal(party.people) if qty == 1 and self.per_person(g) else qty)
+                (g, Decimal(party.people) if qty == 1 and self._per_person(g) else qty)
                 for g, qty in answered
             ]
         return OrderReading(answered, unread, options, party)
@@ -207,7 +209,7 @@ class Catalogue(ItemIndex):
             return None
         return quantity_in(part, measure)
 
-    def per_person(self, group: list[ItemMatch]) -> bool:
+    def _per_person(self, group: list[ItemMatch]) -> bool:
         """Whether the items are priced per person ("/ чел", "per person")."""
         measures = {self.measures[m.index] for m in group}
         return all(m is not None and m.family is Family.PERSON for m in measures)
