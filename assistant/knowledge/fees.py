@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from assistant.knowledge.matching import analyse, is_stopword, party_of, stem, word_key, words
+from assistant.knowledge.matching.quantities import names_a_child
 from assistant.knowledge.matching.units import Measure, family_of, quantity_in
 from assistant.knowledge.money import find_amounts
 from assistant.knowledge.rules import CHARGED, rule_clauses, topic_clauses
@@ -317,7 +318,6 @@ def term_applies(term: PercentTerm, message: str) -> bool:
 
 # A child's rate the rules give: "Дети до 5 лет бесплатно", "дети 5–12 лет — скидка 30%",
 # "children under 5 free", "5 жасқа дейінгі балалар тегін".
-_CHILD_RE = re.compile(r"дет|ребен|ребён|child|kid|бала", re.IGNORECASE)
 _FREE_RE = re.compile(r"бесплатн|free|тегін", re.IGNORECASE)
 _UNDER_RE = re.compile(r"(?:до|under|younger than|below)\s*(\d{1,2})|(\d{1,2})\s*жас\w*\s*дейін")
 _BETWEEN_RE = re.compile(
@@ -343,7 +343,7 @@ def child_rates(rules: str) -> list[ChildRate]:
     that gives no age range or no rate ("Детей принимаем с 3 лет") is none."""
     found: list[ChildRate] = []
     for clause in rule_clauses(rules):
-        if not _CHILD_RE.search(clause):
+        if not any(names_a_child(w) for w in words(clause)):
             continue
         between = _BETWEEN_RE.search(clause)
         under = _UNDER_RE.search(clause)

@@ -16,9 +16,9 @@ from typing import NamedTuple
 from assistant.knowledge.matching.index import ItemIndex
 from assistant.knowledge.matching.item_match import ItemMatch
 from assistant.knowledge.matching.keys import (
-    common_prefix,
     content_tokens,
     is_stopword,
+    one_root,
     word_key,
 )
 from assistant.knowledge.matching.quantities import (
@@ -61,9 +61,7 @@ def _same_root(these: Iterable[str], those: Iterable[str]) -> bool:
     """Whether a word of one set and one of the other share a root ("тюля", "тюль")."""
 
     those = list(those)
-    return any(
-        common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b))) for a in these for b in those
-    )
+    return any(one_root(a, b) for a in these for b in those)
 
 
 # Units a service is priced by the time of: a count of it beside runs for each ("2 грузчика").

@@ -59,6 +59,12 @@ def stems_match(query_stem: str, name_stem: str, fuzzy: bool) -> bool:
     return edit_distance_at_most(query_stem, name_stem, 1 if shorter < 7 else 2)
 
 
+def one_root(a: str, b: str) -> bool:
+    """Two words of one script share a root, if not an ending: "тюля" and "тюль", "газа" and
+    "газированная". Three letters and three quarters of the shorter word, from the start."""
+    return common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b)))
+
+
 def shared_root(a: str, b: str) -> bool:
     """Two spellings of one borrowed word across scripts share its root, if not its ending:
     "lamination" and "ламинирование" (lamin-), "correction" and "коррекция" (korekt-). Half

@@ -285,6 +285,12 @@ _JOINTS = frozenset({"и", "and", "және", "мен", ","})
 _AGES_RE = re.compile(r"\(([\d\s,иandжәне-]+)\)")
 
 
+def names_a_child(word: str) -> bool:
+    """Whether a word names a child: "ребёнок", "детей", "kids", "балалар"; not "деталь"."""
+    word = word.lower()
+    return word.startswith(_CHILDREN) and not word.startswith(("детал", "балан", "балл"))
+
+
 class Party(NamedTuple):
     """The people an order is for: `people` counted together (adults, or everyone where no
     child is named), and each child's age (None where not said)."""
@@ -302,7 +308,7 @@ def party_of(text: str) -> Party | None:
     children: list[int | None] = []
     ages: set[int] = set()
     for t in tokens:
-        if t.word.startswith(_CHILDREN) and not t.word.startswith(("детал", "балан", "балл")):
+        if names_a_child(t.word):
             before = by_position.get(t.position - 1)
             count = before.number if before is not None and before.number else 1
             children += [None] * count

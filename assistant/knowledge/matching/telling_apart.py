@@ -19,7 +19,7 @@ from assistant.knowledge.matching.distinctions import (
     sizes_stated,
 )
 from assistant.knowledge.matching.item_match import ItemMatch
-from assistant.knowledge.matching.keys import common_prefix, word_key
+from assistant.knowledge.matching.keys import one_root, word_key
 from assistant.knowledge.matching.tokens import QueryToken, analyse, words
 from assistant.knowledge.matching.units import Family, Measure
 
@@ -85,17 +85,14 @@ class TellingApart:
         ]
 
         # "без газа" is not the "газированная" one: a refused word whose root a name's word
-        # shares, while another item fits.
-        def same_root(a: str, b: str) -> bool:
-            return common_prefix(a, b) >= max(3, 0.75 * min(len(a), len(b)))
-
-        # Not where the message also asks for it ("без покрытия — 4 000, с покрытием — 8 000").
+        # shares, while another item fits; not where the message also asks for it ("без
+        # покрытия — 4 000, с покрытием — 8 000").
         roots = [
             by_position[p]
             for p in refused
             if len(by_position[p].word) >= 3
             and not any(
-                same_root(t.word, by_position[p].word)
+                one_root(t.word, by_position[p].word)
                 for t in tokens
                 if t.position not in refused and t.number is None and len(t.word) >= 3
             )
@@ -104,7 +101,7 @@ class TellingApart:
         def names_refused(m: ItemMatch) -> bool:
             named = [w for w in words(self.names[m.index]) if w.isalpha() and len(w) >= 4]
             return any(
-                same_root(t.word, w) and not agrees(m, t.position) for t in roots for w in named
+                one_root(t.word, w) and not agrees(m, t.position) for t in roots for w in named
             )
 
         plain = [m for m in kept if m.by_sku or not names_refused(m)]
